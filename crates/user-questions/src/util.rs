@@ -1,0 +1,23 @@
+//! Small helpers shared by the modules of this crate.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Locks a mutex, recovering from poisoning.
+///
+/// Every critical section in this crate leaves its data consistent before it can panic (none of
+/// them calls into user code), so the data behind a poisoned lock is still valid.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Wall-clock Unix milliseconds, for lifecycle events only (deadlines use the monotonic clock).
+pub(crate) fn now_unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// JSON-quotes a string for an error message, escaped as `serde_json` escapes it.
+pub(crate) fn quoted(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}

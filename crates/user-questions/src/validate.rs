@@ -1,0 +1,203 @@
+//! Checks on question batches and answer batches (SPEC §4.3 step 4, §9.2, §9.3).
+//!
+//! Batches hold at most a handful of questions, so the checks scan linearly instead of building
+//! sets: no allocation on the success path.
+
+use std::borrow::Cow;
+
+use crate::config::QuestionLimits;
+use crate::error::UserQuestionError;
+use crate::ids::CallId;
+use crate::util::quoted;
+use crate::vocab::{AnswerBatch, AnswerItem, Question, QuestionIntent};
+
+/// Checks every intent (SPEC §4.3 step 4): `approve` must name one of that question's own option
+/// labels, then `detail` must be present. Errors are `BAD_INTENT`.
+pub fn check_intents(questions: &[Question]) -> Result<(), UserQuestionError> {
+    for question in questions {
+        let Some(intent) = &question.intent else {
+            continue;
+        };
+        match intent {
+            QuestionIntent::PlanReview { approve, .. } => {
+                if !question.options().iter().any(|o| &o.label == approve) {
+                    return Err(UserQuestionError::bad_intent_approve(
+                        &question.id,
+                        intent.kind(),
+                        approve,
+                    ));
+                }
+            }
+        }
+        if question.detail.is_none() {
+            return Err(UserQuestionError::bad_intent_detail(
+                &question.id,
+                intent.kind(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The hard caps of SPEC §9.3, in order: a repeated id, too many questions, an options count
+/// that is neither 0 nor within `min_options..=max_options`. Errors are `BAD_QUESTIONS`.
+///
+/// The seam runs this in `ask`; the timed tool runs it before dispatch so that a bad batch never
+/// registers a wait.
+pub fn check_question_limits(
+    questions: &[Question],
+    limits: &QuestionLimits,
+) -> Result<(), UserQuestionError> {
+    for (at, question) in questions.iter().enumerate() {
+        if questions[..at].iter().any(|q| q.id == question.id) {
+            return Err(UserQuestionError::repeated_question_id(&question.id));
+        }
+    }
+    if questions.len() > limits.max_questions {
+        return Err(UserQuestionError::too_many_questions(
+            questions.len(),
+            limits.max_questions,
+        ));
+    }
+    for question in questions {
+        let count = question.options().len();
+        if count != 0 && !(limits.min_options..=limits.max_options).contains(&count) {
+            return Err(UserQuestionError::options_out_of_range(
+                &question.id,
+                count,
+                limits.min_options,
+                limits.max_options,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Truncates every header longer than `header_max_chars` Unicode scalar values to that many
+/// (no ellipsis). Borrows when nothing needs truncating.
+pub fn truncate_headers<'q>(
+    questions: &'q [Question],
+    limits: &QuestionLimits,
+) -> Cow<'q, [Question]> {
+    let too_long = |q: &Question| {
+        q.header
+            .as_deref()
+            .is_some_and(|h| h.chars().nth(limits.header_max_chars).is_some())
+    };
+    if !questions.iter().any(too_long) {
+        return Cow::Borrowed(questions);
+    }
+    let truncated = questions
+        .iter()
+        .map(|q| {
+            let mut q = q.clone();
+            if let Some(header) = &mut q.header
+                && let Some((cut, _)) = header.char_indices().nth(limits.header_max_chars)
+            {
+                tracing::debug!(question = %q.id, max = limits.header_max_chars, "header truncated");
+                header.truncate(cut);
+            }
+            q
+        })
+        .collect();
+    Cow::Owned(truncated)
+}
+
+/// Validates an answer batch against its questions (SPEC §9.2, first violation wins) and
+/// normalises it to typed `{id, selected, custom?}` items in the submitted order.
+///
+/// `call_id` is named in the message when the request is keyed. Errors are `BAD_ANSWER`.
+pub fn validate_answers(
+    questions: &[Question],
+    batch: &AnswerBatch,
+    limits: &QuestionLimits,
+    call_id: Option<&CallId>,
+) -> Result<AnswerBatch, UserQuestionError> {
+    let fail = |violation: String| {
+        Err(UserQuestionError::bad_answer(
+            call_id,
+            questions.len(),
+            &violation,
+        ))
+    };
+    let items = &batch.answers;
+    // Rule 1: every item names a question of the call.
+    if let Some(item) = items
+        .iter()
+        .find(|item| !questions.iter().any(|q| q.id == item.id))
+    {
+        return fail(format!("unknown question id {}", quoted(&item.id)));
+    }
+    // Rule 2: no id twice.
+    for (at, item) in items.iter().enumerate() {
+        if items[..at].iter().any(|earlier| earlier.id == item.id) {
+            return fail(format!(
+                "question id {} is answered more than once",
+                quoted(&item.id)
+            ));
+        }
+    }
+    // Rule 3: every question has an item, and the counts agree.
+    if let Some(missing) = questions
+        .iter()
+        .find(|q| !items.iter().any(|item| item.id == q.id))
+    {
+        return fail(format!(
+            "question {} has no answer; answer each question exactly once",
+            quoted(&missing.id)
+        ));
+    }
+    if items.len() != questions.len() {
+        return fail(format!(
+            "{} answers for {} questions; answer each question exactly once",
+            items.len(),
+            questions.len()
+        ));
+    }
+    for item in items {
+        let Some(question) = questions.iter().find(|q| q.id == item.id) else {
+            continue; // Rule 1 has already rejected unknown ids.
+        };
+        // Rule 4: labels come from the question's options.
+        if let Some(label) = item
+            .selected
+            .iter()
+            .find(|label| !question.options().iter().any(|o| &&o.label == label))
+        {
+            return fail(format!(
+                "label {} is not an option of question {}",
+                quoted(label),
+                quoted(&question.id)
+            ));
+        }
+        // Rule 5: single-select questions take at most one label.
+        if !question.is_multi_select() && item.selected.len() > 1 {
+            return fail(format!(
+                "single-select question {} has {} labels (allowed: at most 1)",
+                quoted(&question.id),
+                item.selected.len()
+            ));
+        }
+        // Rule 6: custom text within the size cap.
+        if let Some(custom) = &item.custom
+            && custom.len() > limits.custom_max_bytes
+        {
+            return fail(format!(
+                "custom text of question {} is {} bytes (allowed: at most {})",
+                quoted(&question.id),
+                custom.len(),
+                limits.custom_max_bytes
+            ));
+        }
+    }
+    Ok(AnswerBatch {
+        answers: items
+            .iter()
+            .map(|item| AnswerItem {
+                id: item.id.clone(),
+                selected: item.selected.clone(),
+                custom: item.custom.clone(),
+            })
+            .collect(),
+    })
+}
