@@ -65,7 +65,7 @@ pub use ids::{AgentId, CallId, ScopeId, SessionId};
 pub use scripted::{
     RuleMatch, RuleOutcome, ScriptAction, ScriptError, ScriptRule, ScriptedAnswer, ScriptedAnswerer,
 };
-pub use service::{AskRequest, MAX_TIMEOUT_MS, TimedAskRequest, UserQuestions};
+pub use service::{AskRequest, MAX_TIMEOUT_MS, TimedAskRequest, UserQuestions, WeakUserQuestions};
 pub use tokio_util::sync::CancellationToken;
 pub use validate::{check_intents, check_question_limits, truncate_headers, validate_answers};
 pub use vocab::{

@@ -135,6 +135,23 @@ pub struct UserQuestions {
     inner: Arc<Inner>,
 }
 
+/// A handle to the seam that does not keep it alive ([`UserQuestions::downgrade`]).
+///
+/// An answerer registered in the seam that needs the seam back (a UI that claims timed waits
+/// through [`UserQuestions::attach_wait`]) holds this, so the registration does not form a cycle
+/// that would keep the seam alive after its last real handle is dropped.
+#[derive(Clone, Debug)]
+pub struct WeakUserQuestions {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl WeakUserQuestions {
+    /// The seam, if a strong handle still exists.
+    pub fn upgrade(&self) -> Option<UserQuestions> {
+        self.inner.upgrade().map(|inner| UserQuestions { inner })
+    }
+}
+
 struct Inner {
     limits: QuestionLimits,
     registry: Option<Arc<dyn AgentRegistry>>,
@@ -183,6 +200,13 @@ impl UserQuestions {
                 shut_down: AtomicBool::new(false),
             }),
         })
+    }
+
+    /// A handle that does not keep the seam alive.
+    pub fn downgrade(&self) -> WeakUserQuestions {
+        WeakUserQuestions {
+            inner: Arc::downgrade(&self.inner),
+        }
     }
 
     /// Registers an answerer; it stays registered while the guard lives.

@@ -488,3 +488,28 @@ async fn nothing_spawned_keeps_the_seam_alive() {
     assert!(drained > 0);
     assert!(events.recv().await.is_none());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_weak_handle_claims_without_keeping_the_seam_alive() {
+    let w = world();
+    let weak = w.seam.downgrade();
+    let seam = w.seam.clone();
+    let r = w.r.clone();
+    let task = tokio::spawn(async move {
+        seam.ask_timed(TimedAskRequest::new([q_scope()], r), call("w"), 1000)
+            .await
+    });
+    settle().await;
+    let claim = weak
+        .upgrade()
+        .unwrap()
+        .attach_wait(&w.r, &call("w"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(claim.remaining_ms(), 1000);
+    drop(claim);
+    advance(Duration::from_millis(1000)).await;
+    assert_pending(&task.await.unwrap(), "w");
+    drop(w);
+    assert!(weak.upgrade().is_none());
+}
