@@ -333,3 +333,27 @@ async fn legacy_answerer_errors() {
     assert_eq!(outcome.error, None);
     assert_eq!(outcome.text, "Error: relay disconnected: foreign");
 }
+
+/// Legacy never reports pending: an answerer's own timeout is an ordinary error, and with no
+/// answerer the call fails at once with `NO_PROVIDER` (X11, tool side), whatever `timeout` says.
+#[tokio::test(start_paused = true)]
+async fn legacy_never_reports_pending() {
+    let w = world();
+    let start = tokio::time::Instant::now();
+    let arguments = r#"{"questions":[{"id":"go","question":"Go?"}],"timeout":1}"#;
+    let outcome = w
+        .legacy()
+        .execute(arguments, ctx_for("call_go", &w.r))
+        .await;
+    assert_seam_error(&outcome, "NO_PROVIDER");
+    assert_eq!(start.elapsed(), std::time::Duration::ZERO);
+    let answerer = TestAnswerer::new(Behaviour::Typed(UserQuestionError::ask_timed_out));
+    let _guard = answerer.register(&w.seam);
+    let outcome = w
+        .legacy()
+        .execute(arguments, ctx_for("call_go", &w.r))
+        .await;
+    assert_seam_error(&outcome, "ASK_TIMED_OUT");
+    assert!(!is_pending_json(&outcome.text));
+    assert!(answerer.last().wait.is_none());
+}

@@ -322,6 +322,10 @@ async fn t18_timed_duplicate_ids_are_rejected_before_dispatch() {
         assert_seam_error(&outcome, "BAD_QUESTIONS");
         assert!(outcome.text.contains(r#""scope""#), "{}", outcome.text);
     }
+    // The timeout is checked first (SPEC §5.3 step 1 before step 2).
+    let both = r#"{"questions":[{"id":"scope","question":"A?"},{"id":"scope","question":"B?"}],"timeout":0}"#;
+    let outcome = w.timed(120).execute(both, ctx_for("call_dup", &w.r)).await;
+    assert_invalid_args(&outcome, &[r#""timeout""#]);
     assert_eq!(answerer.calls(), 0);
     assert_eq!(w.seam.live_waits(), 0);
     assert!(
