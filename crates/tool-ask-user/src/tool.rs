@@ -107,7 +107,8 @@ impl AskUserTool {
     /// Executes one call with the raw arguments text the model sent (SPEC §5.3).
     ///
     /// Never panics and never fails: every problem is an error outcome. Runs inside a `tracing`
-    /// span `tool_call` with the fields `tool`, `call_id` and `mode`.
+    /// span `tool_call` with the fields `tool`, `call_id` and `mode`, and `answerer` once an
+    /// answer has come back.
     ///
     /// Cancel safety: cancelling `ctx.cancel` ends a waiting call promptly with `ASK_ABORTED`.
     /// Dropping the future drops the seam request (its answerers' futures, and a timed wait).
@@ -119,6 +120,7 @@ impl AskUserTool {
             tool = TOOL_NAME,
             call_id = %ctx.call_id,
             mode = mode.as_str(),
+            answerer = tracing::field::Empty,
         );
         async move {
             let outcome = match mode {
@@ -136,6 +138,14 @@ impl AskUserTool {
                     .await
                 }
             };
+            if let Some(answerer) = outcome
+                .meta
+                .as_ref()
+                .and_then(|meta| meta.pointer("/provenance/answerer"))
+                .and_then(serde_json::Value::as_str)
+            {
+                tracing::Span::current().record("answerer", answerer);
+            }
             tracing::debug!(
                 is_error = outcome.is_error,
                 code = outcome.error.as_ref().map(|e| e.code.as_str()),

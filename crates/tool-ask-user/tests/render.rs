@@ -258,8 +258,11 @@ fn each_call_runs_in_a_tool_call_span() {
         .enable_all()
         .build()
         .unwrap();
+    let answerer = TestAnswerer::new(Behaviour::FirstLabel);
+    let _guard = answerer.register(&w.seam);
     tracing::subscriber::with_default(subscriber, || {
         runtime.block_on(w.timed(120).execute("{}", ctx("call_traced")));
+        runtime.block_on(w.legacy().execute(GO, ctx("call_answered")));
     });
     let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     assert!(
@@ -267,4 +270,8 @@ fn each_call_runs_in_a_tool_call_span() {
         "{output}"
     );
     assert!(output.contains("code=\"INVALID_ARGS\""), "{output}");
+    assert!(
+        output.contains(r#"tool_call{tool="ask_user_question" call_id=call_answered mode="legacy" answerer="ui"}"#),
+        "{output}"
+    );
 }
