@@ -1,0 +1,125 @@
+//! The tool's configuration (SPEC §2.1): which definition to register, and the default wait of the
+//! timed one.
+//!
+//! A host reads [`AskUserConfig`] from its preset file with serde; the timeout range is checked
+//! when the tool or its definition is built, so a config written in Rust is checked the same way.
+
+use serde::Deserialize;
+
+/// The default wait of the timed tool, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: i64 = 120;
+
+/// The largest tool timeout, in seconds: the seam's largest wait (2^31 − 1 ms) in whole seconds.
+pub const MAX_TIMEOUT_SECS: i64 = 2_147_483;
+
+/// The timeout value that means "wait indefinitely".
+pub const INDEFINITE_TIMEOUT: i64 = -1;
+
+/// Which `ask_user_question` definition is registered. Exactly one is, never both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AskUserMode {
+    /// The blocking tool: it waits for an answer or an error and never reports pending.
+    #[default]
+    Legacy,
+    /// The timed tool: it waits for a foreground window, then reports pending.
+    Timed,
+}
+
+impl AskUserMode {
+    /// The config and tracing name: `legacy` or `timed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Legacy => "legacy",
+            Self::Timed => "timed",
+        }
+    }
+}
+
+impl std::fmt::Display for AskUserMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The tool's configuration (SPEC §2.1). No configuration at all means [`AskUserConfig::LEGACY`].
+///
+/// `timeout` must be `-1` or in `1..=2147483` seconds in both modes; legacy mode ignores a valid
+/// value. [`AskUserConfig::validate`] checks it, and building the tool or its definition calls it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskUserConfig {
+    /// `"legacy"` (default) or `"timed"`.
+    #[serde(default)]
+    pub mode: AskUserMode,
+    /// The timed tool's default wait in seconds (default 120); `-1` waits indefinitely.
+    #[serde(default = "default_timeout")]
+    pub timeout: i64,
+}
+
+fn default_timeout() -> i64 {
+    DEFAULT_TIMEOUT_SECS
+}
+
+impl Default for AskUserConfig {
+    /// Equals the value read from `{}`: legacy mode, timeout 120.
+    fn default() -> Self {
+        Self::LEGACY
+    }
+}
+
+impl AskUserConfig {
+    /// The default configuration: the legacy tool.
+    pub const LEGACY: Self = Self {
+        mode: AskUserMode::Legacy,
+        timeout: DEFAULT_TIMEOUT_SECS,
+    };
+
+    /// The timed tool with the given default wait in seconds (not yet checked).
+    pub const fn timed(timeout: i64) -> Self {
+        Self {
+            mode: AskUserMode::Timed,
+            timeout,
+        }
+    }
+
+    /// Reads a configuration from JSON text and checks it.
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        let config: Self =
+            serde_json::from_str(text).map_err(|error| ConfigError::Invalid(format!("{error}")))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the timeout range (both modes).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if is_valid_timeout(self.timeout) {
+            Ok(())
+        } else {
+            Err(ConfigError::Timeout {
+                timeout: self.timeout,
+            })
+        }
+    }
+}
+
+/// Whether `seconds` is a valid tool timeout: `-1`, or `1..=2147483`.
+pub fn is_valid_timeout(seconds: i64) -> bool {
+    seconds == INDEFINITE_TIMEOUT || (1..=MAX_TIMEOUT_SECS).contains(&seconds)
+}
+
+/// A tool configuration that cannot be used. The tool is not built and nothing is registered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The timeout is neither `-1` nor in `1..=2147483`.
+    #[error(
+        "invalid ask_user_question timeout {timeout}: use -1 (wait indefinitely) or a whole number of seconds from 1 to 2147483"
+    )]
+    Timeout {
+        /// The rejected value.
+        timeout: i64,
+    },
+    /// The configuration text does not parse (unknown key, unknown mode, wrong type, not JSON).
+    #[error("invalid ask_user_question config: {0}")]
+    Invalid(String),
+}

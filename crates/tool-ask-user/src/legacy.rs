@@ -1,0 +1,135 @@
+//! The legacy `ask_user_question` definition (SPEC §5.1–§5.4): the blocking tool. **Frozen.**
+//!
+//! Its description, its parameters schema (the doc comments of the argument types below are the
+//! model-facing property descriptions) and its argument mapping are a released contract, pinned
+//! by the `t6_legacy_definition_is_frozen` snapshot. Changing any of them is a product decision,
+//! not a refactor.
+//!
+//! This module shares no argument type, description or mapping code with the timed definition
+//! (`timed.rs`), so work on the timed tool cannot change it. What both use is infrastructure: the
+//! schema generator (`schema.rs`), the schema-driven argument check (`args.rs`) and the result
+//! rendering (`outcome.rs`), whose output the snapshots pin as well.
+//!
+//! Behaviour: it always waits for an answer or an error and never reports pending; its requests
+//! carry no wait key; `multi_select` maps to `multiSelect`; extra keys are dropped.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use user_questions::{AskRequest, Question, QuestionOption, TOOL_NAME, UserQuestions};
+
+use crate::args;
+use crate::definition::ToolDefinition;
+use crate::outcome::ToolOutcome;
+use crate::schema::schema_of;
+use crate::tool::ToolContext;
+
+/// The tool description (gist G1). **Frozen.**
+pub(crate) const DESCRIPTION: &str = "Ask the person a short question when you need confirmation, a choice among options, or a missing fact to go on.";
+
+/// The legacy tool's arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Args {
+    /// Questions to ask. You continue only after the answers arrive.
+    questions: Vec<ArgQuestion>,
+}
+
+/// One question as the model writes it; other keys are allowed and dropped.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = true))]
+struct ArgQuestion {
+    /// Stable id; it comes back with the answer.
+    id: String,
+    /// The question itself.
+    question: String,
+    /// Optional very short heading, e.g. 'Setup'.
+    header: Option<String>,
+    /// Optional choices. To recommend one, put it first and end its label with " (Recommended)".
+    options: Option<Vec<ArgOption>>,
+    /// Allow choosing several options. Off unless set.
+    multi_select: Option<bool>,
+}
+
+/// One option as the model writes it; other keys are allowed and dropped.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = true))]
+struct ArgOption {
+    /// Brief label shown to the person; it is also the returned value.
+    label: String,
+    /// What choosing this option implies.
+    description: Option<String>,
+}
+
+/// The result value: a closed answers object (output schema; not model-facing).
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Schema-only: it documents the result shape and is never built.
+struct Output {
+    answers: Vec<OutputItem>,
+}
+
+/// One answered question in the result value.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Schema-only: it documents the result shape and is never built.
+struct OutputItem {
+    id: String,
+    selected: Vec<String>,
+    custom: Option<String>,
+}
+
+/// The legacy definition.
+pub(crate) fn definition() -> ToolDefinition {
+    ToolDefinition {
+        name: TOOL_NAME.to_owned(),
+        description: DESCRIPTION.to_owned(),
+        parameters: schema_of::<Args>(),
+        output_schema: schema_of::<Output>(),
+    }
+}
+
+/// SPEC §5.3, legacy: validate, map, `ask` with no wait key, render.
+pub(crate) async fn execute(
+    seam: &UserQuestions,
+    definition: &ToolDefinition,
+    arguments: &str,
+    ctx: ToolContext,
+) -> ToolOutcome {
+    let args: Args = match args::parse(&definition.parameters, arguments) {
+        Ok(args) => args,
+        Err(error) => return ToolOutcome::typed_error(&error),
+    };
+    let request = AskRequest {
+        questions: map(args),
+        agent: ctx.agent,
+        cancel: Some(ctx.cancel),
+        wait: None,
+    };
+    match seam.ask(request).await {
+        Ok(answered) => ToolOutcome::answered(&answered),
+        Err(error) => ToolOutcome::error(&error),
+    }
+}
+
+/// SPEC §5.4: arguments to service vocabulary.
+fn map(args: Args) -> Vec<Question> {
+    args.questions
+        .into_iter()
+        .map(|q| Question {
+            id: q.id,
+            question: q.question,
+            detail: None,
+            header: q.header,
+            options: q.options.map(|options| {
+                options
+                    .into_iter()
+                    .map(|o| QuestionOption {
+                        label: o.label,
+                        description: o.description,
+                    })
+                    .collect()
+            }),
+            multi_select: q.multi_select,
+            intent: None,
+        })
+        .collect()
+}

@@ -1,0 +1,222 @@
+//! The timed `ask_user_question` definition (SPEC §5.1–§5.4): opt-in. It waits for a foreground
+//! window, then returns a pending result so the model can go on while the question stays
+//! answerable; `timeout: -1` makes one call wait indefinitely.
+//!
+//! Its schema declares the `timeout` property, which is how the projection tells a timed session
+//! from a legacy one (SPEC §8.3). It shares no argument type, description or mapping code with the
+//! legacy definition (`legacy.rs`).
+//!
+//! Execution order (SPEC §5.3): check the arguments; check `timeout` (E-T1); check the question
+//! limits before any dispatch, so a repeated id registers no wait and reaches no answerer; then a
+//! positive timeout needs a live agent (E-T2) and runs `ask_timed`, and `-1` runs an indefinite
+//! `ask` keyed by the call id.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use user_questions::{
+    AskRequest, CallId, Question, QuestionOption, TOOL_NAME, TimedAskRequest, TimedOutcome,
+    UserQuestions, WaitKey, check_question_limits,
+};
+
+use crate::args;
+use crate::config::{INDEFINITE_TIMEOUT, is_valid_timeout};
+use crate::definition::ToolDefinition;
+use crate::outcome::ToolOutcome;
+use crate::schema::schema_of;
+use crate::tool::ToolContext;
+
+/// The tool description (gist G10). At most 200 characters (SPEC §10).
+pub(crate) const DESCRIPTION: &str = "Ask the person 1-4 short, plain, self-contained questions on facts you lack, their preferences or decisions. Skipped: empty selected, no custom. Pending: no answers in time; they may still reply.";
+
+/// The pending notice (gist G20): the `message` of the pending result.
+pub const PENDING_NOTICE: &str = "No answer arrived before the timeout. This is pending, not a skipped answer, and not permission. Continue with useful independent work. The person can still answer: the reply will arrive as a user message of kind answer_to_pending_question with this callId and the original questions.";
+
+/// Stands for the configured default in the `timeout` description.
+const DEFAULT_PLACEHOLDER: &str = "{default}";
+
+/// The timed tool's arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Args {
+    /// Questions in the person's words, without internal names or references to background work.
+    /// Give each its own stable id.
+    questions: Vec<ArgQuestion>,
+    /// Seconds to wait (default {default}). Usually omit it; if time runs out, go on with
+    /// independent work. Running out of time never means approval. A late reply repeats the
+    /// questions. Use -1 only when work cannot go on without the answer, or the person asks for an
+    /// open-ended wait.
+    timeout: Option<i64>,
+}
+
+/// One question as the model writes it; other keys are allowed and dropped.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = true))]
+struct ArgQuestion {
+    /// Stable id; it comes back with the answer.
+    id: String,
+    /// The question itself.
+    question: String,
+    /// Optional very short heading, e.g. 'Setup'.
+    header: Option<String>,
+    /// Optional choices. To recommend one, put it first and end its label with " (Recommended)".
+    options: Option<Vec<ArgOption>>,
+    /// Allow choosing several options. Off unless set.
+    multi_select: Option<bool>,
+}
+
+/// One option as the model writes it; other keys are allowed and dropped.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = true))]
+struct ArgOption {
+    /// Brief label shown to the person; it is also the returned value.
+    label: String,
+    /// What choosing this option implies.
+    description: Option<String>,
+}
+
+/// The pending result value (SPEC §5.6): key order `pending, callId, message`.
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PendingResult<'a> {
+    /// True when the foreground wait ended before an answer batch was submitted. The questions can
+    /// still be answered; this is not a skipped answer.
+    #[schemars(extend("enum" = [true]))]
+    pending: bool,
+    /// The tool call whose questions are still pending.
+    #[serde(rename = "callId")]
+    call_id: &'a str,
+    /// How to continue while the questions stay answerable.
+    message: &'a str,
+}
+
+impl<'a> PendingResult<'a> {
+    pub(crate) fn new(call_id: &'a CallId) -> Self {
+        Self {
+            pending: true,
+            call_id: call_id.as_str(),
+            message: PENDING_NOTICE,
+        }
+    }
+}
+
+/// The answers result value (output schema; not model-facing).
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Schema-only: it documents the result shape and is never built.
+struct Answers {
+    /// The submitted batch, one item per question. A skipped question has an empty `selected` and
+    /// no `custom`; unlike pending, the batch is complete.
+    answers: Vec<AnswerItem>,
+}
+
+/// One answered question in the result value.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Schema-only: it documents the result shape and is never built.
+struct AnswerItem {
+    /// The question id echoed from the request.
+    id: String,
+    /// The chosen option labels; empty with no `custom` means the person skipped the question.
+    selected: Vec<String>,
+    /// Optional free-text answer; absent for a skipped question.
+    custom: Option<String>,
+}
+
+/// The timed definition with the given default wait (already checked).
+pub(crate) fn definition(default_timeout: i64) -> ToolDefinition {
+    let mut parameters = schema_of::<Args>();
+    if let Some(Value::String(text)) = parameters.pointer_mut("/properties/timeout/description") {
+        *text = text.replace(DEFAULT_PLACEHOLDER, &default_timeout.to_string());
+    }
+    let output_schema = serde_json::json!({
+        "oneOf": [schema_of::<PendingResult<'static>>(), schema_of::<Answers>()],
+    });
+    ToolDefinition {
+        name: TOOL_NAME.to_owned(),
+        description: DESCRIPTION.to_owned(),
+        parameters,
+        output_schema,
+    }
+}
+
+/// SPEC §5.3, timed.
+pub(crate) async fn execute(
+    seam: &UserQuestions,
+    definition: &ToolDefinition,
+    default_timeout: i64,
+    arguments: &str,
+    ctx: ToolContext,
+) -> ToolOutcome {
+    let args: Args = match args::parse(&definition.parameters, arguments) {
+        Ok(args) => args,
+        Err(error) => return ToolOutcome::typed_error(&error),
+    };
+    // Step 1: the wait, per call or by default.
+    let timeout = args.timeout.unwrap_or(default_timeout);
+    if !is_valid_timeout(timeout) {
+        return ToolOutcome::typed_error(&args::invalid_args(
+            "\"timeout\" must be -1 (wait indefinitely) or a whole number of seconds from 1 to 2147483",
+        ));
+    }
+    // Step 2: structural limits before any dispatch: no wait registered, no answerer called.
+    let questions = map(args.questions);
+    if let Err(error) = check_question_limits(&questions, seam.limits()) {
+        return ToolOutcome::typed_error(&error);
+    }
+    let ToolContext {
+        call_id,
+        agent,
+        cancel,
+    } = ctx;
+    if timeout == INDEFINITE_TIMEOUT {
+        // Step 5: indefinite, keyed by the call; the agent is optional.
+        let request = AskRequest {
+            questions,
+            agent,
+            cancel: Some(cancel),
+            wait: Some(WaitKey::Indefinite { call_id }),
+        };
+        return match seam.ask(request).await {
+            Ok(answered) => ToolOutcome::answered(&answered),
+            Err(error) => ToolOutcome::error(&error),
+        };
+    }
+    // Step 4: a foreground window needs the live agent that asks.
+    let Some(agent) = agent else {
+        return ToolOutcome::uncoded_error("A timed question can only be asked from a live agent.");
+    };
+    let request = TimedAskRequest {
+        questions,
+        agent,
+        cancel: Some(cancel),
+    };
+    match seam.ask_timed(request, call_id, timeout * 1000).await {
+        Ok(TimedOutcome::Answered(answered)) => ToolOutcome::answered(&answered),
+        Ok(TimedOutcome::Pending { call_id }) => ToolOutcome::pending(&call_id),
+        Err(error) => ToolOutcome::error(&error),
+    }
+}
+
+/// SPEC §5.4: arguments to service vocabulary.
+fn map(questions: Vec<ArgQuestion>) -> Vec<Question> {
+    questions
+        .into_iter()
+        .map(|q| Question {
+            id: q.id,
+            question: q.question,
+            detail: None,
+            header: q.header,
+            options: q.options.map(|options| {
+                options
+                    .into_iter()
+                    .map(|o| QuestionOption {
+                        label: o.label,
+                        description: o.description,
+                    })
+                    .collect()
+            }),
+            multi_select: q.multi_select,
+            intent: None,
+        })
+        .collect()
+}

@@ -1,0 +1,167 @@
+//! The tool object a host registers and calls: [`AskUserTool`], with the execution context
+//! [`ToolContext`] (SPEC §5.1, §5.3).
+
+use std::fmt;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use user_questions::{AgentHandle, CallId, TOOL_NAME, UserQuestions};
+
+use crate::config::{AskUserConfig, AskUserMode, ConfigError};
+use crate::definition::{ToolDefinition, definition};
+use crate::outcome::ToolOutcome;
+use crate::registry::{RegistryError, ToolGuard, ToolRegistry};
+use crate::{legacy, timed};
+
+/// What the host knows about one execution: the call id, the calling agent (when there is one)
+/// and the call's cancellation token.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The model's tool-call id, or the sub-call id of a programmatic dispatch.
+    pub call_id: CallId,
+    /// The exact calling agent; `None` for an agentless execution.
+    pub agent: Option<AgentHandle>,
+    /// Cancelled when the call or its turn is cancelled.
+    pub cancel: CancellationToken,
+}
+
+impl ToolContext {
+    /// An agentless context with a fresh token.
+    pub fn new(call_id: impl Into<CallId>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            agent: None,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// Names the calling agent.
+    #[must_use]
+    pub fn with_agent(mut self, agent: AgentHandle) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Uses this token for the call.
+    #[must_use]
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
+            .field("agent", &self.agent.as_ref().map(|a| a.id().clone()))
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish()
+    }
+}
+
+/// The `ask_user_question` tool on top of a seam, in the mode its configuration chooses. Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct AskUserTool {
+    seam: UserQuestions,
+    config: AskUserConfig,
+    definition: Arc<ToolDefinition>,
+}
+
+impl AskUserTool {
+    /// Builds the tool; `None` means the default configuration (legacy). Fails when the timeout
+    /// is out of range, in either mode (SPEC §2.1).
+    pub fn new(seam: UserQuestions, config: Option<AskUserConfig>) -> Result<Self, ConfigError> {
+        let config = config.unwrap_or_default();
+        let definition = definition(&config)?;
+        Ok(Self {
+            seam,
+            config,
+            definition: Arc::new(definition),
+        })
+    }
+
+    /// The one definition this tool offers.
+    pub fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &AskUserConfig {
+        &self.config
+    }
+
+    /// Legacy or timed.
+    pub fn mode(&self) -> AskUserMode {
+        self.config.mode
+    }
+
+    /// Registers this tool's definition (exactly one) on `registry`; dropping the guard
+    /// unregisters it.
+    pub fn register(&self, registry: &ToolRegistry) -> Result<ToolGuard, RegistryError> {
+        registry.register(self.definition().clone())
+    }
+
+    /// Executes one call with the raw arguments text the model sent (SPEC §5.3).
+    ///
+    /// Never panics and never fails: every problem is an error outcome. Runs inside a `tracing`
+    /// span `tool_call` with the fields `tool`, `call_id` and `mode`, and `answerer` once an
+    /// answer has come back.
+    ///
+    /// Cancel safety: cancelling `ctx.cancel` ends a waiting call promptly with `ASK_ABORTED`.
+    /// Dropping the future drops the seam request (its answerers' futures, and a timed wait).
+    /// The host applies E-ABORT afterwards with [`ToolOutcome::abort_if_cancelled`].
+    pub async fn execute(&self, arguments: &str, ctx: ToolContext) -> ToolOutcome {
+        let mode = self.config.mode;
+        let span = tracing::info_span!(
+            "tool_call",
+            tool = TOOL_NAME,
+            call_id = %ctx.call_id,
+            mode = mode.as_str(),
+            answerer = tracing::field::Empty,
+        );
+        async move {
+            let outcome = match mode {
+                AskUserMode::Legacy => {
+                    legacy::execute(&self.seam, &self.definition, arguments, ctx).await
+                }
+                AskUserMode::Timed => {
+                    timed::execute(
+                        &self.seam,
+                        &self.definition,
+                        self.config.timeout,
+                        arguments,
+                        ctx,
+                    )
+                    .await
+                }
+            };
+            if let Some(answerer) = outcome
+                .meta
+                .as_ref()
+                .and_then(|meta| meta.pointer("/provenance/answerer"))
+                .and_then(serde_json::Value::as_str)
+            {
+                tracing::Span::current().record("answerer", answerer);
+            }
+            tracing::debug!(
+                is_error = outcome.is_error,
+                code = outcome.error.as_ref().map(|e| e.code.as_str()),
+                "tool call finished"
+            );
+            outcome
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+impl fmt::Debug for AskUserTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AskUserTool")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}

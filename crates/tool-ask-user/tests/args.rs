@@ -1,0 +1,189 @@
+//! Argument validation (SPEC §5.5, gist E-ARGS) through `execute`: every violation with its JSON
+//! path and rule, one `INVALID_ARGS` error, never a bare serde message, never a panic; and what
+//! valid but unusual arguments do.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use tool_ask_user::AskUserTool;
+
+/// Runs `arguments` through both modes (timed with an agent and `timeout` only where given) and
+/// expects `INVALID_ARGS` with exactly this message.
+#[track_caller]
+fn check(arguments: &str, message: &str) {
+    let w = world();
+    let answerer = TestAnswerer::new(Behaviour::FirstLabel);
+    let _guard = answerer.register(&w.seam);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    for tool in [w.legacy(), w.timed(120)] {
+        let outcome = runtime.block_on(tool.execute(arguments, ctx_for("call_args", &w.r)));
+        assert_invalid_args(&outcome, &[]);
+        assert_eq!(
+            outcome.text,
+            format!("Error: Invalid arguments: {message}."),
+            "{arguments}"
+        );
+    }
+    assert_eq!(answerer.calls(), 0, "no answerer sees invalid arguments");
+}
+
+/// Runs `arguments` through one tool and returns the outcome.
+fn run(tool: &AskUserTool, arguments: &str, w: &World) -> tool_ask_user::ToolOutcome {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(tool.execute(arguments, ctx_for("call_args", &w.r)))
+}
+
+#[test]
+fn t17_missing_questions_and_wrong_types() {
+    check("{}", r#"missing required property "questions""#);
+    check(
+        r#"{"questions":"ask"}"#,
+        r#""questions" must be an array, not a string"#,
+    );
+    check(
+        r#"{"questions":null}"#,
+        r#""questions" must be an array, not null"#,
+    );
+    check(
+        r#"{"questions":[7]}"#,
+        r#""questions[0]" must be an object, not a number"#,
+    );
+    check(
+        r#"{"questions":[{"id":1,"question":"Q?"}]}"#,
+        r#""questions[0].id" must be a string, not a number"#,
+    );
+    check(
+        r#"{"questions":[{"id":"a"}]}"#,
+        r#"missing required property "questions[0].question""#,
+    );
+    check(
+        r#"{"questions":[{"id":"a","question":"Q?","header":null}]}"#,
+        r#""questions[0].header" must be a string, not null"#,
+    );
+    check(
+        r#"{"questions":[{"id":"a","question":"Q?","multi_select":"yes"}]}"#,
+        r#""questions[0].multi_select" must be a boolean, not a string"#,
+    );
+    check(
+        r#"{"questions":[{"id":"a","question":"Q?","options":{"label":"x"}}]}"#,
+        r#""questions[0].options" must be an array, not an object"#,
+    );
+}
+
+/// Every violation is listed, in schema order, joined by `; `.
+#[test]
+fn every_violation_is_listed_with_its_path() {
+    check(
+        &json!({"questions":[
+            {"id":"a","question":"A?"},
+            {"id":"b","question":"B?","options":[{"label":3},{"description":"no label"}],"multi_select":1},
+            {"question":false}
+        ]})
+        .to_string(),
+        concat!(
+            r#""questions[1].options[0].label" must be a string, not a number; "#,
+            r#"missing required property "questions[1].options[1].label"; "#,
+            r#""questions[1].multi_select" must be a boolean, not a number; "#,
+            r#"missing required property "questions[2].id"; "#,
+            r#""questions[2].question" must be a string, not a boolean"#,
+        ),
+    );
+}
+
+#[test]
+fn arguments_that_are_not_a_json_object() {
+    check("[]", "the arguments must be an object, not an array");
+    check("null", "the arguments must be an object, not null");
+    check(r#""{}""#, "the arguments must be an object, not a string");
+    let w = world();
+    for text in [
+        "",
+        "{",
+        r#"{"questions":[}"#,
+        "{} {}",
+        "{\"questions\":[]}x",
+    ] {
+        for tool in [w.legacy(), w.timed(120)] {
+            let outcome = run(&tool, text, &w);
+            assert_invalid_args(
+                &outcome,
+                &["Invalid arguments: the arguments are not valid JSON ("],
+            );
+        }
+    }
+}
+
+/// Timed only: `timeout` is checked by the schema (type) and then by range (E-T1); legacy ignores
+/// an extra `timeout` key whatever its value.
+#[test]
+fn timeout_type_is_checked_in_timed_mode_only() {
+    let w = world();
+    let answerer = TestAnswerer::new(Behaviour::FirstLabel);
+    let _guard = answerer.register(&w.seam);
+    let arguments = r#"{"questions":[{"id":"q","question":"Q?"}],"timeout":"soon"}"#;
+    let timed = run(&w.timed(120), arguments, &w);
+    assert_eq!(
+        timed.text,
+        r#"Error: Invalid arguments: "timeout" must be an integer, not a string."#
+    );
+    let legacy = run(&w.legacy(), arguments, &w);
+    assert_eq!(legacy.text, r#"{"answers":[{"id":"q","selected":[]}]}"#);
+}
+
+/// Unusual but valid arguments: deep nesting in undeclared keys, repeated keys (the last wins),
+/// escaped lone surrogates (read as U+FFFD), huge numbers in undeclared keys.
+#[test]
+fn unusual_valid_arguments() {
+    let w = world();
+    let answerer = TestAnswerer::new(Behaviour::FirstLabel);
+    let _guard = answerer.register(&w.seam);
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let cases = [
+        (
+            format!(
+                r#"{{"questions":[{{"id":"q","question":"Q?","extra":{deep}}}],"more":{deep}}}"#
+            ),
+            r#"{"answers":[{"id":"q","selected":[]}]}"#,
+        ),
+        (
+            r#"{"questions":"first","questions":[{"id":"q","id":"last","question":"Q?"}]}"#
+                .to_owned(),
+            r#"{"answers":[{"id":"last","selected":[]}]}"#,
+        ),
+        (
+            r#"{"questions":[{"id":"q\ud800","question":"Q?\ud83d\ude00"}],"n":1e400}"#.to_owned(),
+            "{\"answers\":[{\"id\":\"q\u{FFFD}\",\"selected\":[]}]}",
+        ),
+    ];
+    for (arguments, expected) in &cases {
+        for tool in [w.legacy(), w.timed(-1)] {
+            let outcome = run(&tool, arguments, &w);
+            assert_eq!(&outcome.text, expected);
+        }
+    }
+    assert_eq!(answerer.last().questions[0].question, "Q?\u{1F600}");
+}
+
+/// Rendered messages never leak a bare serde message: every text starts with the E-ARGS prefix.
+#[test]
+fn messages_are_never_bare_serde_errors() {
+    let w = world();
+    for arguments in ["{", "{}", r#"{"questions":[{"id":"\ud800"}]}"#, "42"] {
+        let outcome = run(&w.timed(120), arguments, &w);
+        assert!(
+            outcome.text.starts_with("Error: Invalid arguments: "),
+            "{}",
+            outcome.text
+        );
+    }
+}
