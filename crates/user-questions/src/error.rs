@@ -364,7 +364,10 @@ impl UserQuestionError {
         let call = call_id.map_or_else(String::new, |c| format!(" to call {}", quoted(c.as_str())));
         Self::new(
             ErrorCode::BadAnswer,
-            format!("Invalid answer{call} ({questions} questions): {violation}."),
+            format!(
+                "Invalid answer{call} ({questions} question{}): {violation}.",
+                if questions == 1 { "" } else { "s" }
+            ),
         )
     }
 }

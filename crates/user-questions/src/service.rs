@@ -408,8 +408,8 @@ impl UserQuestions {
             .map(|live| live.wait.clone())
     }
 
-    /// The number of registered answerers (test visibility).
-    #[doc(hidden)]
+    /// The number of registered answerers. A host that registers the tool but no answerer should
+    /// warn at startup (SPEC §5.1): every question would fail closed.
     pub fn registered_answerers(&self) -> usize {
         self.inner.answerers.len()
     }
