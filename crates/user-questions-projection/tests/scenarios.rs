@@ -600,8 +600,8 @@ fn p15_argument_reader() {
         Some(r#"[{"id":"x","question":"Q?"}]"#),
     );
     check(
-        r#"{"questions":[{"id":"x","question":"Q?","header":"Twenty characters!!"}]}"#,
-        Some(r#"[{"id":"x","question":"Q?","header":"Twenty characters!!"}]"#),
+        r#"{"questions":[{"id":"x","question":"Q?","header":"A header of 20 chars"}]}"#,
+        Some(r#"[{"id":"x","question":"Q?","header":"A header of 20 chars"}]"#),
     );
     // Extra keys are tolerated anywhere; `multi_select` becomes `multiSelect`; repeated ids stay.
     check(
@@ -631,11 +631,7 @@ fn p15_argument_reader() {
         r#"{"questions":[{"id":"x","question":"Q?"}]} trailing"#,
         None,
     );
-    assert_eq!(
-        "Twenty characters!!".chars().count() + 1,
-        20,
-        "the header above has 20 characters"
-    );
+    assert_eq!("A header of 20 chars".chars().count(), 20);
 }
 
 #[test]
