@@ -59,21 +59,41 @@ fn l11_every_corpus_log_folds_without_findings() {
     assert!(events > 5000, "only {events} events decoded");
 }
 
+/// The four logs that ask. Their headers carry the placeholder `"tools":"{{tools}}"`, so as
+/// recorded they are legacy sessions and the view is empty (legacy calls never enter it). The
+/// snapshot also shows the same log under a timed schema, which exercises the reference's own
+/// `tool/call` and `tool/result` records (layouts B and C, errors, answers with `custom`).
 #[test]
 fn corpus_views_of_the_logs_that_ask() {
+    let timed_tools = r#""tools":[{"name":"ask_user_question","description":"Ask.","parameters":{"type":"object","properties":{"questions":{"type":"array"},"timeout":{"type":"integer"}}}}]"#;
+    let mut asking = 0;
     for path in corpus_logs() {
         let text = std::fs::read_to_string(&path).unwrap();
         if !text.contains("ask_user_question") {
             continue;
         }
-        let folded = fold_log(text.as_bytes()).unwrap();
+        asking += 1;
+        assert!(
+            text.contains(r#""tools":"{{tools}}""#),
+            "{}",
+            path.display()
+        );
+        let as_recorded = fold_log(text.as_bytes()).unwrap();
+        let timed = fold_log(
+            text.replace(r#""tools":"{{tools}}""#, timed_tools)
+                .as_bytes(),
+        )
+        .unwrap();
+        assert!(timed.report.is_clean());
         let name = path
             .file_stem()
             .unwrap()
             .to_string_lossy()
             .replace("__", "-");
-        insta::assert_json_snapshot!(name, folded.state);
+        insta::assert_json_snapshot!(format!("{name}-as-recorded"), as_recorded.state);
+        insta::assert_json_snapshot!(format!("{name}-under-timed-schema"), timed.state);
     }
+    assert_eq!(asking, 4);
 }
 
 /// The packed rows of the corpus count one `seq` per member: the `tool/result` of the
