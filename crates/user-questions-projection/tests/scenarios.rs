@@ -576,6 +576,18 @@ fn p14_restore_is_strict() {
         rejected(no_questions),
         RestoreError::NoQuestions(_)
     ));
+    // Deep nesting is refused without overflowing the stack; so are repeated keys (a checkpoint
+    // is written by us, so a repeated key means it was not).
+    let deep = format!(
+        r#"{{"inheritedEventCount":0,"timed":true,"questions":{{"active":{}{},"settled":[]}}}}"#,
+        "[".repeat(1_000_000),
+        "]".repeat(1_000_000)
+    );
+    assert!(matches!(rejected(&deep), RestoreError::Shape(_)));
+    assert!(matches!(
+        rejected(&full.replacen(r#""timed":true"#, r#""timed":true,"timed":true"#, 1)),
+        RestoreError::Shape(_)
+    ));
     // The initial state round-trips.
     let initial = UserQuestionsState::new(0);
     assert_eq!(restore(&initial.to_json()).unwrap(), initial);
