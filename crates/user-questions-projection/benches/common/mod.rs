@@ -1,0 +1,38 @@
+//! Shared by the bench binaries: generating the large realistic logs with `gen-big.py`.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `shared/bench/gen-big.py`, found by walking up from the crate (as the corpus tests do).
+pub fn generator() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .map(|dir| dir.join("shared/bench/gen-big.py"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no shared/bench/gen-big.py above {}", manifest.display()))
+}
+
+/// The log `gen-big.py --events <events>` writes, generated into the target directory on first use
+/// (never committed). Returns its path and the generator's one-line summary (with the sha256).
+pub fn big_log(events: u64) -> (PathBuf, String) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("projection-bench");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("big-{events}.jsonl"));
+    let summary_path = dir.join(format!("big-{events}.summary.json"));
+    if !path.is_file() || !summary_path.is_file() {
+        let output = Command::new("python3")
+            .arg(generator())
+            .arg("--events")
+            .arg(events.to_string())
+            .arg("--out")
+            .arg(&path)
+            .output()
+            .expect("python3 runs gen-big.py");
+        assert!(output.status.success(), "gen-big.py failed: {output:?}");
+        std::fs::write(&summary_path, &output.stdout).unwrap();
+    }
+    let summary = std::fs::read_to_string(&summary_path).unwrap();
+    (path, summary.trim().to_owned())
+}

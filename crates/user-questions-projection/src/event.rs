@@ -1,0 +1,325 @@
+//! The session-event model (SPEC §7.3–§7.5): one decoded log event with its `seq`, its optional
+//! `time`, and a typed body for the event types the fold (and the late-answer crate) reads. Every
+//! other type is kept as [`EventBody::Other`] with its type name.
+//!
+//! Bodies are normalised: the three `tool/result` layouts of §7.7 become one [`ToolResult`], and
+//! `tool/code-dispatch` reads exactly as `tool/ptc-dispatch`. Texts the fold interprets are read
+//! once, when the event is decoded (questions from `arguments`, pending JSON and answer batches
+//! from first text blocks), so applying an event to the fold does no parsing.
+
+use user_questions::{AnswerItem, CallId, Provenance, Question, TOOL_NAME};
+
+use crate::decode::{self, CorruptReason, DecodedRecord};
+use crate::readers::{TextReading, questions_from_arguments};
+
+/// The error code of the synthetic result that resume repair appends (§7.6).
+pub const TOOL_OUTCOME_UNKNOWN: &str = "TOOL_OUTCOME_UNKNOWN";
+
+/// The source kind of a late reply to a pending question (§6).
+pub const REPLY_SOURCE_KIND: &str = "user-question-reply";
+
+/// One decoded log event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionEvent {
+    /// The event's `seq` (§7.3): explicit when the record carried one, else the expected value.
+    pub seq: u64,
+    /// Wall-clock Unix milliseconds at append, when the record carried an integer `time`.
+    pub time: Option<i64>,
+    /// The typed body.
+    pub body: EventBody,
+}
+
+/// The body of a [`SessionEvent`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventBody {
+    /// `request/header`.
+    RequestHeader(RequestHeader),
+    /// `tool/call`.
+    ToolCall(ToolCall),
+    /// `tool/result`, in any of the layouts A, B, C (§7.7).
+    ToolResult(ToolResult),
+    /// `tool/ptc-dispatch`, or its older name `tool/code-dispatch`.
+    Dispatch(Dispatch),
+    /// `user/message`.
+    UserMessage(UserMessageEvent),
+    /// `turn/end`.
+    TurnEnd(TurnEnd),
+    /// `session/end-seed`: a fork's cut marker (`inherited: true`) or a resume marker.
+    EndSeed(EndSeed),
+    /// Any other event type, including the `assistant/chunk` members of packed rows (§7.4).
+    Other(OtherEvent),
+}
+
+/// `request/header`, reduced to what the fold reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestHeader {
+    /// Whether `header.tools` declares the timed `ask_user_question` schema (§8.3).
+    pub timed: bool,
+}
+
+/// `tool/call`, reduced to what the fold reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolCall {
+    /// `callId`, when it is a string.
+    pub call_id: Option<CallId>,
+    /// `name`, when it is a string.
+    pub name: Option<String>,
+    /// For an `ask_user_question` call, the questions read from `arguments` (§8.5); `None` when
+    /// they are unreadable or the call is of another tool.
+    pub questions: Option<Vec<Question>>,
+}
+
+/// `tool/result`, normalised from layout A, B or C (§7.7).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolResult {
+    /// The layout the record used; `None` when it matched none of A–C (the event is ignored).
+    pub layout: Option<ResultLayout>,
+    /// The call the result is for, when the layout gives a string.
+    pub call_id: Option<CallId>,
+    /// What the first text block holds.
+    pub text: TextReading,
+    /// `isError` is the boolean `true`.
+    pub is_error: bool,
+    /// The `data.error` key.
+    pub error: ResultError,
+    /// A well-formed `data.meta.provenance` (§9.1).
+    pub provenance: Option<Provenance>,
+}
+
+/// The `tool/result` layouts of §7.7.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResultLayout {
+    /// Newest: `data.message.toolCallId` is a string.
+    Message,
+    /// Nested: a `tool-result` block in `data.message.content`.
+    Nested,
+    /// Flat: `data.callId`, `data.content`, `data.isError`.
+    Flat,
+}
+
+/// The `data.error` key of a `tool/result`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ResultError {
+    /// No `error` key.
+    #[default]
+    Absent,
+    /// An `error` key with any value (even `null`); `code` when it is an object with a string
+    /// `code`.
+    Present {
+        /// `error.code`.
+        code: Option<String>,
+    },
+}
+
+impl ResultError {
+    /// An error with a code.
+    pub fn code(code: impl Into<String>) -> Self {
+        Self::Present {
+            code: Some(code.into()),
+        }
+    }
+}
+
+/// `tool/ptc-dispatch` (or `tool/code-dispatch`): a programmatic sub-call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dispatch {
+    /// Which record type it was read from.
+    pub kind: DispatchKind,
+    /// `subCallId`, when it is a string.
+    pub sub_call_id: Option<CallId>,
+    /// `name`, when it is a string.
+    pub name: Option<String>,
+    /// `isError` is the boolean `true`.
+    pub is_error: bool,
+    /// What the first text block of `content` holds.
+    pub text: TextReading,
+    /// For an `ask_user_question` sub-call, the questions read from the `arguments` object.
+    pub questions: Option<Vec<Question>>,
+}
+
+/// The record type of a [`Dispatch`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DispatchKind {
+    /// `tool/ptc-dispatch`.
+    Ptc,
+    /// `tool/code-dispatch`, the older name.
+    Code,
+}
+
+/// `user/message`, reduced to its id, its source, and (for a late reply) its answer batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserMessageEvent {
+    /// `id`, when it is a string.
+    pub id: Option<String>,
+    /// `source`, when it is an object.
+    pub source: Option<SourceInfo>,
+    /// For a reply source (`kind == "user-question-reply"`): what the first text block holds.
+    /// Other messages are not read, so this is the default for them.
+    pub text: TextReading,
+}
+
+impl UserMessageEvent {
+    /// The call a late reply answers: `source.callId` when the source kind is
+    /// `user-question-reply` and the call id is a string.
+    pub fn reply_call_id(&self) -> Option<&CallId> {
+        let source = self.source.as_ref()?;
+        if source.kind.as_deref() == Some(REPLY_SOURCE_KIND) {
+            source.call_id.as_ref()
+        } else {
+            None
+        }
+    }
+}
+
+/// The parts of a message `source` that the fold and the late-answer crate read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceInfo {
+    /// `kind`, when it is a string.
+    pub kind: Option<String>,
+    /// `callId`, when it is a string.
+    pub call_id: Option<CallId>,
+    /// `outcome`, when it is a string (never inspected by the fold).
+    pub outcome: Option<String>,
+    /// A well-formed `provenance` (§9.1).
+    pub provenance: Option<Provenance>,
+}
+
+/// `turn/end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnEnd {
+    /// `turn`, when it is a non-negative integer.
+    pub turn: Option<u64>,
+}
+
+/// `session/end-seed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndSeed {
+    /// `data.inherited` is the boolean `true`: the marker of a fork's cut (§7.2).
+    pub inherited: bool,
+}
+
+/// An event of a type the fold ignores.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OtherEvent {
+    /// The event's `type`.
+    pub event_type: String,
+}
+
+impl SessionEvent {
+    /// An event with the given seq, no time and a body.
+    pub fn new(seq: u64, body: EventBody) -> Self {
+        Self {
+            seq,
+            time: None,
+            body,
+        }
+    }
+
+    /// Decodes one record's JSON text (SPEC §7.3). `expected_seq` is the value a record without an
+    /// explicit `seq` gets. A packed chunk row (§7.4) decodes to several events.
+    pub fn from_record(line: &str, expected_seq: u64) -> Result<DecodedRecord, CorruptReason> {
+        decode::decode_str(line, expected_seq)
+    }
+
+    /// The event type name as it appears in logs (`tool/code-dispatch` for an older dispatch).
+    pub fn event_type(&self) -> &str {
+        match &self.body {
+            EventBody::RequestHeader(_) => "request/header",
+            EventBody::ToolCall(_) => "tool/call",
+            EventBody::ToolResult(_) => "tool/result",
+            EventBody::Dispatch(d) => match d.kind {
+                DispatchKind::Ptc => "tool/ptc-dispatch",
+                DispatchKind::Code => "tool/code-dispatch",
+            },
+            EventBody::UserMessage(_) => "user/message",
+            EventBody::TurnEnd(_) => "turn/end",
+            EventBody::EndSeed(_) => "session/end-seed",
+            EventBody::Other(o) => &o.event_type,
+        }
+    }
+
+    /// A `request/header` event.
+    pub fn request_header(seq: u64, timed: bool) -> Self {
+        Self::new(seq, EventBody::RequestHeader(RequestHeader { timed }))
+    }
+
+    /// A `tool/call` event; `arguments` is the raw JSON text the model sent.
+    pub fn tool_call(seq: u64, call_id: &str, name: &str, arguments: &str) -> Self {
+        let questions = (name == TOOL_NAME)
+            .then(|| questions_from_arguments(arguments))
+            .flatten();
+        Self::new(
+            seq,
+            EventBody::ToolCall(ToolCall {
+                call_id: Some(CallId::from(call_id)),
+                name: Some(name.to_owned()),
+                questions,
+            }),
+        )
+    }
+
+    /// A newest-layout `tool/result` event with one text block.
+    pub fn tool_result(seq: u64, call_id: &str, text: &str, is_error: bool) -> Self {
+        Self::new(
+            seq,
+            EventBody::ToolResult(ToolResult {
+                layout: Some(ResultLayout::Message),
+                call_id: Some(CallId::from(call_id)),
+                text: TextReading::read(text),
+                is_error,
+                error: ResultError::Absent,
+                provenance: None,
+            }),
+        )
+    }
+
+    /// A late-reply `user/message` with one text block.
+    pub fn reply(
+        seq: u64,
+        message_id: &str,
+        call_id: &str,
+        text: &str,
+        provenance: Option<Provenance>,
+    ) -> Self {
+        Self::new(
+            seq,
+            EventBody::UserMessage(UserMessageEvent {
+                id: Some(message_id.to_owned()),
+                source: Some(SourceInfo {
+                    kind: Some(REPLY_SOURCE_KIND.to_owned()),
+                    call_id: Some(CallId::from(call_id)),
+                    outcome: Some("answered".to_owned()),
+                    provenance,
+                }),
+                text: TextReading::read(text),
+            }),
+        )
+    }
+
+    /// A `turn/end` event.
+    pub fn turn_end(seq: u64, turn: u64) -> Self {
+        Self::new(seq, EventBody::TurnEnd(TurnEnd { turn: Some(turn) }))
+    }
+
+    /// An event of a type the fold ignores.
+    pub fn other(seq: u64, event_type: &str) -> Self {
+        Self::new(
+            seq,
+            EventBody::Other(OtherEvent {
+                event_type: event_type.to_owned(),
+            }),
+        )
+    }
+
+    /// Sets the time.
+    #[must_use]
+    pub fn at(mut self, time: i64) -> Self {
+        self.time = Some(time);
+        self
+    }
+}
+
+/// An answer batch as the fold settles it: the items, or `[]` when a reply carried none.
+pub(crate) fn batch_or_empty(text: &TextReading) -> Vec<AnswerItem> {
+    text.answers.clone().unwrap_or_default()
+}

@@ -1,0 +1,524 @@
+//! Reading a session log as a stream (SPEC §7, §9.6): the header, then one record per complete
+//! line, with `seq` assignment, findings (corrupt lines, lossy lines, seq gaps, a torn tail) and a
+//! resumable position. Generic over [`BufRead`]: it never opens a file, never seeks and keeps one
+//! line in memory at a time, so a store can put files, locks, torn-tail truncation and checkpoints
+//! on top.
+//!
+//! [`Replay`] drives the fold over decoded records and decides a fork's inherited prefix. For
+//! format versions 0 and 1 the header fixes it. For versions 2 and later it is the `seq` of the
+//! **last** `session/end-seed {"inherited":true}` marker, which a single forward pass cannot know
+//! in advance, so the cut is deferred: events are folded as if unseeded, and each inherited marker
+//! at `seq` S resets the state to `init(S)`. In a log whose `seq`s increase (every log our writers
+//! produce), every event before the marker has a `seq` below S, so the reset gives exactly the fold
+//! of the events at or above the cut, in one pass, without buffering or seeking. A marker that is
+//! not above every earlier `seq` (possible only after a backwards `seq` jump) still resets, and is
+//! reported.
+
+use std::fmt;
+use std::io::{self, BufRead};
+
+use crate::decode::{CorruptReason, DecodedRecord, decode_str};
+use crate::event::{EventBody, SessionEvent};
+use crate::header::{CutRule, HeaderError, SessionHeader};
+use crate::state::UserQuestionsState;
+
+/// Where a scan stands after its last complete line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanPosition {
+    /// The byte offset just past the last complete line (the last `\n`): where a torn tail starts,
+    /// and where the next append goes.
+    pub byte_offset: u64,
+    /// Physical lines before `byte_offset` (the header included).
+    pub line: u64,
+    /// The `seq` the next record gets when it carries none (§7.3).
+    pub expected_seq: u64,
+    /// Events decoded so far (a packed row counts one per member).
+    pub events: u64,
+}
+
+/// A complete line that is not a record: skipped, consuming no `seq` (§9.6).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CorruptLine {
+    /// 1-based physical line number.
+    pub line: u64,
+    /// Byte offset of the line's first byte.
+    pub byte_offset: u64,
+    /// Length in bytes, including the line's `\n`.
+    pub len: u64,
+    /// Why it is not a record.
+    pub reason: CorruptReason,
+}
+
+/// A line with invalid UTF-8, read after lossy decoding (§7.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LossyLine {
+    /// 1-based physical line number.
+    pub line: u64,
+    /// Byte offset of the line's first byte.
+    pub byte_offset: u64,
+}
+
+/// An explicit `seq` that is not the expected value (§7.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeqGap {
+    /// 1-based physical line number.
+    pub line: u64,
+    /// The expected value.
+    pub expected: u64,
+    /// The explicit value, which is used.
+    pub found: u64,
+}
+
+/// Bytes after the last `\n`: never a record (§7.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    /// Byte offset of the fragment.
+    pub byte_offset: u64,
+    /// Its length in bytes.
+    pub len: u64,
+}
+
+/// Findings about the log as a whole, made while folding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFinding {
+    /// The header has no `version`; it reads as 0 (§7.2).
+    VersionMissing,
+    /// A version 2+ header says `isSeeded: true` but no inherited marker was found: folded as
+    /// unseeded.
+    SeededWithoutMarker,
+    /// A version 2+ header without `isSeeded: true` has an inherited marker: ignored (cut 0).
+    UnseededMarker {
+        /// The marker's line.
+        line: u64,
+        /// The marker's `seq`.
+        seq: u64,
+    },
+    /// An inherited marker whose `seq` is not above every earlier `seq`: it still resets the fold
+    /// (the events before it are the inherited prefix), but the events before it with a `seq` at
+    /// or above it, which a two-pass reading would have kept, are dropped.
+    MarkerOutOfOrder {
+        /// The marker's line.
+        line: u64,
+        /// The marker's `seq`.
+        seq: u64,
+    },
+}
+
+impl fmt::Display for LogFinding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::VersionMissing => f.write_str("the header has no version; read as 0"),
+            Self::SeededWithoutMarker => {
+                f.write_str("seeded log without an inherited end-seed marker; folded as unseeded")
+            }
+            Self::UnseededMarker { line, seq } => write!(
+                f,
+                "line {line}: inherited end-seed marker (seq {seq}) in an unseeded log; ignored"
+            ),
+            Self::MarkerOutOfOrder { line, seq } => write!(
+                f,
+                "line {line}: inherited end-seed marker (seq {seq}) is not above every earlier seq"
+            ),
+        }
+    }
+}
+
+/// Everything a scan found, besides the records themselves.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScanReport {
+    /// Skipped corrupt lines.
+    pub corrupt_lines: Vec<CorruptLine>,
+    /// Lines read after lossy UTF-8 decoding.
+    pub lossy_lines: Vec<LossyLine>,
+    /// Explicit `seq`s that were not the expected value.
+    pub seq_gaps: Vec<SeqGap>,
+    /// The fragment after the last `\n`, if any.
+    pub torn_tail: Option<TornTail>,
+    /// Where the scan ended.
+    pub end: ScanPosition,
+}
+
+impl ScanReport {
+    /// Whether nothing at all was reported.
+    pub fn is_clean(&self) -> bool {
+        self.corrupt_lines.is_empty()
+            && self.lossy_lines.is_empty()
+            && self.seq_gaps.is_empty()
+            && self.torn_tail.is_none()
+    }
+}
+
+/// Why a log cannot be opened: a hard error.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The header record is missing or unreadable.
+    #[error(transparent)]
+    Header(#[from] HeaderError),
+    /// Reading failed.
+    #[error("reading the session log failed: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// One complete line that decoded as a record.
+#[derive(Debug)]
+pub struct ScannedRecord<'a> {
+    /// 1-based physical line number.
+    pub line: u64,
+    /// Byte offset of the line's first byte.
+    pub byte_offset: u64,
+    /// The line's bytes, including its `\n` (for hashing).
+    pub raw: &'a [u8],
+    /// The decoded record.
+    pub record: DecodedRecord,
+    /// Whether the line had invalid UTF-8.
+    pub lossy: bool,
+    /// The gap its explicit `seq` made, if any.
+    pub gap: Option<SeqGap>,
+}
+
+/// One complete line.
+// A scanned line is moved once, to the caller; boxing the record would allocate per line.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Scanned<'a> {
+    /// A record.
+    Record(ScannedRecord<'a>),
+    /// A corrupt line, skipped.
+    Corrupt(CorruptLine),
+}
+
+/// Reads records line by line from a [`BufRead`].
+#[derive(Debug)]
+pub struct LogScanner<R> {
+    reader: R,
+    buf: Vec<u8>,
+    position: ScanPosition,
+    report: ScanReport,
+    finished: bool,
+}
+
+impl<R: BufRead> LogScanner<R> {
+    /// Reads the header record; the scanner then yields the records after it.
+    pub fn open(mut reader: R) -> Result<(SessionHeader, Self), OpenError> {
+        let mut buf = Vec::new();
+        reader.read_until(b'\n', &mut buf)?;
+        if buf.last() != Some(&b'\n') {
+            return Err(HeaderError::Missing.into());
+        }
+        if buf.starts_with(b"\xEF\xBB\xBF") {
+            return Err(HeaderError::ByteOrderMark.into());
+        }
+        let mut report = ScanReport::default();
+        let text = &buf[..buf.len() - 1];
+        let header = if let Ok(text) = std::str::from_utf8(text) {
+            SessionHeader::parse(text)?
+        } else {
+            report.lossy_lines.push(LossyLine {
+                line: 1,
+                byte_offset: 0,
+            });
+            SessionHeader::parse(&String::from_utf8_lossy(text))?
+        };
+        let position = ScanPosition {
+            byte_offset: buf.len() as u64,
+            line: 1,
+            expected_seq: 0,
+            events: 0,
+        };
+        report.end = position;
+        buf.clear();
+        Ok((
+            header,
+            Self {
+                reader,
+                buf,
+                position,
+                report,
+                finished: false,
+            },
+        ))
+    }
+
+    /// Continues a scan from a known position (a checkpoint): `reader` must be positioned at
+    /// `at.byte_offset`. Line numbers in findings count on from `at.line`.
+    pub fn resume(reader: R, at: ScanPosition) -> Self {
+        Self {
+            reader,
+            buf: Vec::new(),
+            position: at,
+            report: ScanReport {
+                end: at,
+                ..ScanReport::default()
+            },
+            finished: false,
+        }
+    }
+
+    /// Where the scan stands.
+    pub fn position(&self) -> ScanPosition {
+        self.position
+    }
+
+    /// The findings so far.
+    pub fn report(&self) -> &ScanReport {
+        &self.report
+    }
+
+    /// The findings, ending the scan.
+    pub fn into_report(self) -> ScanReport {
+        self.report
+    }
+
+    /// Reads the next complete line. `Ok(None)` at the end; a torn tail is then in the report.
+    /// After an I/O error the scanner stops; [`LogScanner::position`] still tells where the last
+    /// complete line ended, so a caller can resume there with a fresh reader.
+    pub fn next_line(&mut self) -> io::Result<Option<Scanned<'_>>> {
+        if self.finished {
+            return Ok(None);
+        }
+        self.buf.clear();
+        if let Err(e) = self.reader.read_until(b'\n', &mut self.buf) {
+            self.finished = true;
+            return Err(e);
+        }
+        if self.buf.is_empty() {
+            self.finished = true;
+            return Ok(None);
+        }
+        let byte_offset = self.position.byte_offset;
+        let len = self.buf.len() as u64;
+        if self.buf.last() != Some(&b'\n') {
+            self.finished = true;
+            self.report.torn_tail = Some(TornTail { byte_offset, len });
+            return Ok(None);
+        }
+        let line = self.position.line + 1;
+        let text = &self.buf[..self.buf.len() - 1];
+        let (decoded, lossy) = match std::str::from_utf8(text) {
+            Ok(text) => (decode_str(text, self.position.expected_seq), false),
+            Err(_) => (
+                decode_str(&String::from_utf8_lossy(text), self.position.expected_seq),
+                true,
+            ),
+        };
+        self.position.byte_offset += len;
+        self.position.line = line;
+        if lossy {
+            self.report
+                .lossy_lines
+                .push(LossyLine { line, byte_offset });
+        }
+        let scanned = match decoded {
+            Ok(record) => {
+                let gap = (record.has_explicit_seq()
+                    && record.first_seq() != self.position.expected_seq)
+                    .then_some(SeqGap {
+                        line,
+                        expected: self.position.expected_seq,
+                        found: record.first_seq(),
+                    });
+                if let Some(gap) = gap {
+                    self.report.seq_gaps.push(gap);
+                }
+                self.position.expected_seq = record.next_seq();
+                self.position.events += record.event_count();
+                Scanned::Record(ScannedRecord {
+                    line,
+                    byte_offset,
+                    raw: &self.buf,
+                    record,
+                    lossy,
+                    gap,
+                })
+            }
+            Err(reason) => {
+                let corrupt = CorruptLine {
+                    line,
+                    byte_offset,
+                    len,
+                    reason,
+                };
+                self.report.corrupt_lines.push(corrupt.clone());
+                Scanned::Corrupt(corrupt)
+            }
+        };
+        self.report.end = self.position;
+        Ok(Some(scanned))
+    }
+}
+
+/// The fold driver for replay: applies decoded records in log order and decides the inherited
+/// prefix from the header and the end-seed markers (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Replay {
+    state: UserQuestionsState,
+    rule: CutRule,
+    marker_seen: bool,
+    max_seq: Option<u64>,
+    findings: Vec<LogFinding>,
+    resumed: bool,
+}
+
+impl Replay {
+    /// A replay from the start of a log.
+    pub fn new(header: &SessionHeader) -> Self {
+        let rule = header.cut_rule();
+        let inherited = match rule {
+            CutRule::Fixed(n) => n,
+            CutRule::Markers { .. } => 0,
+        };
+        Self {
+            state: crate::fold::init(header, inherited),
+            rule,
+            marker_seen: false,
+            max_seq: None,
+            findings: if header.version.is_none() {
+                vec![LogFinding::VersionMissing]
+            } else {
+                Vec::new()
+            },
+            resumed: false,
+        }
+    }
+
+    /// A replay resumed from a checkpoint's state at `at`. Findings about the log as a whole
+    /// (`VersionMissing`, `SeededWithoutMarker`) belong to full replays and are not repeated.
+    pub fn resume(header: &SessionHeader, state: UserQuestionsState, at: ScanPosition) -> Self {
+        Self {
+            marker_seen: state.inherited_event_count() > 0,
+            state,
+            rule: header.cut_rule(),
+            max_seq: at.expected_seq.checked_sub(1),
+            findings: Vec::new(),
+            resumed: true,
+        }
+    }
+
+    /// The state so far.
+    pub fn state(&self) -> &UserQuestionsState {
+        &self.state
+    }
+
+    /// The log findings so far.
+    pub fn findings(&self) -> &[LogFinding] {
+        &self.findings
+    }
+
+    /// Applies one decoded record read from `line`; returns whether the state changed.
+    pub fn apply_record(&mut self, line: u64, record: &DecodedRecord) -> bool {
+        if let Some(event) = record.event() {
+            return self.apply_event(line, event);
+        }
+        // A packed row stands for chunk events, which the fold ignores; they only count for `seq`.
+        if record.event_count() > 0 {
+            let last = record.next_seq() - 1;
+            self.max_seq = Some(self.max_seq.map_or(last, |m| m.max(last)));
+        }
+        false
+    }
+
+    /// Applies one event read from `line`; returns whether the state changed.
+    pub fn apply_event(&mut self, line: u64, event: &SessionEvent) -> bool {
+        let mut changed = false;
+        if let (EventBody::EndSeed(marker), CutRule::Markers { seeded }) = (&event.body, self.rule)
+            && marker.inherited
+        {
+            if seeded {
+                if self.max_seq.is_some_and(|m| m >= event.seq) {
+                    self.findings.push(LogFinding::MarkerOutOfOrder {
+                        line,
+                        seq: event.seq,
+                    });
+                }
+                self.state = UserQuestionsState::new(event.seq);
+                self.marker_seen = true;
+                changed = true;
+            } else {
+                self.findings.push(LogFinding::UnseededMarker {
+                    line,
+                    seq: event.seq,
+                });
+            }
+        }
+        self.max_seq = Some(self.max_seq.map_or(event.seq, |m| m.max(event.seq)));
+        self.state.apply_in_place(event) || changed
+    }
+
+    /// Ends the replay: the state and the log findings.
+    pub fn finish(mut self) -> (UserQuestionsState, Vec<LogFinding>) {
+        if self.rule == (CutRule::Markers { seeded: true }) && !self.marker_seen && !self.resumed {
+            self.findings.push(LogFinding::SeededWithoutMarker);
+        }
+        (self.state, self.findings)
+    }
+}
+
+/// A folded log.
+#[derive(Clone, Debug)]
+pub struct FoldedLog {
+    /// The header record.
+    pub header: SessionHeader,
+    /// The projection state after the last complete record.
+    pub state: UserQuestionsState,
+    /// Line-level findings and the end position.
+    pub report: ScanReport,
+    /// Log-level findings.
+    pub findings: Vec<LogFinding>,
+}
+
+/// Folds a whole log from a reader (replay). Streams line by line: memory does not grow with the
+/// log, only with the longest line and the state.
+pub fn fold_log<R: BufRead>(reader: R) -> Result<FoldedLog, OpenError> {
+    let (header, mut scanner) = LogScanner::open(reader)?;
+    let mut replay = Replay::new(&header);
+    while let Some(scanned) = scanner.next_line()? {
+        if let Scanned::Record(record) = scanned {
+            replay.apply_record(record.line, &record.record);
+        }
+    }
+    let (state, findings) = replay.finish();
+    Ok(FoldedLog {
+        header,
+        state,
+        report: scanner.into_report(),
+        findings,
+    })
+}
+
+/// Continues a fold from a checkpoint: `reader` is positioned at `at.byte_offset` and `state` is
+/// the state there. The result equals a full fold of the log.
+pub fn resume_fold<R: BufRead>(
+    reader: R,
+    header: SessionHeader,
+    state: UserQuestionsState,
+    at: ScanPosition,
+) -> io::Result<FoldedLog> {
+    let mut scanner = LogScanner::resume(reader, at);
+    let mut replay = Replay::resume(&header, state, at);
+    while let Some(scanned) = scanner.next_line()? {
+        if let Scanned::Record(record) = scanned {
+            replay.apply_record(record.line, &record.record);
+        }
+    }
+    let (state, findings) = replay.finish();
+    Ok(FoldedLog {
+        header,
+        state,
+        report: scanner.into_report(),
+        findings,
+    })
+}
+
+/// The expected next `seq` after the record that ends at a checkpoint's `byteLength` (§9.6): its
+/// last `seq` + 1 when it carries an explicit `seq`, else `event_count` (the checkpoint's
+/// `eventCount`). `Err` when that line is not a record; the checkpoint is then stale.
+pub fn seq_after_record(line: &[u8], event_count: u64) -> Result<u64, CorruptReason> {
+    let text = line.strip_suffix(b"\n").unwrap_or(line);
+    let text = String::from_utf8_lossy(text);
+    let record = decode_str(&text, event_count)?;
+    Ok(if record.has_explicit_seq() {
+        record.next_seq()
+    } else {
+        event_count
+    })
+}
