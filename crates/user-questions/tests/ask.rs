@@ -491,45 +491,6 @@ async fn x5_repeated_id_is_bad_questions() {
 }
 
 #[tokio::test]
-async fn x5_warns_above_recommended() {
-    let seam = bare_seam();
-    let _g = TestAnswerer::new(Behaviour::FirstLabel).register(&seam, "ui");
-    let (writer, lines) = capture();
-    let subscriber = tracing_subscriber::fmt().with_writer(writer).finish();
-    let _default = tracing::subscriber::set_default(subscriber);
-    assert!(seam.ask(AskRequest::new(numbered(5))).await.is_ok());
-    let text = lines.lock().unwrap().clone();
-    assert!(
-        text.contains("WARN") && text.contains("recommended"),
-        "{text}"
-    );
-}
-
-fn capture() -> (
-    impl Fn() -> CaptureWriter + Send + Sync + 'static,
-    Arc<Mutex<String>>,
-) {
-    let buffer = Arc::new(Mutex::new(String::new()));
-    let b = buffer.clone();
-    (move || CaptureWriter(b.clone()), buffer)
-}
-
-struct CaptureWriter(Arc<Mutex<String>>);
-
-impl std::io::Write for CaptureWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap()
-            .push_str(&String::from_utf8_lossy(buf));
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[tokio::test]
 async fn x6_header_truncation() {
     let seam = bare_seam();
     let ui = TestAnswerer::new(Behaviour::FirstLabel);
