@@ -8,16 +8,10 @@ use std::path::PathBuf;
 
 use user_questions_projection::{LogScanner, Scanned, fold_log};
 
-/// `../shared/corpus/dsh-sessions` beside the repository root (`../../../shared` from this crate),
-/// found by walking up from the crate so that it also resolves from a worktree nested one level
-/// deeper than the main checkout.
+/// The corpus kept in the repository's test data (`tests/data/dsh-sessions` at the workspace root,
+/// copied from the reference system's test snapshots; see its `SOURCE` and `LICENSE`).
 fn corpus_dir() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .map(|dir| dir.join("shared/corpus/dsh-sessions"))
-        .find(|dir| dir.is_dir())
-        .unwrap_or_else(|| panic!("no shared/corpus/dsh-sessions above {}", manifest.display()))
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/dsh-sessions")
 }
 
 fn corpus_logs() -> Vec<PathBuf> {

@@ -4,14 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `shared/bench/gen-big.py`, found by walking up from the crate (as the corpus tests do).
+/// `tests/data/gen-big.py` at the workspace root: the deterministic generator of the large log.
 pub fn generator() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .map(|dir| dir.join("shared/bench/gen-big.py"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("no shared/bench/gen-big.py above {}", manifest.display()))
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/gen-big.py")
 }
 
 /// The log `gen-big.py --events <events>` writes, generated into the target directory on first use
