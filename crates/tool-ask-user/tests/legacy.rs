@@ -46,6 +46,15 @@ async fn t7_legacy_agentless_first_label() {
     assert!(!is_timed_header(&header));
     assert!(strict_batch(&outcome.text).is_some());
     assert!(!is_pending_json(&outcome.text));
+    assert_eq!(
+        fold_logged(
+            &registry.definitions(),
+            "call_continue",
+            arguments,
+            &outcome
+        ),
+        serde_json::json!({"active": [], "settled": []})
+    );
 }
 
 #[tokio::test]

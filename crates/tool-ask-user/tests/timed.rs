@@ -143,12 +143,8 @@ async fn t14_answerer_timeout_gives_the_pending_result() {
     let answerer = TestAnswerer::new(Behaviour::Typed(UserQuestionError::ask_timed_out));
     let _guard = answerer.register(&w.seam);
     let tool = w.timed(120);
-    let outcome = tool
-        .execute(
-            r#"{"questions":[{"id":"scope","question":"Which scope?","options":[{"label":"Tool only"},{"label":"Everything"}]}],"timeout":1}"#,
-            ctx_for("ask-timeout", &w.r),
-        )
-        .await;
+    let arguments = r#"{"questions":[{"id":"scope","question":"Which scope?","options":[{"label":"Tool only"},{"label":"Everything"}]}],"timeout":1}"#;
+    let outcome = tool.execute(arguments, ctx_for("ask-timeout", &w.r)).await;
     let seen = answerer.last();
     match &seen.wait {
         Some(WaitKey::Timed { call_id, .. }) => assert_eq!(call_id.as_str(), "ask-timeout"),
@@ -183,7 +179,7 @@ async fn t14_answerer_timeout_gives_the_pending_result() {
     }
     // What the projection folds (SPEC §8.3–§8.5): the registered timed schema makes the header
     // timed, the call is tracked, and this result text is pending JSON, so the call becomes
-    // continued. The fold itself is tested in the projection crate.
+    // continued.
     let registry = ToolRegistry::new();
     let _registration = tool.register(&registry).unwrap();
     assert!(is_timed_header(
@@ -191,6 +187,15 @@ async fn t14_answerer_timeout_gives_the_pending_result() {
     ));
     assert!(is_pending_json(&outcome.text));
     assert!(strict_batch(&outcome.text).is_none());
+    assert_eq!(
+        fold_logged(&registry.definitions(), "ask-timeout", arguments, &outcome),
+        serde_json::json!({"active": [{
+            "callId": "ask-timeout",
+            "questions": [{"id": "scope", "question": "Which scope?",
+                           "options": [{"label": "Tool only"}, {"label": "Everything"}]}],
+            "state": "continued"
+        }], "settled": []})
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -285,3 +285,29 @@ pub async fn settle() {
         tokio::task::yield_now().await;
     }
 }
+
+/// Folds what a host logs for one call (SPEC §5.7, §7.6) with the real projection: a
+/// `request/header` listing `tools`, the `tool/call` with the raw arguments, and the `tool/result`
+/// built from `outcome`. Returns the view as JSON.
+pub fn fold_logged(
+    tools: &[tool_ask_user::ToolDefinition],
+    call_id: &str,
+    arguments: &str,
+    outcome: &tool_ask_user::ToolOutcome,
+) -> Value {
+    use user_questions_projection::{SessionEvent, UserQuestionsState};
+    let call = user_questions::CallId::from(call_id);
+    let records = [
+        serde_json::json!({"type":"request/header","data":{"header":{"config":{},"tools":tools},"reason":"initial"}}),
+        serde_json::json!({"type":"tool/call","data":{"turn":1,"step":1,"callId":call_id,"name":"ask_user_question","arguments":arguments}}),
+        serde_json::json!({"type":"tool/result","data":outcome.tool_result_data(1, 1, "msg_1", &call)}),
+    ];
+    let mut state = UserQuestionsState::new(0);
+    for (seq, record) in (0u64..).zip(records) {
+        let decoded = SessionEvent::from_record(&record.to_string(), seq).unwrap();
+        for event in decoded.into_events() {
+            state.apply_in_place(&event);
+        }
+    }
+    serde_json::to_value(state.view()).unwrap()
+}
