@@ -260,6 +260,15 @@ impl World {
         event
     }
 
+    /// Appends a record to the log with no host event: what resume repair writes for a process
+    /// that died, before the resumed session is tracked.
+    pub fn append_only(&mut self, record: &Value) {
+        let mut record = record.clone();
+        record["seq"] = json!(self.next_seq);
+        self.next_seq += 1;
+        self.log.push(record.to_string());
+    }
+
     /// Fixture LT: `turn/start`, `step/start`, a timed `request/header`, the `ask-timed` call.
     pub fn lt(&mut self) {
         self.commit(turn_start(1));
