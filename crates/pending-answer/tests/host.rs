@@ -1,5 +1,6 @@
 //! The in-memory projection host and the host-event contract: state per live session instance,
 //! seeding from a log, dropped instances, and commit order.
+// Helpers outside `#[test]` functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

@@ -1,5 +1,6 @@
 //! Scenarios S31–S45 of SPEC §12.3 (fixture LT, the in-memory projection host, next-turn
 //! follow-up delivery), the late half of X4 and X8, and restarts.
+// Helpers outside `#[test]` functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

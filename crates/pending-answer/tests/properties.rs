@@ -7,6 +7,7 @@
 //! is queued, claimed, admitted, or its call is answerable again); the projection settles each call
 //! at most once, exactly when one of its replies is admitted; every admission is reported once as
 //! `answered` with path `late`; and `answer` returns what the SPEC's net semantics predict.
+// Helpers outside `#[test]` functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

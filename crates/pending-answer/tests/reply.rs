@@ -1,5 +1,6 @@
 //! The late-reply message (SPEC §6): the exact text and source, snapshots of built messages, and
 //! the recogniser, checked against the projection's own reading of the same message.
+// Helpers outside `#[test]` functions unwrap too: a panic there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

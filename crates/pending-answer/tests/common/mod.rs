@@ -2,6 +2,7 @@
 //! projection fold fed with log records through `SessionEvent::from_record`, the in-memory
 //! projection host, and an agent that wraps `InMemoryAgent` to count (and optionally fail) its
 //! follow-up deliveries.
+// Each test binary uses only part of this host, and tests may panic on a broken fixture.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 // Fixture builders take JSON values by value so that call sites can pass `json!` literals.
 #![allow(clippy::needless_pass_by_value)]
