@@ -1,0 +1,364 @@
+//! Late answers (SPEC §4.8, §4.9): accepting an answer to a continued question, at most one reply in
+//! flight per call (reservations), and following the reply until it is admitted or dropped.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use user_questions::{
+    AgentHandle, AgentId, AnswerBatch, AnswerPath, AskError, CallId, Provenance, QuestionEvent,
+    QuestionEventKind, SessionRef, UserQuestionError, UserQuestions, WeakUserQuestions,
+};
+use user_questions_projection::{EventBody, TurnEnd, UserMessageEvent};
+
+use crate::host::{HostEvent, ProjectionHost};
+use crate::reply::{is_reply_for, new_message_id, reply_message};
+use crate::util::{SessionSlot, lock, now_unix_ms, session_key};
+
+/// The answerer named in a late `answered` event when the admitted reply's source carries no
+/// provenance (a reply written by the reference, which never records it).
+pub const UNKNOWN_ANSWERER: &str = "unknown";
+
+/// Accepts late answers to continued questions and keeps the reservations that allow at most one
+/// reply per call in flight (SPEC §4.8, §4.9).
+///
+/// Cheap to clone; clones share their reservations. It holds the seam only weakly, so it may be
+/// kept by an answerer registered in that seam without keeping the seam alive; once every handle of
+/// the seam is dropped, [`answer`](Self::answer) fails with `ASK_ABORTED`.
+#[derive(Clone)]
+pub struct LateAnswers {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    seam: WeakUserQuestions,
+    projections: Option<Arc<dyn ProjectionHost>>,
+    reservations: Mutex<Reservations>,
+}
+
+/// A reply for a call that is queued or claimed but not yet admitted (SPEC §4.9).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    /// The id of the reply message that holds the reservation.
+    pub message_id: String,
+    /// The turn that claimed the reply, once one has.
+    pub claimed_turn: Option<u64>,
+}
+
+/// Reservations per live session instance (by pointer, with a `Weak`, SPEC §0.3), per call id.
+#[derive(Default)]
+struct Reservations {
+    sessions: HashMap<usize, SessionReservations>,
+}
+
+struct SessionReservations {
+    slot: SessionSlot,
+    calls: HashMap<CallId, Entry>,
+}
+
+struct Entry {
+    reservation: Reservation,
+    /// The agent that answered or claimed, named in the late `answered` event.
+    agent_id: AgentId,
+}
+
+impl Reservations {
+    /// Drops the reservations of dropped session instances, and empty session maps.
+    fn purge(&mut self) {
+        self.sessions
+            .retain(|_, entry| entry.slot.is_live() && !entry.calls.is_empty());
+    }
+
+    fn calls(&mut self, session: &SessionRef) -> Option<&mut HashMap<CallId, Entry>> {
+        self.purge();
+        self.sessions
+            .get_mut(&session_key(session))
+            .filter(|entry| entry.slot.is(session))
+            .map(|entry| &mut entry.calls)
+    }
+
+    fn calls_or_new(&mut self, session: &SessionRef) -> &mut HashMap<CallId, Entry> {
+        self.purge();
+        &mut self
+            .sessions
+            .entry(session_key(session))
+            .or_insert_with(|| SessionReservations {
+                slot: SessionSlot::new(session),
+                calls: HashMap::new(),
+            })
+            .calls
+    }
+
+    fn get(&mut self, session: &SessionRef, call_id: &CallId) -> Option<&Entry> {
+        self.calls(session).and_then(|calls| calls.get(call_id))
+    }
+
+    /// Removes the reservation of `call_id` if it is held by `message_id`.
+    fn release_if(
+        &mut self,
+        session: &SessionRef,
+        call_id: &CallId,
+        message_id: &str,
+    ) -> Option<Entry> {
+        let calls = self.calls(session)?;
+        if calls.get(call_id)?.reservation.message_id != message_id {
+            return None;
+        }
+        calls.remove(call_id)
+    }
+}
+
+impl LateAnswers {
+    /// Late answers for `seam`: they share its registry (identity checks), its answer limits
+    /// (§9.2) and its event stream (§9.4). Without a projection host, every
+    /// [`answer`](Self::answer) is `false`.
+    pub fn new(seam: &UserQuestions, projections: Option<Arc<dyn ProjectionHost>>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                seam: seam.downgrade(),
+                projections,
+                reservations: Mutex::new(Reservations::default()),
+            }),
+        }
+    }
+
+    /// Accepts a late answer to the continued call `call_id` of `agent`'s session and queues it as
+    /// a follow-up user message (SPEC §4.8, in this order):
+    ///
+    /// 1. identity check (`CALLER_NOT_LIVE`, `DELEGATED_CALLER`);
+    /// 2. `Ok(false)`, with no side effect, unless the call is `continued` in the projection state
+    ///    of `agent.session()` (unknown, open, settled or legacy calls; no projection host);
+    /// 3. `REPLY_QUEUED` when a reply for the call is reserved or sits in the agent's queues —
+    ///    checked before the batch;
+    /// 4. `BAD_ANSWER` unless the batch fits the stored questions (§9.2);
+    /// 5. the reply message (§6) is built with a fresh UUID v4 id;
+    /// 6. the reservation is checked and inserted under one lock (`REPLY_QUEUED` if another call
+    ///    reserved since step 3);
+    /// 7. the message is delivered with `agent.followup`, holding no lock; a delivery error drops
+    ///    the reservation (if it still holds this message) and is returned as
+    ///    [`AskError::Foreign`];
+    /// 8. `Ok(true)`: the reply is queued; the question stays continued until the agent admits it.
+    ///
+    /// Synchronous: no host call is made while a lock of this type is held.
+    // SPEC §4.2 fixes the by-value batch: the caller hands the batch over, and the normalised copy
+    // is what travels on.
+    #[allow(clippy::needless_pass_by_value)]
+    pub fn answer(
+        &self,
+        agent: &AgentHandle,
+        call_id: &CallId,
+        batch: AnswerBatch,
+        origin: Provenance,
+    ) -> Result<bool, AskError> {
+        let Some(seam) = self.inner.seam.upgrade() else {
+            return Err(UserQuestionError::ask_aborted().into());
+        };
+        // Step 1.
+        seam.check_caller(agent)?;
+        // Step 2.
+        let Some(projections) = &self.inner.projections else {
+            return Ok(false);
+        };
+        let session = agent.session();
+        let Some(state) = projections.user_questions(&session) else {
+            return Ok(false);
+        };
+        let Some(entry) = state.continued(call_id.as_str()) else {
+            return Ok(false);
+        };
+        // Step 3: our reservations first (our lock, released at once), then the agent's queues
+        // (a host call, made without our lock).
+        let reserved = lock(&self.inner.reservations)
+            .get(&session, call_id)
+            .is_some();
+        if reserved
+            || agent
+                .queued_messages()
+                .iter()
+                .any(|message| is_reply_for(message, call_id))
+        {
+            return Err(UserQuestionError::reply_queued(call_id).into());
+        }
+        // Step 4.
+        let answers = seam.validate_answers(&entry.questions, &batch, Some(call_id))?;
+        // Step 5.
+        let message_id = new_message_id();
+        let message = reply_message(
+            message_id.clone(),
+            call_id,
+            &entry.questions,
+            &answers,
+            Some(origin),
+        );
+        // Step 6: check and insert in one critical section.
+        {
+            let mut reservations = lock(&self.inner.reservations);
+            let calls = reservations.calls_or_new(&session);
+            if calls.contains_key(call_id) {
+                return Err(UserQuestionError::reply_queued(call_id).into());
+            }
+            calls.insert(
+                call_id.clone(),
+                Entry {
+                    reservation: Reservation {
+                        message_id: message_id.clone(),
+                        claimed_turn: None,
+                    },
+                    agent_id: agent.id().clone(),
+                },
+            );
+        }
+        tracing::debug!(call_id = %call_id, message_id = %message_id, "late reply reserved");
+        // Step 7.
+        if let Err(error) = agent.followup(message) {
+            lock(&self.inner.reservations).release_if(&session, call_id, &message_id);
+            tracing::debug!(call_id = %call_id, message_id = %message_id, %error, "late reply not delivered; reservation released");
+            return Err(AskError::Foreign(error));
+        }
+        // Step 8.
+        Ok(true)
+    }
+
+    /// Updates the reservations from a host event (SPEC §4.9):
+    ///
+    /// | event | effect |
+    /// |---|---|
+    /// | `InboxClaimed` of a reply for X | no reservation for X: create one for this message, claimed in `turn` (a reply restored after a restart); same message: record the turn; another message: ignored |
+    /// | `InboxDiscarded` of a reply for X | release X if this message holds it |
+    /// | `Committed` `user/message` with a reply source for X | release X if this message holds it (admitted); then emit `answered` with path `late` |
+    /// | `Committed` `turn/end {turn}` | release every reservation claimed in that turn |
+    /// | anything else | nothing |
+    ///
+    /// Events of other session instances touch only their own reservations.
+    pub fn on_host_event(&self, event: &HostEvent) {
+        match event {
+            HostEvent::InboxClaimed {
+                agent,
+                message,
+                turn,
+            } => {
+                let Some(call_id) = message.reply_call_id() else {
+                    return;
+                };
+                // Host calls before taking our lock.
+                let session = agent.session();
+                let agent_id = agent.id().clone();
+                let mut reservations = lock(&self.inner.reservations);
+                let calls = reservations.calls_or_new(&session);
+                match calls.get_mut(call_id) {
+                    None => {
+                        calls.insert(
+                            call_id.clone(),
+                            Entry {
+                                reservation: Reservation {
+                                    message_id: message.id.clone(),
+                                    claimed_turn: Some(*turn),
+                                },
+                                agent_id,
+                            },
+                        );
+                        tracing::debug!(call_id = %call_id, message_id = %message.id, turn, "late reply re-reserved on claim");
+                    }
+                    Some(entry) if entry.reservation.message_id == message.id => {
+                        entry.reservation.claimed_turn = Some(*turn);
+                    }
+                    Some(_) => {
+                        tracing::debug!(call_id = %call_id, message_id = %message.id, "claim of another reply for a reserved call ignored");
+                    }
+                }
+            }
+            HostEvent::InboxDiscarded { agent, message } => {
+                let Some(call_id) = message.reply_call_id() else {
+                    return;
+                };
+                let session = agent.session();
+                if lock(&self.inner.reservations)
+                    .release_if(&session, call_id, &message.id)
+                    .is_some()
+                {
+                    tracing::debug!(call_id = %call_id, message_id = %message.id, "discarded late reply released");
+                }
+            }
+            HostEvent::Committed { session, event } => match &event.body {
+                EventBody::UserMessage(message) => self.admitted(session, message),
+                EventBody::TurnEnd(TurnEnd { turn: Some(turn) }) => {
+                    let mut reservations = lock(&self.inner.reservations);
+                    if let Some(calls) = reservations.calls(session) {
+                        calls.retain(|call_id, entry| {
+                            let keep = entry.reservation.claimed_turn != Some(*turn);
+                            if !keep {
+                                tracing::debug!(call_id = %call_id, message_id = %entry.reservation.message_id, turn, "turn ended without admitting the late reply; released");
+                            }
+                            keep
+                        });
+                    }
+                }
+                EventBody::TurnEnd(TurnEnd { turn: None })
+                | EventBody::RequestHeader(_)
+                | EventBody::ToolCall(_)
+                | EventBody::ToolResult(_)
+                | EventBody::Dispatch(_)
+                | EventBody::EndSeed(_)
+                | EventBody::Other(_) => {}
+            },
+        }
+    }
+
+    /// The reservation of `call_id` in the live session instance `session`, if a reply for it is
+    /// queued or claimed and not yet admitted. For surfaces that show "reply queued".
+    pub fn reservation(&self, session: &SessionRef, call_id: &CallId) -> Option<Reservation> {
+        lock(&self.inner.reservations)
+            .get(session, call_id)
+            .map(|entry| entry.reservation.clone())
+    }
+
+    /// The number of live session instances holding reservations (test visibility: reservations
+    /// of dropped instances are gone).
+    #[doc(hidden)]
+    pub fn reserved_sessions(&self) -> usize {
+        let mut reservations = lock(&self.inner.reservations);
+        reservations.purge();
+        reservations.sessions.len()
+    }
+
+    /// An admitted reply: release its reservation if it holds it, and report the late answer.
+    fn admitted(&self, session: &SessionRef, message: &UserMessageEvent) {
+        let (Some(call_id), Some(message_id)) = (message.reply_call_id(), message.id.as_deref())
+        else {
+            return;
+        };
+        let released = lock(&self.inner.reservations).release_if(session, call_id, message_id);
+        let Some(entry) = released else {
+            return;
+        };
+        tracing::debug!(call_id = %call_id, message_id, "late reply admitted");
+        let Some(seam) = self.inner.seam.upgrade() else {
+            return;
+        };
+        let provenance = message
+            .source
+            .as_ref()
+            .and_then(|source| source.provenance.clone())
+            .unwrap_or_else(|| Provenance::human(UNKNOWN_ANSWERER));
+        seam.publish(QuestionEvent {
+            ask_id: None,
+            call_id: Some(call_id.clone()),
+            agent_id: Some(entry.agent_id),
+            session_id: Some(session.id().clone()),
+            at_ms: now_unix_ms(),
+            kind: QuestionEventKind::Answered {
+                path: AnswerPath::Late,
+                provenance,
+            },
+        });
+    }
+}
+
+impl fmt::Debug for LateAnswers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LateAnswers")
+            .field("projections", &self.inner.projections.is_some())
+            .field("reserved_sessions", &self.reserved_sessions())
+            .finish_non_exhaustive()
+    }
+}
