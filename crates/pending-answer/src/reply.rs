@@ -109,13 +109,9 @@ pub fn is_reply_for(message: &UserMessage, call_id: &CallId) -> bool {
     message.reply_call_id() == Some(call_id)
 }
 
-// The seam has one block type today; the rule is "the first text block" (SPEC §8.5), which this
-// spelling keeps once other block types exist.
-#[allow(clippy::unnecessary_find_map)]
+/// The first text block (SPEC §8.5): blocks of other types before it are skipped.
 fn first_text(message: &UserMessage) -> Option<&str> {
-    message.content.iter().find_map(|block| match block {
-        ContentBlock::Text { text } => Some(text.as_str()),
-    })
+    message.content.iter().find_map(ContentBlock::as_text)
 }
 
 // Wire shapes of the reply text. They borrow from the vocabulary types and name every key

@@ -521,7 +521,7 @@ fn x4_extra_keys_never_reach_the_reply_or_the_projection() {
     );
     assert!(w.answer(LT, from_transport).unwrap());
     let message = w.agent.inner.take_next_turn().unwrap();
-    let ContentBlock::Text { text } = &message.content[0];
+    let text = message.content[0].as_text().expect("a text block");
     assert!(
         text.ends_with(
             r#""answers":[{"id":"scope","selected":["Tool only"],"custom":"also docs"}]}"#

@@ -27,7 +27,7 @@ fn rendered(call_id: &str, questions: &[Question], answers: &AnswerBatch) -> Str
         answers,
         Some(Provenance::human("ui")),
     );
-    let ContentBlock::Text { text } = &message.content[0];
+    let text = message.content[0].as_text().expect("a text block");
     format!(
         "id: {}\nrole: {}\nsource: {}\ntext: {text}\n",
         message.id,

@@ -89,22 +89,72 @@ impl fmt::Debug for HostBindings {
 
 /// Where a user message came from. Key order `kind, callId, outcome, provenance`, then any other
 /// keys the host keeps.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Reading is lenient, as the projection reads logs (SPEC §7.8): a known key whose value has the
+/// wrong shape (a non-string `callId`, a malformed `provenance`) is kept untouched among the other
+/// keys instead of failing the whole message, so nothing a host restores is lost. A missing or
+/// non-string `kind` reads as an empty kind, which is never written back.
+#[derive(Clone, Debug, PartialEq)]
 pub struct MessageSource {
     /// The source kind: `user`, `plugin`, `model`, `tool`, or [`MessageSource::REPLY_KIND`].
     pub kind: String,
     /// For a late reply: the call it answers.
-    #[serde(rename = "callId", default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<CallId>,
     /// For a late reply: always `answered`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
     /// For a late reply: who answered (our extension, SPEC §9.1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
     /// Other keys of the source, kept as they are.
-    #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Serialize for MessageSource {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        if !self.kind.is_empty() {
+            map.serialize_entry("kind", &self.kind)?;
+        }
+        if let Some(call_id) = &self.call_id {
+            map.serialize_entry("callId", call_id)?;
+        }
+        if let Some(outcome) = &self.outcome {
+            map.serialize_entry("outcome", outcome)?;
+        }
+        if let Some(provenance) = &self.provenance {
+            map.serialize_entry("provenance", provenance)?;
+        }
+        for (key, value) in &self.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageSource {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Takes a known key out only when its value has the expected shape.
+        fn take<T: serde::de::DeserializeOwned>(
+            extra: &mut serde_json::Map<String, serde_json::Value>,
+            key: &str,
+        ) -> Option<T> {
+            let parsed = serde_json::from_value(extra.get(key)?.clone()).ok()?;
+            extra.remove(key);
+            Some(parsed)
+        }
+        let mut extra = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        let kind = take::<String>(&mut extra, "kind").unwrap_or_default();
+        let call_id = take::<CallId>(&mut extra, "callId");
+        let outcome = take::<String>(&mut extra, "outcome");
+        let provenance = take::<Provenance>(&mut extra, "provenance");
+        Ok(Self {
+            kind,
+            call_id,
+            outcome,
+            provenance,
+            extra,
+        })
+    }
 }
 
 impl MessageSource {
@@ -132,21 +182,66 @@ impl MessageSource {
     }
 }
 
-/// One content block of a user message.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+/// One content block of a user message: text, or any other block kept as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ContentBlock {
-    /// A text block.
+    /// A text block: `{"type":"text","text":…}`.
     Text {
         /// The text.
         text: String,
     },
+    /// Any other block (an image, a file, a text block with extra keys), kept verbatim.
+    Other(serde_json::Value),
 }
 
 impl ContentBlock {
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }
+    }
+
+    /// The text of a text block (also of a text block kept as [`ContentBlock::Other`] because it
+    /// carries keys beyond `type` and `text`).
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text { text } => Some(text),
+            Self::Other(value) => {
+                if value.get("type").and_then(serde_json::Value::as_str) == Some("text") {
+                    value.get("text").and_then(serde_json::Value::as_str)
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}
+
+impl Serialize for ContentBlock {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Self::Text { text } => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("type", "text")?;
+                map.serialize_entry("text", text)?;
+                map.end()
+            }
+            Self::Other(value) => value.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        let is_text = value.get("type").and_then(serde_json::Value::as_str) == Some("text")
+            && value.as_object().is_some_and(|o| o.len() == 2);
+        match value.get("text").and_then(serde_json::Value::as_str) {
+            Some(text) if is_text => Ok(Self::Text {
+                text: text.to_owned(),
+            }),
+            _ => Ok(Self::Other(value)),
+        }
     }
 }
 

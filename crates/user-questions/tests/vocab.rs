@@ -100,3 +100,26 @@ fn reply_source_shape() {
         r#"{"id":"m2","role":"user","source":{"kind":"user","rpcId":"r9"},"content":[{"type":"text","text":"hi"}]}"#
     );
 }
+
+#[test]
+fn messages_read_leniently_and_lose_nothing() {
+    let text = r#"{"id":"m3","role":"user","source":{"kind":"user-question-reply","callId":7,"outcome":"answered","provenance":{"answerer":"web","answeredBy":"human","extra":1}},"content":[{"type":"image","data":"…"},{"type":"text","text":"hi","cache":true},{"type":"text","text":"plain"}]}"#;
+    let message: UserMessage = serde_json::from_str(text).unwrap();
+    // Malformed known keys are kept among the other keys, not dropped and not fatal.
+    assert_eq!(message.source.kind, MessageSource::REPLY_KIND);
+    assert!(message.source.call_id.is_none());
+    assert!(message.source.provenance.is_none());
+    assert_eq!(message.source.extra["callId"], 7);
+    assert!(message.reply_call_id().is_none());
+    // Other blocks survive; text with extra keys still reads as text.
+    assert!(matches!(message.content[0], ContentBlock::Other(_)));
+    assert_eq!(message.content[1].as_text(), Some("hi"));
+    assert_eq!(message.content[2], ContentBlock::text("plain"));
+    let back: serde_json::Value = serde_json::to_value(&message).unwrap();
+    let original: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(back, original);
+    // A source without a kind reads as an empty kind and writes none back.
+    let kindless: MessageSource = serde_json::from_str(r#"{"rpcId":"r1"}"#).unwrap();
+    assert_eq!(kindless.kind, "");
+    assert_eq!(json(&kindless), r#"{"rpcId":"r1"}"#);
+}
