@@ -46,7 +46,7 @@
 //! * An unkeyed request (`wait` absent) is cancelled: `ASK_CANCELLED`.
 //! * A keyed request (indefinite or timed) or a pending question is only **hidden**, as the SPEC
 //!   asks (closing records nothing). The card shrinks to a one-line reminder at the bottom of
-//!   the screen ("1 question is waiting … Enter to open") and `Enter` brings it back. A hidden
+//!   the screen ("1 question waiting … Enter: open") and `Enter` brings it back. A hidden
 //!   timed card's countdown runs again (a "take time" hold ends), so the host's original
 //!   deadline applies — at once if it has passed. The card keeps its claim while hidden rather
 //!   than releasing it: the outcome is the same as the host's own deadline (the local one was

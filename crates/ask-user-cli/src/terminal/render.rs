@@ -154,9 +154,9 @@ fn dim() -> Style {
 
 fn render_reminder(view: ReminderView, area: Rect, buf: &mut Buffer) {
     let count = if view.hidden == 1 {
-        "1 question is waiting".to_owned()
+        "1 question waiting".to_owned()
     } else {
-        format!("{} questions are waiting", view.hidden)
+        format!("{} questions waiting", view.hidden)
     };
     let clock = view
         .soonest_secs
@@ -164,7 +164,7 @@ fn render_reminder(view: ReminderView, area: Rect, buf: &mut Buffer) {
         .unwrap_or_default();
     let line = Line::from(vec![
         Span::styled(" ? ", Style::new().black().on_cyan().bold()),
-        Span::raw(format!(" {count}{clock} · Enter to open · Ctrl-C to quit")),
+        Span::raw(format!(" {count}{clock} · Enter: open · Ctrl-C: quit")),
     ]);
     Paragraph::new(line).render(area, buf);
 }
