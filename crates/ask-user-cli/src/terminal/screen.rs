@@ -19,7 +19,7 @@ use ratatui::crossterm::cursor::{Hide, Show};
 use ratatui::crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event};
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
-    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 use ratatui::layout::Rect;
 use tokio::sync::{mpsc, watch};
@@ -236,14 +236,16 @@ impl TtyScreen {
         enable_raw_mode()?;
         TTY_ACTIVE.store(true, Ordering::Release);
         let restore = TtyRestore;
+        // `Terminal::clear` would ask the terminal for the cursor position, and crossterm sends
+        // that query to stdout; clearing the alternate screen directly needs no query.
         execute!(
             io::stderr(),
             EnterAlternateScreen,
+            Clear(ClearType::All),
             EnableBracketedPaste,
             Hide
         )?;
-        let mut terminal = Terminal::new(CrosstermBackend::new(io::stderr()))?;
-        terminal.clear()?;
+        let terminal = Terminal::new(CrosstermBackend::new(io::stderr()))?;
         let (tx, input) = mpsc::unbounded_channel();
         let stop = Arc::new(AtomicBool::new(false));
         let reader = std::thread::Builder::new()
