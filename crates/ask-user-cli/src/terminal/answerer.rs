@@ -1,0 +1,348 @@
+//! The terminal answerer: the seam's [`Answerer`] that puts questions to a person at a terminal.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+use user_questions::{
+    AgentHandle, AnswerBatch, AnswerRequest, Answered, Answerer, AnswererError, AnswererGuard,
+    CallId, Next, Provenance, QuestionLimits, RegisterOptions, UserQuestionError, UserQuestions,
+    WaitKey, WeakUserQuestions, async_trait,
+};
+
+use super::countdown::Countdown;
+use super::desk::{CardEnd, Command, Desk, NewCard, Shared, Waiting};
+use super::screen::Display;
+
+/// A late answer: the person answered a question after its timed window had closed (the tool
+/// result was already `pending`). The host delivers it, typically with
+/// `LateAnswers::answer(agent, call_id, answers, provenance)` (SPEC §4.8).
+#[derive(Clone)]
+pub struct LateAnswer {
+    /// The call whose questions were answered.
+    pub call_id: CallId,
+    /// The agent that asked.
+    pub agent: Option<AgentHandle>,
+    /// The answers, validated against the questions as shown (SPEC §9.2).
+    pub answers: AnswerBatch,
+    /// `{"answerer": <this answerer's name>, "answeredBy": "human"}`.
+    pub provenance: Provenance,
+}
+
+impl fmt::Debug for LateAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LateAnswer")
+            .field("call_id", &self.call_id)
+            .field("agent", &self.agent.as_ref().map(|a| a.id().clone()))
+            .field("answers", &self.answers)
+            .field("provenance", &self.provenance)
+            .finish()
+    }
+}
+
+/// Receives late answers. `Ok(())` means the host took the answer and the card closes;
+/// `Err(message)` keeps the card open and shows the message to the person (for example "a reply
+/// to this question is already queued", or "this question is no longer waiting").
+///
+/// It is called on the answerer's task, so it must return promptly.
+pub type LateAnswerHandler = Arc<dyn Fn(LateAnswer) -> Result<(), String> + Send + Sync>;
+
+/// How to build a [`TerminalAnswerer`].
+#[derive(Clone)]
+pub struct TerminalOptions {
+    name: String,
+    display: Display,
+    on_late_answer: Option<LateAnswerHandler>,
+}
+
+impl Default for TerminalOptions {
+    fn default() -> Self {
+        Self {
+            name: "terminal".to_owned(),
+            display: Display::terminal(),
+            on_late_answer: None,
+        }
+    }
+}
+
+impl fmt::Debug for TerminalOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TerminalOptions")
+            .field("name", &self.name)
+            .field("display", &self.display)
+            .field("on_late_answer", &self.on_late_answer.is_some())
+            .finish()
+    }
+}
+
+impl TerminalOptions {
+    /// Named `terminal`, on the process's terminal, with no late-answer handler.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The provenance name: register the answerer under the same name (as
+    /// [`TerminalAnswerer::register`] does), since the seam stamps foreground answers with the
+    /// registration name and late answers carry this one.
+    ///
+    /// # Panics
+    ///
+    /// When `name` is empty: the seam refuses empty registration names too.
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        assert!(
+            !name.is_empty(),
+            "the terminal answerer needs a non-empty name"
+        );
+        self.name = name;
+        self
+    }
+
+    /// Where cards are shown.
+    #[must_use]
+    pub fn with_display(mut self, display: Display) -> Self {
+        self.display = display;
+        self
+    }
+
+    /// Keeps a timed question on screen after its window closed and hands its answer to
+    /// `handler`. Without a handler, a card whose window closes is taken down with a one-line
+    /// note, and the question is left to other surfaces.
+    #[must_use]
+    pub fn on_late_answer(
+        mut self,
+        handler: impl Fn(LateAnswer) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_late_answer = Some(Arc::new(handler));
+        self
+    }
+}
+
+/// Puts questions to a person in the terminal, as an interactive card (see the module docs for
+/// the keys and the rules).
+///
+/// It holds the seam weakly, so registering it in that seam makes no cycle.
+pub struct TerminalAnswerer {
+    seam: WeakUserQuestions,
+    name: String,
+    display: Display,
+    limits: QuestionLimits,
+    on_late: Option<LateAnswerHandler>,
+    shared: Arc<Shared>,
+    desk: Mutex<Option<DeskHandle>>,
+    next_id: AtomicU64,
+}
+
+struct DeskHandle {
+    commands: mpsc::UnboundedSender<Command>,
+    task: AbortHandle,
+}
+
+impl fmt::Debug for TerminalAnswerer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TerminalAnswerer")
+            .field("name", &self.name)
+            .field("display", &self.display)
+            .field("late_calls", &self.late_calls())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TerminalAnswerer {
+    /// A terminal answerer for `seam` (held weakly; its limits are used to validate input).
+    pub fn new(seam: &UserQuestions, options: TerminalOptions) -> Arc<Self> {
+        Arc::new(Self {
+            seam: seam.downgrade(),
+            name: options.name,
+            display: options.display,
+            limits: seam.limits().clone(),
+            on_late: options.on_late_answer,
+            shared: Arc::new(Shared::default()),
+            desk: Mutex::new(None),
+            next_id: AtomicU64::new(0),
+        })
+    }
+
+    /// The provenance name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Registers this answerer in `seam`, globally, under its name.
+    pub fn register(self: &Arc<Self>, seam: &UserQuestions) -> AnswererGuard {
+        seam.register(
+            Arc::clone(self) as Arc<dyn Answerer>,
+            RegisterOptions::global(self.name.clone()),
+        )
+    }
+
+    /// Prints a line for the person. While a card is on screen the line is shown above it (and
+    /// printed on the normal screen once the card is gone); otherwise it is printed on stderr at
+    /// once. Hosts that print while a card may be showing use this, so the card is not torn.
+    pub fn note(&self, line: impl Into<String>) {
+        let line = line.into();
+        let running = self.running_desk();
+        match running {
+            Some(commands) => {
+                if let Err(mpsc::error::SendError(Command::Note(line))) =
+                    commands.send(Command::Note(line))
+                {
+                    self.display.print(&line);
+                }
+            }
+            None => self.display.print(&line),
+        }
+    }
+
+    /// The calls whose pending questions are still on this terminal, answerable late.
+    pub fn late_calls(&self) -> Vec<CallId> {
+        self.shared
+            .late
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Takes down the pending card of `call_id` (for example when the question was settled
+    /// elsewhere). Does nothing if there is none.
+    pub fn withdraw(&self, call_id: &CallId) {
+        if let Some(commands) = self.running_desk() {
+            let _ = commands.send(Command::Withdraw(call_id.clone()));
+        }
+    }
+
+    fn running_desk(&self) -> Option<mpsc::UnboundedSender<Command>> {
+        let desk = self.desk.lock().unwrap_or_else(PoisonError::into_inner);
+        desk.as_ref()
+            .filter(|d| !d.commands.is_closed())
+            .map(|d| d.commands.clone())
+    }
+
+    /// The desk's command channel, starting the desk task on first use (or after its runtime
+    /// went away).
+    fn desk(&self) -> mpsc::UnboundedSender<Command> {
+        let mut desk = self.desk.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(running) = desk.as_ref().filter(|d| !d.commands.is_closed()) {
+            return running.commands.clone();
+        }
+        let (commands, receiver) = mpsc::unbounded_channel();
+        let task = tokio::spawn(
+            Desk::new(
+                receiver,
+                self.display.clone(),
+                self.limits.clone(),
+                self.name.clone(),
+                self.on_late.clone(),
+                Arc::clone(&self.shared),
+            )
+            .run(),
+        );
+        *desk = Some(DeskHandle {
+            commands: commands.clone(),
+            task: task.abort_handle(),
+        });
+        commands
+    }
+
+    /// Claims a timed wait (SPEC §4.7). `None` when the wait has expired or cannot be claimed:
+    /// the request is then passed on.
+    fn claim(&self, request: &AnswerRequest, call_id: &CallId) -> Option<Waiting> {
+        let seam = self.seam.upgrade()?;
+        let agent = request.agent.as_ref()?;
+        let claim = match seam.attach_wait(agent, call_id) {
+            Ok(claim) => claim?,
+            Err(error) => {
+                tracing::warn!(%error, %call_id, "cannot claim the timed wait; passing the question on");
+                return None;
+            }
+        };
+        // The local deadline is derived from the claim, so it ends when the host's would.
+        let countdown = Countdown::new(Instant::now(), claim.remaining_ms());
+        Some(Waiting::Timed { claim, countdown })
+    }
+}
+
+impl Drop for TerminalAnswerer {
+    fn drop(&mut self) {
+        let desk = self.desk.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Some(desk) = desk.take() {
+            // Aborting drops the desk, which gives the screen back.
+            desk.task.abort();
+        }
+    }
+}
+
+/// Tells the desk the answer call is over, however it ended (including a dropped future).
+struct Gone {
+    id: u64,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        let _ = self.commands.send(Command::Gone { id: self.id });
+    }
+}
+
+#[async_trait]
+impl Answerer for TerminalAnswerer {
+    /// Shows the card and waits for the person.
+    ///
+    /// Cancel safety: dropping the future (the seam does once `request.cancel` is cancelled)
+    /// takes the card down and releases its claim; the screen is given back when no card is left.
+    async fn answer(
+        &self,
+        request: &AnswerRequest,
+        next: Next<'_>,
+    ) -> Result<Answered, AnswererError> {
+        if !self.display.is_interactive() {
+            // No terminal: pass the question on, so headless runs fail closed.
+            return next.run().await;
+        }
+        let (waiting, call_id) = match &request.wait {
+            None => (Waiting::Unkeyed, None),
+            Some(WaitKey::Indefinite { call_id }) => (Waiting::Keyed, Some(call_id.clone())),
+            Some(WaitKey::Timed { call_id, .. }) => match self.claim(request, call_id) {
+                Some(waiting) => (waiting, Some(call_id.clone())),
+                // The wait has ended or cannot be held: delegate (SPEC §4.7).
+                None => return next.run().await,
+            },
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let commands = self.desk();
+        let (reply, ended) = oneshot::channel();
+        let card = NewCard {
+            questions: request.questions.clone(),
+            waiting,
+            call_id,
+            agent: request.agent.clone(),
+            reply,
+        };
+        if commands.send(Command::Open { id, card }).is_err() {
+            // The desk is gone (its runtime shut down); the returned card released its claim.
+            return next.run().await;
+        }
+        let _gone = Gone {
+            id,
+            commands: commands.clone(),
+        };
+        let end = tokio::select! {
+            biased;
+            end = ended => end,
+            () = request.cancel.cancelled() => {
+                return Err(UserQuestionError::ask_aborted().into());
+            }
+        };
+        match end {
+            Ok(CardEnd::Answered(batch)) => Ok(Answered::human(batch)),
+            Ok(CardEnd::Cancelled) => Err(UserQuestionError::ask_cancelled().into()),
+            Ok(CardEnd::TimedOut) => Err(UserQuestionError::ask_timed_out().into()),
+            // The desk released any claim before replying, so the host deadline applies again.
+            Ok(CardEnd::Unavailable) | Err(_) => next.run().await,
+        }
+    }
+}

@@ -1,0 +1,619 @@
+//! The desk: one task that owns the screen and every card on it.
+//!
+//! Answer calls hand their card to the desk and wait for how it ended. The desk shows one card at
+//! a time (the oldest foreground card not hidden, else the oldest pending one), runs the local
+//! countdowns, and keeps a timed card on screen after its window closed, as a pending question
+//! whose answer goes to the host's late-answer handler. It takes the screen over only while it
+//! has cards, and gives it back (raw mode off, normal screen) as soon as it has none.
+
+use std::future::{Future, pending};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{Instant, sleep_until};
+use user_questions::{
+    AgentHandle, AnswerBatch, CallId, Provenance, Question, QuestionLimits, WaitClaim,
+};
+
+use super::answerer::{LateAnswer, LateAnswerHandler};
+use super::card::{CardAction, CardState};
+use super::countdown::Countdown;
+use super::keys::Key;
+use super::render::{CardView, Clock, CloseMode, ReminderView, Scene};
+use super::screen::{Display, Input, OpenScreen};
+
+/// How a foreground request is keyed, and what the card holds for it.
+pub(crate) enum Waiting {
+    /// No card key (`wait` absent): closing cancels the request.
+    Unkeyed,
+    /// An indefinite keyed wait: closing hides the card.
+    Keyed,
+    /// A timed wait this card has claimed, with its local countdown.
+    Timed {
+        claim: WaitClaim,
+        countdown: Countdown,
+    },
+}
+
+/// A card handed to the desk by an answer call.
+pub(crate) struct NewCard {
+    pub(crate) questions: Vec<Question>,
+    pub(crate) waiting: Waiting,
+    pub(crate) call_id: Option<CallId>,
+    pub(crate) agent: Option<AgentHandle>,
+    pub(crate) reply: oneshot::Sender<CardEnd>,
+}
+
+/// How a foreground card ended, as the answer call sees it.
+#[derive(Debug)]
+pub(crate) enum CardEnd {
+    /// Submitted.
+    Answered(AnswerBatch),
+    /// Closed by the person (unkeyed request).
+    Cancelled,
+    /// The local countdown reached zero.
+    TimedOut,
+    /// The screen could not be used; any claim has been released.
+    Unavailable,
+}
+
+/// What the answerer and the host tell the desk.
+pub(crate) enum Command {
+    Open {
+        id: u64,
+        card: NewCard,
+    },
+    /// The answer call is over (its future was dropped or it returned).
+    Gone {
+        id: u64,
+    },
+    Note(String),
+    Withdraw(CallId),
+}
+
+/// State shared with the answerer.
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// Calls whose pending question is on this desk and can still be answered.
+    pub(crate) late: Mutex<Vec<CallId>>,
+}
+
+impl Shared {
+    fn set_late(&self, call_id: &CallId, late: bool) {
+        let mut calls = self.late.lock().unwrap_or_else(PoisonError::into_inner);
+        calls.retain(|c| c != call_id);
+        if late {
+            calls.push(call_id.clone());
+        }
+    }
+}
+
+enum Kind {
+    Foreground {
+        waiting: Waiting,
+        reply: oneshot::Sender<CardEnd>,
+        call_id: Option<CallId>,
+        agent: Option<AgentHandle>,
+    },
+    Late {
+        call_id: CallId,
+        agent: Option<AgentHandle>,
+    },
+}
+
+struct Card {
+    id: u64,
+    state: CardState,
+    hidden: bool,
+    kind: Kind,
+}
+
+impl Card {
+    fn is_foreground(&self) -> bool {
+        matches!(self.kind, Kind::Foreground { .. })
+    }
+
+    fn countdown(&self) -> Option<&Countdown> {
+        match &self.kind {
+            Kind::Foreground {
+                waiting: Waiting::Timed { countdown, .. },
+                ..
+            } => Some(countdown),
+            Kind::Foreground { .. } | Kind::Late { .. } => None,
+        }
+    }
+
+    fn countdown_mut(&mut self) -> Option<&mut Countdown> {
+        match &mut self.kind {
+            Kind::Foreground {
+                waiting: Waiting::Timed { countdown, .. },
+                ..
+            } => Some(countdown),
+            Kind::Foreground { .. } | Kind::Late { .. } => None,
+        }
+    }
+
+    fn late_call(&self) -> Option<&CallId> {
+        match &self.kind {
+            Kind::Late { call_id, .. } => Some(call_id),
+            Kind::Foreground { .. } => None,
+        }
+    }
+}
+
+type Settling = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The desk task's state.
+pub(crate) struct Desk {
+    pub(crate) commands: mpsc::UnboundedReceiver<Command>,
+    pub(crate) display: Display,
+    pub(crate) limits: QuestionLimits,
+    pub(crate) name: String,
+    pub(crate) on_late: Option<LateAnswerHandler>,
+    pub(crate) shared: Arc<Shared>,
+    cards: Vec<Card>,
+    screen: Option<OpenScreen>,
+    /// Host notes shown above the card while the desk has the screen; printed on the normal screen
+    /// when it gives the screen back.
+    notes: Vec<String>,
+    /// Claims kept after their card's outcome went out, until the seam has taken it (SPEC §4.7:
+    /// so an overdue host timer cannot beat an answer in transit).
+    settling: FuturesUnordered<Settling>,
+}
+
+impl Desk {
+    pub(crate) fn new(
+        commands: mpsc::UnboundedReceiver<Command>,
+        display: Display,
+        limits: QuestionLimits,
+        name: String,
+        on_late: Option<LateAnswerHandler>,
+        shared: Arc<Shared>,
+    ) -> Self {
+        Self {
+            commands,
+            display,
+            limits,
+            name,
+            on_late,
+            shared,
+            cards: Vec::new(),
+            screen: None,
+            notes: Vec::new(),
+            settling: FuturesUnordered::new(),
+        }
+    }
+
+    /// Runs until every sender of commands is gone (the answerer was dropped and no answer call is
+    /// in flight). Dropping the future at any point gives the screen back.
+    pub(crate) async fn run(mut self) {
+        loop {
+            self.refresh();
+            let now = Instant::now();
+            let due = self
+                .cards
+                .iter()
+                .filter_map(|c| c.countdown().and_then(Countdown::due_at))
+                .min();
+            let tick = self
+                .cards
+                .iter()
+                .filter_map(|c| c.countdown().and_then(|cd| cd.next_tick(now)))
+                .min();
+            tokio::select! {
+                biased;
+                command = self.commands.recv() => match command {
+                    Some(command) => self.command(command),
+                    None => break,
+                },
+                input = next_input(&mut self.screen) => self.input(input),
+                () = sleep_until_some(due) => self.expire(),
+                () = sleep_until_some(tick) => {}
+                Some(()) = self.settling.next(), if !self.settling.is_empty() => {}
+            }
+        }
+        // Nothing can reach the desk any more: end what is left and give the screen back.
+        for card in std::mem::take(&mut self.cards) {
+            self.discard(card);
+        }
+        self.leave();
+    }
+
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::Open { id, card } => {
+                let state = CardState::new(card.questions, self.limits.clone());
+                self.cards.push(Card {
+                    id,
+                    state,
+                    hidden: false,
+                    kind: Kind::Foreground {
+                        waiting: card.waiting,
+                        reply: card.reply,
+                        call_id: card.call_id,
+                        agent: card.agent,
+                    },
+                });
+            }
+            Command::Gone { id } => {
+                if let Some(at) = self
+                    .cards
+                    .iter()
+                    .position(|c| c.id == id && c.is_foreground())
+                {
+                    // The request ended without this card (cancelled, or the seam shut down):
+                    // dropping the card releases its claim.
+                    let card = self.cards.remove(at);
+                    if !card.hidden {
+                        self.note("The question was withdrawn before it was answered.".to_owned());
+                    }
+                }
+            }
+            Command::Note(line) => self.note(line),
+            Command::Withdraw(call_id) => {
+                let cards = std::mem::take(&mut self.cards);
+                for card in cards {
+                    if card.late_call() == Some(&call_id) {
+                        self.discard(card);
+                    } else {
+                        self.cards.push(card);
+                    }
+                }
+            }
+        }
+    }
+
+    fn note(&mut self, line: String) {
+        if self.screen.is_some() {
+            self.notes.push(line);
+        } else {
+            self.display.print(&line);
+        }
+    }
+
+    fn input(&mut self, input: Input) {
+        match input {
+            Input::Resize => {}
+            Input::Failed(error) => {
+                tracing::warn!(%error, "the terminal failed; its cards are passed on");
+                self.fail_all();
+            }
+            Input::Key(key) => match visible(&self.cards) {
+                Some(at) => self.card_key(at, key),
+                None => self.reminder_key(&key),
+            },
+        }
+    }
+
+    fn reminder_key(&mut self, key: &Key) {
+        match key {
+            Key::Enter | Key::Char(' ') => {
+                let first = self
+                    .cards
+                    .iter()
+                    .position(Card::is_foreground)
+                    .or(if self.cards.is_empty() { None } else { Some(0) });
+                if let Some(at) = first {
+                    self.cards[at].hidden = false;
+                }
+            }
+            Key::Ctrl('c') => self.interrupt(),
+            Key::Up
+            | Key::Down
+            | Key::Left
+            | Key::Right
+            | Key::Home
+            | Key::End
+            | Key::Tab
+            | Key::BackTab
+            | Key::Esc
+            | Key::Backspace
+            | Key::Delete
+            | Key::Char(_)
+            | Key::Ctrl(_)
+            | Key::Paste(_) => {}
+        }
+    }
+
+    fn card_key(&mut self, at: usize, key: Key) {
+        match self.cards[at].state.handle(key) {
+            CardAction::None => {}
+            CardAction::TakeTime => {
+                let card = &mut self.cards[at];
+                match card.countdown_mut() {
+                    Some(countdown) => countdown.hold(),
+                    None => card.state.set_notice("This question has no time limit."),
+                }
+            }
+            CardAction::Close => self.close(at),
+            CardAction::Interrupt => self.interrupt(),
+            CardAction::Submit(batch) => self.submit(at, batch),
+        }
+    }
+
+    /// `Esc`: an unkeyed request is cancelled; anything keyed is only hidden (SPEC §1.4), and a
+    /// hidden timed card's countdown runs again, so the host's original deadline applies.
+    fn close(&mut self, at: usize) {
+        let unkeyed = matches!(
+            self.cards[at].kind,
+            Kind::Foreground {
+                waiting: Waiting::Unkeyed,
+                ..
+            }
+        );
+        if unkeyed {
+            let card = self.cards.remove(at);
+            if let Kind::Foreground { reply, .. } = card.kind {
+                let _ = reply.send(CardEnd::Cancelled);
+            }
+            return;
+        }
+        let card = &mut self.cards[at];
+        if let Some(countdown) = card.countdown_mut() {
+            countdown.release();
+        }
+        card.hidden = true;
+    }
+
+    fn submit(&mut self, at: usize, batch: AnswerBatch) {
+        if let Kind::Late { call_id, agent } = &self.cards[at].kind {
+            let Some(on_late) = &self.on_late else {
+                return;
+            };
+            let late = LateAnswer {
+                call_id: call_id.clone(),
+                agent: agent.clone(),
+                answers: batch,
+                provenance: Provenance::human(self.name.clone()),
+            };
+            match on_late(late) {
+                Ok(()) => {
+                    let card = self.cards.remove(at);
+                    self.forget_late(&card);
+                }
+                Err(message) => self.cards[at].state.set_notice(message),
+            }
+            return;
+        }
+        let card = self.cards.remove(at);
+        if let Kind::Foreground { waiting, reply, .. } = card.kind {
+            self.settle(waiting);
+            let _ = reply.send(CardEnd::Answered(batch));
+        }
+    }
+
+    /// Keeps a claim until its wait ends (the seam has taken the outcome).
+    fn settle(&mut self, waiting: Waiting) {
+        if let Waiting::Timed { claim, .. } = waiting {
+            self.settling.push(Box::pin(async move {
+                claim.ended().await;
+            }));
+        }
+    }
+
+    /// Local countdowns that reached zero: the request gets `ASK_TIMED_OUT`, and the card stays as
+    /// a pending question when the host takes late answers.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        let cards = std::mem::take(&mut self.cards);
+        for mut card in cards {
+            if !card.countdown().is_some_and(|c| c.is_due(now)) {
+                self.cards.push(card);
+                continue;
+            }
+            let Kind::Foreground {
+                waiting,
+                reply,
+                call_id,
+                agent,
+            } = card.kind
+            else {
+                continue;
+            };
+            self.settle(waiting);
+            match (&self.on_late, call_id) {
+                (Some(_), Some(call_id)) => {
+                    self.shared.set_late(&call_id, true);
+                    card.kind = Kind::Late { call_id, agent };
+                    self.cards.push(card);
+                }
+                (None, _) | (_, None) => {
+                    if !card.hidden {
+                        self.note(
+                            "No answer in time: the question is pending and can be answered later."
+                                .to_owned(),
+                        );
+                    }
+                }
+            }
+            // The late entry is recorded before the outcome goes out, so a host that sees the
+            // pending result also sees the question among the late calls.
+            let _ = reply.send(CardEnd::TimedOut);
+        }
+    }
+
+    /// Ctrl-C: cancel what closing would cancel, hide the rest, give the screen back, and pass the
+    /// interrupt on to the process.
+    fn interrupt(&mut self) {
+        let cards = std::mem::take(&mut self.cards);
+        for mut card in cards {
+            match card.kind {
+                Kind::Foreground {
+                    waiting: Waiting::Unkeyed,
+                    reply,
+                    ..
+                } => {
+                    let _ = reply.send(CardEnd::Cancelled);
+                }
+                kind @ (Kind::Foreground { .. } | Kind::Late { .. }) => {
+                    card.kind = kind;
+                    if let Some(countdown) = card.countdown_mut() {
+                        countdown.release();
+                    }
+                    card.hidden = true;
+                    self.cards.push(card);
+                }
+            }
+        }
+        self.leave();
+        self.display.interrupt();
+    }
+
+    /// Takes the screen when there are cards, gives it back when there are none, and draws.
+    fn refresh(&mut self) {
+        if self.cards.is_empty() {
+            self.leave();
+            return;
+        }
+        if self.screen.is_none() {
+            match self.display.open() {
+                Ok(screen) => self.screen = Some(screen),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot show a question card; passing it on");
+                    self.fail_all();
+                    return;
+                }
+            }
+        }
+        let now = Instant::now();
+        let scene = scene(&self.cards, now);
+        let drawn = match (&mut self.screen, scene) {
+            (Some(screen), Some(scene)) => screen.draw(&scene, &self.notes),
+            (None, _) | (_, None) => Ok(()),
+        };
+        if let Err(error) = drawn {
+            tracing::warn!(%error, "cannot draw the question card; passing it on");
+            self.fail_all();
+        }
+    }
+
+    fn leave(&mut self) {
+        if self.screen.take().is_some() {
+            for line in std::mem::take(&mut self.notes) {
+                self.display.print(&line);
+            }
+        }
+    }
+
+    /// The screen cannot be used: foreground requests are passed on (claims released first, as
+    /// the obligations of SPEC §4.7 require before delegating), pending cards are dropped.
+    fn fail_all(&mut self) {
+        self.leave();
+        for card in std::mem::take(&mut self.cards) {
+            self.forget_late(&card);
+            if let Kind::Foreground { waiting, reply, .. } = card.kind {
+                drop(waiting);
+                let _ = reply.send(CardEnd::Unavailable);
+            }
+        }
+    }
+
+    fn discard(&mut self, card: Card) {
+        self.forget_late(&card);
+        if let Kind::Foreground { waiting, reply, .. } = card.kind {
+            drop(waiting);
+            let _ = reply.send(CardEnd::Unavailable);
+        }
+    }
+
+    fn forget_late(&self, card: &Card) {
+        if let Some(call_id) = card.late_call() {
+            self.shared.set_late(call_id, false);
+        }
+    }
+}
+
+impl Drop for Desk {
+    fn drop(&mut self) {
+        // Notes sent just before the host shut down still reach the normal screen, after the
+        // screen has been given back.
+        while let Ok(command) = self.commands.try_recv() {
+            if let Command::Note(line) = command {
+                self.notes.push(line);
+            }
+        }
+        self.screen = None;
+        for line in std::mem::take(&mut self.notes) {
+            self.display.print(&line);
+        }
+    }
+}
+
+/// The card on screen: the oldest foreground card not hidden, else the oldest pending one.
+fn visible(cards: &[Card]) -> Option<usize> {
+    cards
+        .iter()
+        .position(|c| !c.hidden && c.is_foreground())
+        .or_else(|| cards.iter().position(|c| !c.hidden))
+}
+
+fn scene(cards: &[Card], now: Instant) -> Option<Scene<'_>> {
+    if cards.is_empty() {
+        return None;
+    }
+    let Some(at) = visible(cards) else {
+        let soonest_secs = cards
+            .iter()
+            .filter_map(|c| c.countdown())
+            .map(|c| c.display_secs(now))
+            .min();
+        return Some(Scene::Reminder(ReminderView {
+            hidden: cards.len(),
+            soonest_secs,
+        }));
+    };
+    let card = &cards[at];
+    let (clock, close) = match &card.kind {
+        Kind::Foreground {
+            waiting: Waiting::Unkeyed,
+            ..
+        } => (Clock::Untimed, CloseMode::Cancel),
+        Kind::Foreground {
+            waiting: Waiting::Keyed,
+            ..
+        } => (Clock::Untimed, CloseMode::Hide),
+        Kind::Foreground {
+            waiting: Waiting::Timed { countdown, .. },
+            ..
+        } => (
+            if countdown.is_held() {
+                Clock::Held
+            } else {
+                Clock::Countdown {
+                    secs: countdown.display_secs(now),
+                }
+            },
+            CloseMode::Hide,
+        ),
+        Kind::Late { .. } => (Clock::Late, CloseMode::Hide),
+    };
+    Some(Scene::Card(CardView {
+        card: &card.state,
+        clock,
+        close,
+        waiting: cards.len() - 1,
+    }))
+}
+
+async fn next_input(screen: &mut Option<OpenScreen>) -> Input {
+    match screen {
+        Some(screen) => match screen.input().recv().await {
+            Some(input) => input,
+            None => Input::Failed(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the terminal stopped delivering keys",
+            )),
+        },
+        None => pending().await,
+    }
+}
+
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => sleep_until(at).await,
+        None => pending().await,
+    }
+}

@@ -1,0 +1,634 @@
+//! The terminal answerer end to end on a virtual terminal, under tokio's paused clock.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// Windows and deadlines are written in the SPEC's unit, milliseconds, so they read like the SPEC.
+#![allow(clippy::duration_suboptimal_units)]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ask_user_cli::terminal::{
+    Display, Key, LateAnswer, TerminalAnswerer, TerminalOptions, VirtualTerminal,
+};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, advance};
+use user_questions::{
+    AgentHandle, AnswerBatch, AnswerItem, AnsweredBy, AnswererGuard, AskError, AskRequest, CallId,
+    CancellationToken, HostBindings, InMemoryAgent, InMemoryAgentRegistry, InMemorySession,
+    Provenance, Question, QuestionEventKind, QuestionOption, TimedAskRequest, TimedOutcome,
+    UserQuestions, UserQuestionsConfig, WaitKey,
+};
+
+fn scope() -> Question {
+    Question::new("scope", "Which scope?")
+        .with_header("Scope")
+        .with_options([
+            QuestionOption::new("Tool only"),
+            QuestionOption::new("Everything"),
+        ])
+}
+
+fn confirm() -> Question {
+    Question::new("confirm", "Proceed?")
+        .with_options([QuestionOption::new("yes"), QuestionOption::new("no")])
+}
+
+type LateReplies = Arc<Mutex<VecDeque<Result<(), String>>>>;
+
+struct Host {
+    seam: UserQuestions,
+    agent: AgentHandle,
+    vt: VirtualTerminal,
+    terminal: Arc<TerminalAnswerer>,
+    late: Arc<Mutex<Vec<LateAnswer>>>,
+    /// What the late-answer handler answers next (`Ok` when empty).
+    late_replies: LateReplies,
+    _guard: AnswererGuard,
+}
+
+fn host() -> Host {
+    host_with(true)
+}
+
+fn host_with(late_handler: bool) -> Host {
+    let registry = InMemoryAgentRegistry::new();
+    let agent: AgentHandle = InMemoryAgent::new("root", InMemorySession::new("s1"), []);
+    registry.enter_root(Arc::clone(&agent));
+    let seam = UserQuestions::new(
+        UserQuestionsConfig::default(),
+        HostBindings::with_registry(registry),
+    )
+    .unwrap();
+    let vt = VirtualTerminal::new(72, 24);
+    let late = Arc::new(Mutex::new(Vec::new()));
+    let late_replies: LateReplies = Arc::default();
+    let mut options = TerminalOptions::new().with_display(Display::virtual_terminal(vt.clone()));
+    if late_handler {
+        let (late, replies) = (Arc::clone(&late), Arc::clone(&late_replies));
+        options = options.on_late_answer(move |answer| {
+            let reply = replies.lock().unwrap().pop_front().unwrap_or(Ok(()));
+            if reply.is_ok() {
+                late.lock().unwrap().push(answer);
+            }
+            reply
+        });
+    }
+    let terminal = TerminalAnswerer::new(&seam, options);
+    let guard = terminal.register(&seam);
+    Host {
+        seam,
+        agent,
+        vt,
+        terminal,
+        late,
+        late_replies,
+        _guard: guard,
+    }
+}
+
+impl Host {
+    fn ask(&self, request: AskRequest) -> JoinHandle<Result<TimedOutcome, AskError>> {
+        let seam = self.seam.clone();
+        tokio::spawn(async move { seam.ask(request).await.map(TimedOutcome::Answered) })
+    }
+
+    fn ask_timed(
+        &self,
+        questions: Vec<Question>,
+        timeout_ms: i64,
+    ) -> JoinHandle<Result<TimedOutcome, AskError>> {
+        self.ask_timed_with(questions, timeout_ms, None)
+    }
+
+    fn ask_timed_with(
+        &self,
+        questions: Vec<Question>,
+        timeout_ms: i64,
+        cancel: Option<CancellationToken>,
+    ) -> JoinHandle<Result<TimedOutcome, AskError>> {
+        let seam = self.seam.clone();
+        let mut request = TimedAskRequest::new(questions, Arc::clone(&self.agent));
+        request.cancel = cancel;
+        tokio::spawn(async move {
+            seam.ask_timed(request, CallId::from("ask-timed"), timeout_ms)
+                .await
+        })
+    }
+
+    fn press(&self, keys: &[Key]) {
+        for key in keys {
+            self.vt.press(key.clone());
+        }
+    }
+}
+
+/// Far longer than any window in these tests: under the paused clock a wait that can never end
+/// runs into this bound at once (the clock jumps to it), so a broken test fails instead of hanging.
+const NEVER: Duration = Duration::from_secs(24 * 3600);
+
+async fn see(vt: &VirtualTerminal, needle: &str) -> String {
+    tokio::time::timeout(NEVER, vt.wait_for(needle))
+        .await
+        .unwrap_or_else(|_elapsed| {
+            panic!(
+                "the screen never showed {needle:?}; it shows:\n{}",
+                vt.screen()
+            )
+        })
+}
+
+async fn cleared(vt: &VirtualTerminal) {
+    if tokio::time::timeout(NEVER, vt.wait_until(str::is_empty))
+        .await
+        .is_err()
+    {
+        panic!(
+            "the card never went away; the screen shows:\n{}",
+            vt.screen()
+        );
+    }
+}
+
+async fn finish(ask: JoinHandle<Result<TimedOutcome, AskError>>) -> Result<TimedOutcome, AskError> {
+    tokio::time::timeout(NEVER, ask)
+        .await
+        .expect("the ask never ended")
+        .expect("the ask task panicked")
+}
+
+/// Lets every task run until it waits on something, without moving the paused clock.
+async fn settle() {
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[track_caller]
+fn answered(outcome: Result<TimedOutcome, AskError>) -> (AnswerBatch, Provenance) {
+    match outcome {
+        Ok(TimedOutcome::Answered(answered)) => (answered.answers, answered.provenance),
+        other => panic!("expected an answer, got {other:?}"),
+    }
+}
+
+#[track_caller]
+fn error_code(outcome: Result<TimedOutcome, AskError>) -> String {
+    match outcome {
+        Err(error) => error.code().unwrap_or("<foreign>").to_owned(),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[track_caller]
+fn pending(outcome: Result<TimedOutcome, AskError>) -> CallId {
+    match outcome {
+        Ok(TimedOutcome::Pending { call_id }) => call_id,
+        other => panic!("expected pending, got {other:?}"),
+    }
+}
+
+fn terminal_human() -> Provenance {
+    Provenance::human("terminal")
+}
+
+#[tokio::test(start_paused = true)]
+async fn x11_headless_blocking_fails_closed_at_once() {
+    let host = host();
+    host.vt.set_interactive(false);
+    let start = Instant::now();
+    let outcome = finish(host.ask(AskRequest::new([confirm()]))).await;
+    assert_eq!(error_code(outcome), "NO_PROVIDER");
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert!(host.vt.printed().is_empty());
+    assert!(!host.vt.is_open());
+}
+
+#[tokio::test(start_paused = true)]
+async fn x11_headless_timed_is_pending_at_the_deadline() {
+    let host = host();
+    host.vt.set_interactive(false);
+    let start = Instant::now();
+    let outcome = finish(host.ask_timed(vec![scope()], 120_000)).await;
+    assert_eq!(pending(outcome), CallId::from("ask-timed"));
+    assert_eq!(start.elapsed(), Duration::from_millis(120_000));
+    assert!(!host.vt.is_open());
+    assert!(host.terminal.late_calls().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn headless_check_of_the_real_terminal_is_injectable() {
+    let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default()).unwrap();
+    let checked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&checked);
+    let terminal = TerminalAnswerer::new(
+        &seam,
+        TerminalOptions::new().with_display(Display::terminal_with_check(move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            false
+        })),
+    );
+    let _guard = terminal.register(&seam);
+    let error = seam.ask(AskRequest::new([confirm()])).await.unwrap_err();
+    assert_eq!(error.code(), Some("NO_PROVIDER"));
+    assert_eq!(checked.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(!Display::headless().is_interactive());
+}
+
+#[tokio::test(start_paused = true)]
+async fn blocking_card_answers_as_a_human_at_the_terminal() {
+    let host = host();
+    let ask = host.ask(AskRequest::new([scope()]).with_agent(Arc::clone(&host.agent)));
+    let screen = see(&host.vt, "Which scope?").await;
+    assert!(screen.contains("Esc cancel"), "{screen}");
+    assert!(!screen.contains("closes in"), "{screen}");
+    host.press(&[Key::Down, Key::Enter]);
+    let (batch, provenance) = answered(finish(ask).await);
+    assert_eq!(
+        batch,
+        AnswerBatch::new([AnswerItem::selected("scope", ["Everything"])])
+    );
+    assert_eq!(provenance, terminal_human());
+    assert_eq!(provenance.answered_by, AnsweredBy::Human);
+    settle().await;
+    assert!(
+        !host.vt.is_open(),
+        "the screen is given back once no card is left"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn closing_an_unkeyed_card_cancels_the_request() {
+    let host = host();
+    let ask = host.ask(AskRequest::new([scope()]));
+    see(&host.vt, "Which scope?").await;
+    host.press(&[Key::Esc]);
+    assert_eq!(error_code(finish(ask).await), "ASK_CANCELLED");
+    settle().await;
+    assert!(!host.vt.is_open());
+}
+
+#[tokio::test(start_paused = true)]
+async fn closing_a_keyed_card_only_hides_it() {
+    let host = host();
+    let wait = WaitKey::Indefinite {
+        call_id: "call-1".into(),
+    };
+    let ask = host.ask(
+        AskRequest::new([scope()])
+            .with_agent(Arc::clone(&host.agent))
+            .with_wait(wait),
+    );
+    let screen = see(&host.vt, "Which scope?").await;
+    assert!(screen.contains("Esc hide"), "{screen}");
+    host.press(&[Key::Esc]);
+    let screen = see(&host.vt, "1 question waiting").await;
+    assert!(!screen.contains("closes in"), "{screen}");
+    advance(Duration::from_secs(3600)).await;
+    settle().await;
+    assert!(!ask.is_finished(), "closing records nothing");
+    host.press(&[Key::Char('x'), Key::Enter]);
+    see(&host.vt, "Which scope?").await;
+    host.press(&[Key::Char('2'), Key::Enter]);
+    let (batch, _) = answered(finish(ask).await);
+    assert_eq!(
+        batch,
+        AnswerBatch::new([AnswerItem::selected("scope", ["Everything"])])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn timed_card_claims_the_wait_before_showing_the_countdown() {
+    let host = host();
+    let mut events = host.seam.subscribe();
+    let ask = host.ask_timed(vec![scope()], 5000);
+    let screen = see(&host.vt, "closes in").await;
+    assert!(screen.contains("closes in 0:05"), "{screen}");
+    assert!(screen.contains("t take time"), "{screen}");
+    let kinds: Vec<_> = events.drain().into_iter().map(|e| e.kind).collect();
+    assert!(
+        matches!(
+            kinds.as_slice(),
+            [
+                QuestionEventKind::Opened { .. },
+                QuestionEventKind::Claimed { claims: 1 }
+            ]
+        ),
+        "{kinds:?}"
+    );
+    // The claim stops the host's timer: the wait holds no timer while the card shows.
+    let wait = host.seam.wait_of(&host.agent, &"ask-timed".into()).unwrap();
+    assert_eq!(wait.claims(), 1);
+    assert!(!wait.has_timer());
+    host.press(&[Key::Enter]);
+    let (batch, provenance) = answered(finish(ask).await);
+    assert_eq!(
+        batch,
+        AnswerBatch::new([AnswerItem::selected("scope", ["Tool only"])])
+    );
+    assert_eq!(provenance, terminal_human());
+    // The claim was kept until the seam settled the wait; nothing is left behind.
+    assert_eq!(wait.claims(), 0);
+    assert_eq!(host.seam.live_waits(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_countdown_ticks_and_times_out_at_the_window() {
+    let host = host();
+    let start = Instant::now();
+    let ask = host.ask_timed(vec![scope()], 5000);
+    see(&host.vt, "closes in 0:05").await;
+    advance(Duration::from_millis(1500)).await;
+    see(&host.vt, "closes in 0:04").await;
+    advance(Duration::from_millis(3499)).await;
+    let screen = see(&host.vt, "closes in 0:01").await;
+    assert!(screen.contains("closes in 0:01"), "{screen}");
+    settle().await;
+    assert!(!ask.is_finished(), "not at 4999 ms");
+    advance(Duration::from_millis(1)).await;
+    assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
+    assert_eq!(start.elapsed(), Duration::from_millis(5000));
+    // The card stays, now a pending question that can still be answered.
+    let screen = see(&host.vt, "pending: answer any time").await;
+    assert!(screen.contains("Which scope?"), "{screen}");
+    assert_eq!(host.terminal.late_calls(), vec![CallId::from("ask-timed")]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_submission_goes_to_the_late_answer_handler() {
+    let host = host();
+    let ask = host.ask_timed(vec![scope(), confirm()], 1000);
+    see(&host.vt, "closes in").await;
+    // Half an answer before the window closes; it is kept on the pending card.
+    host.press(&[Key::Char('2'), Key::Enter]);
+    see(&host.vt, "Proceed?").await;
+    assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
+    see(&host.vt, "pending: answer any time").await;
+    host.late_replies
+        .lock()
+        .unwrap()
+        .push_back(Err("A reply to this question is already queued.".into()));
+    host.press(&[Key::Char('1'), Key::Enter]);
+    // The host refused it: the card stays and says why.
+    let screen = see(&host.vt, "already queued").await;
+    assert!(screen.contains("Proceed?"), "{screen}");
+    assert!(host.late.lock().unwrap().is_empty());
+    host.press(&[Key::Enter]);
+    cleared(&host.vt).await;
+    let late = host.late.lock().unwrap().clone();
+    assert_eq!(late.len(), 1);
+    assert_eq!(late[0].call_id, CallId::from("ask-timed"));
+    assert!(late[0].agent.is_some());
+    assert_eq!(
+        late[0].answers,
+        AnswerBatch::new([
+            AnswerItem::selected("scope", ["Everything"]),
+            AnswerItem::selected("confirm", ["yes"]),
+        ])
+    );
+    assert_eq!(late[0].provenance, terminal_human());
+    assert!(host.terminal.late_calls().is_empty());
+    assert!(!host.vt.is_open());
+}
+
+#[tokio::test(start_paused = true)]
+async fn take_time_holds_the_wait_past_the_window() {
+    let host = host();
+    let ask = host.ask_timed(vec![scope()], 5000);
+    see(&host.vt, "closes in").await;
+    host.press(&[Key::Char('t')]);
+    let screen = see(&host.vt, "holding: take your time").await;
+    assert!(!screen.contains("t take time"), "{screen}");
+    advance(Duration::from_secs(600)).await;
+    settle().await;
+    assert!(
+        !ask.is_finished(),
+        "neither the card nor the host times out while held"
+    );
+    host.press(&[Key::Down, Key::Enter]);
+    let (batch, _) = answered(finish(ask).await);
+    assert_eq!(
+        batch,
+        AnswerBatch::new([AnswerItem::selected("scope", ["Everything"])])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn hiding_a_held_card_lets_the_original_deadline_apply() {
+    let host = host();
+    let ask = host.ask_timed(vec![scope()], 5000);
+    see(&host.vt, "closes in").await;
+    host.press(&[Key::Char('t')]);
+    see(&host.vt, "holding").await;
+    advance(Duration::from_secs(2)).await;
+    host.press(&[Key::Esc]);
+    // Still within the window: the countdown runs on from where the deadline puts it.
+    let screen = see(&host.vt, "1 question waiting").await;
+    assert!(screen.contains("closes in 0:03"), "{screen}");
+    host.press(&[Key::Enter]);
+    see(&host.vt, "closes in 0:03").await;
+    host.press(&[Key::Char('t')]);
+    see(&host.vt, "holding").await;
+    advance(Duration::from_secs(10)).await;
+    settle().await;
+    assert!(!ask.is_finished());
+    // Past the deadline, hiding ends the foreground wait at once; the question stays answerable.
+    let start = Instant::now();
+    host.press(&[Key::Esc]);
+    assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    see(&host.vt, "1 question waiting").await;
+    assert_eq!(host.terminal.late_calls(), vec![CallId::from("ask-timed")]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_the_turn_takes_the_card_down() {
+    let host = host();
+    let turn = CancellationToken::new();
+    let ask = host.ask_timed_with(vec![scope()], 5000, Some(turn.clone()));
+    see(&host.vt, "closes in").await;
+    host.press(&[Key::Char('t')]);
+    see(&host.vt, "holding").await;
+    turn.cancel();
+    assert_eq!(error_code(finish(ask).await), "ASK_ABORTED");
+    cleared(&host.vt).await;
+    settle().await;
+    assert!(!host.vt.is_open());
+    assert!(host.terminal.late_calls().is_empty());
+    assert_eq!(host.seam.live_waits(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_ask_takes_the_card_down() {
+    let host = host();
+    let ask = host.ask(AskRequest::new([scope()]));
+    see(&host.vt, "Which scope?").await;
+    ask.abort();
+    cleared(&host.vt).await;
+    settle().await;
+    assert!(!host.vt.is_open());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unusable_terminal_passes_the_question_on() {
+    let host = host();
+    host.vt.set_unavailable(true);
+    let outcome = finish(host.ask(AskRequest::new([confirm()]))).await;
+    assert_eq!(error_code(outcome), "NO_PROVIDER");
+    // A timed question: the claim is released before passing on, so the host's deadline applies
+    // (nobody else answers: the seam holds until the window closes, then reports pending).
+    let start = Instant::now();
+    let outcome = finish(host.ask_timed(vec![scope()], 5000)).await;
+    assert_eq!(pending(outcome), CallId::from("ask-timed"));
+    assert_eq!(start.elapsed(), Duration::from_millis(5000));
+    assert!(host.terminal.late_calls().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn ctrl_c_cancels_an_unkeyed_card_and_interrupts() {
+    let host = host();
+    let ask = host.ask(AskRequest::new([scope()]));
+    see(&host.vt, "Which scope?").await;
+    host.press(&[Key::Ctrl('c')]);
+    assert_eq!(error_code(finish(ask).await), "ASK_CANCELLED");
+    settle().await;
+    assert!(!host.vt.is_open());
+    assert_eq!(host.vt.interrupts(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn ctrl_c_hides_a_timed_card_and_its_deadline_applies() {
+    let host = host();
+    let start = Instant::now();
+    let ask = host.ask_timed(vec![scope()], 5000);
+    see(&host.vt, "closes in").await;
+    host.press(&[Key::Char('t'), Key::Ctrl('c')]);
+    see(&host.vt, "1 question waiting").await;
+    assert_eq!(host.vt.interrupts(), 1);
+    assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
+    assert_eq!(start.elapsed(), Duration::from_millis(5000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_late_handler_the_card_goes_at_the_window() {
+    let host = host_with(false);
+    let ask = host.ask_timed(vec![scope()], 1000);
+    see(&host.vt, "closes in").await;
+    assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
+    cleared(&host.vt).await;
+    settle().await;
+    assert!(!host.vt.is_open());
+    assert!(host.terminal.late_calls().is_empty());
+    let printed = host.vt.printed();
+    assert!(
+        printed.iter().any(|line| line.contains("pending")),
+        "{printed:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn withdrawing_a_pending_card() {
+    let host = host();
+    let ask = host.ask_timed(vec![scope()], 1000);
+    see(&host.vt, "closes in").await;
+    assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
+    see(&host.vt, "pending").await;
+    host.terminal.withdraw(&"other-call".into());
+    settle().await;
+    assert!(host.vt.is_open());
+    host.terminal.withdraw(&"ask-timed".into());
+    cleared(&host.vt).await;
+    assert!(host.terminal.late_calls().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn notes_show_above_the_card_and_then_on_the_normal_screen() {
+    let host = host();
+    host.terminal.note("before any card");
+    settle().await;
+    assert_eq!(host.vt.printed(), vec!["before any card".to_owned()]);
+    let ask = host.ask(AskRequest::new([scope()]));
+    see(&host.vt, "Which scope?").await;
+    host.terminal.note("working on something else");
+    let screen = see(&host.vt, "working on something else").await;
+    assert!(screen.contains("Which scope?"), "{screen}");
+    assert_eq!(
+        host.vt.printed().len(),
+        1,
+        "not printed while the card shows"
+    );
+    host.press(&[Key::Enter]);
+    answered(finish(ask).await);
+    cleared(&host.vt).await;
+    settle().await;
+    assert_eq!(
+        host.vt.printed(),
+        vec![
+            "before any card".to_owned(),
+            "working on something else".to_owned()
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_second_request_waits_behind_the_first() {
+    let host = host();
+    let first = host.ask(AskRequest::new([scope()]));
+    see(&host.vt, "Which scope?").await;
+    let second = host.ask(AskRequest::new([confirm()]));
+    let screen = see(&host.vt, "1 more question card is waiting").await;
+    assert!(screen.contains("Which scope?"), "{screen}");
+    host.press(&[Key::Enter]);
+    let (batch, _) = answered(finish(first).await);
+    assert_eq!(batch.answers[0].id, "scope");
+    see(&host.vt, "Proceed?").await;
+    host.press(&[Key::Down, Key::Enter]);
+    let (batch, _) = answered(finish(second).await);
+    assert_eq!(
+        batch,
+        AnswerBatch::new([AnswerItem::selected("confirm", ["no"])])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_foreground_card_goes_before_a_pending_one() {
+    let host = host();
+    let timed = host.ask_timed(vec![scope()], 1000);
+    see(&host.vt, "closes in").await;
+    assert_eq!(pending(finish(timed).await), CallId::from("ask-timed"));
+    see(&host.vt, "pending").await;
+    let blocking = host.ask(AskRequest::new([confirm()]));
+    let screen = see(&host.vt, "Proceed?").await;
+    assert!(
+        screen.contains("1 more question card is waiting"),
+        "{screen}"
+    );
+    host.press(&[Key::Enter]);
+    answered(finish(blocking).await);
+    // The pending card comes back, still answerable.
+    see(&host.vt, "Which scope?").await;
+    host.press(&[Key::Enter]);
+    cleared(&host.vt).await;
+    assert_eq!(host.late.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_seam_gives_the_screen_back() {
+    let host = host();
+    let ask = host.ask_timed(vec![scope()], 1000);
+    see(&host.vt, "closes in").await;
+    assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
+    see(&host.vt, "pending").await;
+    let Host {
+        seam,
+        terminal,
+        _guard: guard,
+        vt,
+        ..
+    } = host;
+    drop(guard);
+    drop(terminal);
+    drop(seam);
+    cleared(&vt).await;
+    settle().await;
+    assert!(!vt.is_open());
+}

@@ -1,0 +1,169 @@
+//! Rendered cards, as text snapshots.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use ask_user_cli::terminal::{
+    CardState, CardView, Clock, CloseMode, Key, ReminderView, Scene, buffer_text, render_screen,
+};
+use insta::assert_snapshot;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use user_questions::{Question, QuestionLimits, QuestionOption};
+
+fn scope() -> Question {
+    Question::new("scope", "Which scope should the change cover?")
+        .with_header("Scope")
+        .with_options([
+            QuestionOption::new("Tool only (Recommended)")
+                .with_description("Only the tool package; the other crates stay as they are."),
+            QuestionOption::new("Everything").with_description("Every crate in the workspace."),
+        ])
+}
+
+fn targets() -> Question {
+    Question::new("targets", "Which targets should the release build?")
+        .with_header("Targets")
+        .with_multi_select(true)
+        .with_options([
+            QuestionOption::new("linux"),
+            QuestionOption::new("macos"),
+            QuestionOption::new("windows"),
+        ])
+}
+
+fn card(questions: Vec<Question>, keys: &[Key]) -> CardState {
+    let mut card = CardState::new(questions, QuestionLimits::default());
+    for key in keys {
+        card.handle(key.clone());
+    }
+    card
+}
+
+fn view(card: &CardState, clock: Clock, close: CloseMode) -> CardView<'_> {
+    CardView {
+        card,
+        clock,
+        close,
+        waiting: 0,
+    }
+}
+
+/// The scene at its natural height.
+fn draw(scene: &Scene<'_>, width: u16) -> String {
+    let area = Rect::new(0, 0, width, scene.height(width));
+    let mut buffer = Buffer::empty(area);
+    scene.render(area, &mut buffer);
+    buffer_text(&buffer)
+}
+
+/// A whole screen of `width` × `height`.
+fn screen(scene: &Scene<'_>, notes: &[String], width: u16, height: u16) -> String {
+    let area = Rect::new(0, 0, width, height);
+    let mut buffer = Buffer::empty(area);
+    render_screen(scene, notes, area, &mut buffer);
+    buffer_text(&buffer)
+}
+
+#[test]
+fn single_select_with_recommended_option_and_descriptions() {
+    let card = card(vec![scope()], &[]);
+    let scene = Scene::Card(view(&card, Clock::Untimed, CloseMode::Cancel));
+    assert_snapshot!(draw(&scene, 72));
+}
+
+#[test]
+fn multi_select_with_toggles() {
+    let card = card(vec![targets()], &[Key::Char('1'), Key::Char('3'), Key::Up]);
+    let scene = Scene::Card(view(&card, Clock::Untimed, CloseMode::Hide));
+    assert_snapshot!(draw(&scene, 72));
+}
+
+#[test]
+fn free_text_input() {
+    let keys = [
+        Key::Char('3'),
+        Key::Paste("use bun instead".into()),
+        Key::Left,
+        Key::Left,
+    ];
+    let card = card(vec![scope()], &keys);
+    let scene = Scene::Card(view(&card, Clock::Untimed, CloseMode::Cancel));
+    let area = Rect::new(0, 0, 72, scene.height(72));
+    let mut buffer = Buffer::empty(area);
+    scene.render(area, &mut buffer);
+    // The cursor is drawn as a reversed cell: on the "a" of "instead", two characters from the end.
+    let (x, y) = (0..area.height)
+        .find_map(|y| {
+            let row: String = (0..area.width).map(|x| buffer[(x, y)].symbol()).collect();
+            row.find("> use bun instead").map(|at| {
+                let column = row[..at].chars().count() + "> use bun inste".chars().count();
+                (u16::try_from(column).unwrap(), y)
+            })
+        })
+        .expect("the input line");
+    assert_eq!(buffer[(x, y)].symbol(), "a");
+    assert!(buffer[(x, y)].modifier.contains(Modifier::REVERSED));
+    assert!(!buffer[(x - 1, y)].modifier.contains(Modifier::REVERSED));
+    assert_snapshot!(buffer_text(&buffer));
+}
+
+#[test]
+fn batch_with_countdown() {
+    let card = card(vec![scope(), targets()], &[Key::Enter, Key::Char('2')]);
+    let scene = Scene::Card(view(&card, Clock::Countdown { secs: 27 }, CloseMode::Hide));
+    assert_snapshot!(draw(&scene, 72));
+}
+
+#[test]
+fn held_by_take_time() {
+    let card = card(vec![scope()], &[Key::Char('2')]);
+    let scene = Scene::Card(view(&card, Clock::Held, CloseMode::Hide));
+    assert_snapshot!(draw(&scene, 72));
+}
+
+#[test]
+fn pending_question_answered_late_with_a_refusal() {
+    let mut card = card(vec![scope()], &[]);
+    card.set_notice("A reply to this question is already waiting to be admitted.");
+    let scene = Scene::Card(CardView {
+        card: &card,
+        clock: Clock::Late,
+        close: CloseMode::Hide,
+        waiting: 1,
+    });
+    assert_snapshot!(draw(&scene, 72));
+}
+
+#[test]
+fn skipped_question() {
+    let card = card(vec![scope(), targets()], &[Key::Char('s'), Key::BackTab]);
+    let scene = Scene::Card(view(&card, Clock::Untimed, CloseMode::Cancel));
+    assert_snapshot!(draw(&scene, 72));
+}
+
+#[test]
+fn reminder_of_hidden_cards() {
+    let scene = Scene::Reminder(ReminderView {
+        hidden: 2,
+        soonest_secs: Some(12),
+    });
+    assert_snapshot!(screen(&scene, &[], 72, 3));
+}
+
+#[test]
+fn host_notes_above_the_card() {
+    let card = card(vec![targets()], &[]);
+    let scene = Scene::Card(view(&card, Clock::Countdown { secs: 5 }, CloseMode::Hide));
+    let notes = vec![
+        "{\"pending\":true,\"callId\":\"call_1\"}".to_owned(),
+        "the model goes on with other work".to_owned(),
+    ];
+    assert_snapshot!(screen(&scene, &notes, 60, 18));
+}
+
+#[test]
+fn short_screen_scrolls_to_the_highlight() {
+    let card = card(vec![scope()], &[Key::End]);
+    let scene = Scene::Card(view(&card, Clock::Untimed, CloseMode::Cancel));
+    assert_snapshot!(screen(&scene, &[], 40, 10));
+}
