@@ -586,3 +586,40 @@ fn l10_every_corpus_log_resumes_to_its_full_fold() {
     }
     assert!(count >= 100, "only {count} corpus logs");
 }
+
+#[test]
+fn a_last_record_longer_than_a_read_block_is_hashed_whole() {
+    let (_dir, path) = temp_log();
+    let mut writer = lt_log(&path);
+    let output = "line of tool output\n".repeat(20_000);
+    writer
+        .append(&[ev("tool/result", 4, result(1, 1, "bash-0", &output))])
+        .unwrap();
+    written(&load(&path));
+    let log = fs::read(&path).unwrap();
+    let ends = line_ends(&log);
+    let long_record = &log[ends[ends.len() - 2]..];
+    assert!(long_record.len() > 4 * 65_536);
+    let doc: Value = serde_json::from_slice(&fs::read(checkpoint_path(&path)).unwrap()).unwrap();
+    assert_eq!(doc["log"]["lastRecordHash"], json!(sha256_hex(long_record)));
+
+    // Loading reads the long record backwards from byteLength, block by block, and agrees.
+    writer
+        .append(&[ev(
+            "tool/result",
+            5,
+            result(
+                1,
+                1,
+                "ask-timed",
+                r#"{"pending":true,"callId":"ask-timed"}"#,
+            ),
+        )])
+        .unwrap();
+    let resumed = load(&path);
+    assert!(matches!(
+        resumed.source,
+        ProjectionSource::Checkpoint { event_count: 5, .. }
+    ));
+    assert!(resumed.state.continued("ask-timed").is_some());
+}

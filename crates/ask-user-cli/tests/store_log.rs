@@ -15,7 +15,9 @@ use ask_user_cli::store::{
 };
 use serde_json::json;
 use serde_json::value::RawValue;
-use store_common::{append_raw, ev, finished_log, full_fold, line_ends, names, session, temp_log};
+use store_common::{
+    append_raw, ev, finished_log, full_fold, line_ends, lt_log, names, result, session, temp_log,
+};
 use user_questions_projection::{CorruptReason, HeaderError, SeqGap, TornTail};
 
 #[test]
@@ -463,8 +465,25 @@ fn a_second_torn_tail_at_the_same_offset_gets_its_own_sidecar() {
 
 #[test]
 fn torn_tails_at_every_cut_point() {
+    // A real log of the kind a crash leaves: a timed question, its pending result, the step end.
     let (dir, full_path) = temp_log();
-    drop(finished_log(&full_path));
+    let mut writer = lt_log(&full_path);
+    writer
+        .append(&[
+            ev(
+                "tool/result",
+                4,
+                result(
+                    1,
+                    1,
+                    "ask-timed",
+                    r#"{"pending":true,"callId":"ask-timed"}"#,
+                ),
+            ),
+            ev("step/end", 5, json!({"turn":1,"step":1})),
+        ])
+        .unwrap();
+    drop(writer);
     let full = fs::read(&full_path).unwrap();
     let ends = line_ends(&full);
     let header_end = ends[0];
@@ -850,4 +869,13 @@ fn what_the_writer_appends_is_what_the_fold_reads() {
     assert!(view.active.is_empty());
     assert_eq!(view.settled.len(), 1);
     assert_eq!(view.settled[0].call_id.as_str(), "ask-timed");
+}
+
+#[test]
+fn create_in_a_missing_directory_is_an_io_error() {
+    let (dir, _) = temp_log();
+    let path = dir.path().join("missing").join("session.jsonl");
+    let err = LogWriter::create(&path, &session("s1")).unwrap_err();
+    assert_eq!(err.code(), "LOG_IO", "{err}");
+    assert!(err.to_string().contains("missing"), "{err}");
 }

@@ -127,9 +127,10 @@ pub(crate) fn write_temp(target: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
 pub(crate) fn publish_new(target: &Path, bytes: &[u8]) -> io::Result<()> {
     let temp = write_temp(target, bytes)?;
     let linked = fs::hard_link(&temp, target);
-    let removed = fs::remove_file(&temp);
+    // Once linked, `target` is published; a temporary name that cannot be removed is only
+    // clutter, and the next write for `target` removes it.
+    let _ = fs::remove_file(&temp);
     linked?;
-    removed?;
     sync_dir(parent_dir(target))
 }
 

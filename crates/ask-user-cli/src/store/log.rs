@@ -362,6 +362,8 @@ fn save_sidecar(path: &Path, offset: u64, bytes: &[u8]) -> Result<PathBuf, Store
             sidecar_name.push(format!(".{n}"));
         }
         let sidecar = file::parent_dir(path).join(sidecar_name);
+        file::remove_leftover_temps(&sidecar)
+            .map_err(|e| StoreError::io("remove leftover temporary files for", &sidecar, e))?;
         match file::publish_new(&sidecar, bytes) {
             Ok(()) => return Ok(sidecar),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
