@@ -6,6 +6,8 @@
 
 #![warn(missing_docs)]
 
+pub mod cli;
+pub mod host;
 pub mod store;
 pub mod terminal;
 

@@ -9,7 +9,7 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use user_questions_projection::{
-    LogScanner, ScanPosition, ScanReport, Scanned, SessionHeader, TornTail,
+    LogScanner, ScanPosition, ScanReport, Scanned, SessionEvent, SessionHeader, TornTail,
 };
 
 use super::StoreError;
@@ -54,6 +54,26 @@ pub trait LogVisitor {
 
     /// One complete line after the header: a record, or a corrupt line that is skipped.
     fn line(&mut self, scanned: &Scanned<'_>);
+}
+
+/// Whether a writer holds the log now (its exclusive advisory lock), found by trying a shared
+/// lock for an instant. Never modifies the log. A log nobody writes to cannot be in the middle of
+/// a tool call: a call without a result there was interrupted.
+pub fn writer_is_live(path: &Path) -> Result<bool, StoreError> {
+    let io_error = |op, source| StoreError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(|e| io_error("open", e))?;
+    match file.try_lock_shared() {
+        Ok(()) => {
+            file.unlock().map_err(|e| io_error("unlock", e))?;
+            Ok(false)
+        }
+        Err(TryLockError::WouldBlock) => Ok(true),
+        Err(TryLockError::Error(e)) => Err(io_error("lock", e)),
+    }
 }
 
 /// The visitor that looks at nothing.
@@ -188,14 +208,17 @@ impl<F: LogFile> LogWriter<F> {
     /// the batch (and synced) and the error returned; if that also fails, the writer is poisoned
     /// and refuses every later append, so that no `seq` can ever be written twice. An empty batch
     /// writes nothing.
-    pub fn append(&mut self, events: &[LogEvent]) -> Result<(), StoreError> {
+    ///
+    /// Returns the appended events as the log reader decodes them, so a host can feed its live
+    /// projection exactly what a replay of the file would see.
+    pub fn append(&mut self, events: &[LogEvent]) -> Result<Vec<SessionEvent>, StoreError> {
         if self.poisoned {
             return Err(StoreError::Poisoned {
                 path: self.path.clone(),
             });
         }
         let Some(first) = events.first() else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         if first.seq != self.position.expected_seq {
             return Err(StoreError::SeqMismatch {
@@ -256,7 +279,7 @@ impl<F: LogFile> LogWriter<F> {
         self.position.byte_offset = before + batch.len() as u64;
         self.position.expected_seq = first.seq + events.len() as u64;
         self.position.events += events.len() as u64;
-        Ok(())
+        Ok(written.into_iter().map(|(_, event)| event).collect())
     }
 
     /// The `seq` the next appended event must carry: one past the last record read or written

@@ -36,7 +36,7 @@ pub use checkpoint::{
 };
 pub use event::{LogEvent, NewSession, SESSION_FORMAT_VERSION, now_ms};
 pub use file::LogFile;
-pub use log::{LogVisitor, LogWriter, OpenReport, read_log, read_log_with};
+pub use log::{LogVisitor, LogWriter, OpenReport, read_log, read_log_with, writer_is_live};
 pub use repair::{
     Interrupted, OpenCall, RepairReport, RepairedCall, StepRef, TOOL_OUTCOME_UNKNOWN_ERROR_NAME,
     TOOL_OUTCOME_UNKNOWN_TEXT, UnidentifiedCall, repair_interrupted,

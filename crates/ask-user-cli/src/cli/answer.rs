@@ -1,0 +1,226 @@
+//! `ask-user answer`: answer a continued question late, as a person would from another surface.
+//!
+//! The log is opened for write (resume repair first, so a call interrupted by a crash becomes
+//! continued), the answer goes through `LateAnswers::answer` (identity, continued check,
+//! `REPLY_QUEUED`, validation, reservation, delivery to the agent's durable inbox), and then the
+//! command admits the reply in a turn of its own: `turn/start`, the inbox claim, the
+//! `user/message`, `turn/end`. Success is reported only once that `user/message` is fsynced: the
+//! projection has settled the question.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args};
+use user_questions::{AnswerBatch, AnswerItem, AskError, CallId, ErrorCode, Provenance, Question};
+use user_questions_projection::ActiveState;
+
+use super::{CliError, Exit, read_input, report_resume};
+use crate::host::{Host, HostOptions, JournalError, LogTarget};
+
+/// The provenance name of answers given with this command.
+pub const ANSWERER: &str = "ask-user-cli";
+
+/// Arguments of `answer`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("batch").required(true).multiple(true).args(["pick", "custom", "skip", "answers"])))]
+pub struct AnswerArgs {
+    /// The session log.
+    log: PathBuf,
+    /// The call id of the continued question.
+    call_id: String,
+    /// Select an option: `ID=LABEL` (repeat for several labels of a multi-select question).
+    #[arg(long, value_name = "ID=LABEL")]
+    pick: Vec<String>,
+    /// Give free text: `ID=TEXT`.
+    #[arg(long, value_name = "ID=TEXT")]
+    custom: Vec<String>,
+    /// Skip a question: empty `selected`, no `custom`.
+    #[arg(long, value_name = "ID")]
+    skip: Vec<String>,
+    /// Read the answers from a file (`{"answers":[…]}` or `[…]`), or `-` for stdin.
+    #[arg(long, conflicts_with_all = ["pick", "custom", "skip"])]
+    answers: Option<PathBuf>,
+}
+
+pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
+    let call_id = CallId::from(args.call_id.as_str());
+    if !args.log.exists() {
+        return Err(CliError::new(
+            "LOG_IO",
+            format!("no session log at {}", args.log.display()),
+            Exit::Log,
+        ));
+    }
+    let (host, resumed) = Host::open(HostOptions::new(None, LogTarget::Open(args.log.clone())))?;
+    report_resume(&resumed);
+    let state = host.projection();
+    let questions = state.active(call_id.as_str()).map(|e| e.questions.clone());
+    let batch = match &args.answers {
+        Some(path) => batch_from_file(&read_input(path)?)?,
+        None => batch_from_flags(args, questions.as_deref().unwrap_or_default())?,
+    };
+
+    let accepted =
+        host.late_answers()
+            .answer(&host.agent(), &call_id, batch, Provenance::human(ANSWERER));
+    match accepted {
+        Ok(true) => {}
+        Ok(false) => {
+            let why = match state.active(call_id.as_str()).map(|e| e.state) {
+                Some(ActiveState::Open) => "is open, not pending: it can only be answered by its own tool call".to_owned(),
+                Some(ActiveState::Continued) => "is not waiting for an answer".to_owned(),
+                None if state.view().settled.iter().any(|s| s.call_id == call_id) => {
+                    "is already settled".to_owned()
+                }
+                None => "is not a pending timed question in this log (legacy calls never take late answers)".to_owned(),
+            };
+            return Err(CliError::new(
+                "NOT_CONTINUED",
+                format!("call {call_id} {why}"),
+                Exit::NotContinued,
+            ));
+        }
+        Err(AskError::Question(error)) => {
+            let exit = match error.error_code() {
+                ErrorCode::ReplyQueued => Exit::ReplyQueued,
+                ErrorCode::BadAnswer => Exit::BadAnswer,
+                _ => Exit::Failure,
+            };
+            return Err(CliError::new(error.code(), error.message(), exit));
+        }
+        Err(AskError::Foreign(error)) => {
+            let code = error
+                .downcast_ref::<JournalError>()
+                .map_or("DELIVERY_FAILED", JournalError::code);
+            return Err(CliError::new(code, error.to_string(), Exit::Log));
+        }
+    }
+
+    // Admit the reply in a turn of its own (SPEC §4.8: a late answer forms its own turn).
+    let reservation = host
+        .late_answers()
+        .reservation(&host.session(), &call_id)
+        .ok_or_else(|| {
+            CliError::new(
+                "INTERNAL",
+                "the accepted reply has no reservation",
+                Exit::Failure,
+            )
+        })?;
+    let reply = host
+        .begin_turn_with(&reservation.message_id)?
+        .ok_or_else(|| {
+            CliError::new(
+                "INTERNAL",
+                "the accepted reply is not queued",
+                Exit::Failure,
+            )
+        })?;
+    host.begin_step()?;
+    host.admit(&reply)?;
+    host.end_turn("completed")?;
+    host.checkpoint()?;
+
+    let settled = host
+        .projection()
+        .view()
+        .settled
+        .iter()
+        .any(|s| s.call_id == call_id);
+    if let Some(text) = reply
+        .content
+        .iter()
+        .find_map(user_questions::ContentBlock::as_text)
+    {
+        println!("{text}");
+    }
+    eprintln!(
+        "call {call_id}: reply admitted{}",
+        if settled {
+            "; the question is settled"
+        } else {
+            ""
+        }
+    );
+    Ok(Exit::Ok)
+}
+
+/// `{"answers":[…]}` or a bare `[…]`.
+fn batch_from_file(text: &str) -> Result<AnswerBatch, CliError> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| CliError::input(format!("the answers are not JSON: {e}")))?;
+    let items = if value.is_array() {
+        value
+    } else {
+        value.get("answers").cloned().ok_or_else(|| {
+            CliError::input("the answers file needs {\"answers\":[…]} or a list of answers")
+        })?
+    };
+    let answers: Vec<AnswerItem> = serde_json::from_value(items).map_err(|e| {
+        CliError::input(format!(
+            "each answer needs \"id\" and \"selected\" (and optional \"custom\"): {e}"
+        ))
+    })?;
+    Ok(AnswerBatch { answers })
+}
+
+fn split(pair: &str, flag: &str) -> Result<(String, String), CliError> {
+    pair.split_once('=')
+        .map(|(id, value)| (id.to_owned(), value.to_owned()))
+        .ok_or_else(|| {
+            CliError::new(
+                "BAD_USAGE",
+                format!("--{flag} needs ID=VALUE, got {pair:?}"),
+                Exit::Usage,
+            )
+        })
+}
+
+/// Builds the batch from `--pick`, `--custom` and `--skip`, items in the order of the stored
+/// questions, then any other ids in the order given (the seam's validator names those).
+fn batch_from_flags(args: &AnswerArgs, questions: &[Question]) -> Result<AnswerBatch, CliError> {
+    let mut items: Vec<AnswerItem> = questions
+        .iter()
+        .map(|q| AnswerItem::skipped(q.id.clone()))
+        .collect();
+    let mut mentioned: Vec<String> = Vec::new();
+    let mut item = |id: &str, items: &mut Vec<AnswerItem>| -> usize {
+        if !mentioned.iter().any(|m| m == id) {
+            mentioned.push(id.to_owned());
+        }
+        if let Some(at) = items.iter().position(|i| i.id == id) {
+            at
+        } else {
+            items.push(AnswerItem::skipped(id));
+            items.len() - 1
+        }
+    };
+    for pick in &args.pick {
+        let (id, label) = split(pick, "pick")?;
+        let at = item(&id, &mut items);
+        items[at].selected.push(label);
+    }
+    for custom in &args.custom {
+        let (id, text) = split(custom, "custom")?;
+        let at = item(&id, &mut items);
+        if items[at].custom.replace(text).is_some() {
+            return Err(CliError::new(
+                "BAD_USAGE",
+                format!("--custom is given twice for question {id:?}"),
+                Exit::Usage,
+            ));
+        }
+    }
+    for id in &args.skip {
+        let at = item(id, &mut items);
+        if !items[at].selected.is_empty() || items[at].custom.is_some() {
+            return Err(CliError::new(
+                "BAD_USAGE",
+                format!("question {id:?} is both skipped and answered"),
+                Exit::Usage,
+            ));
+        }
+    }
+    // Questions nobody mentioned stay out, so the validator reports them as unanswered.
+    items.retain(|i| mentioned.contains(&i.id));
+    Ok(AnswerBatch { answers: items })
+}

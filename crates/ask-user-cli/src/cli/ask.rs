@@ -1,0 +1,120 @@
+//! `ask-user ask`: one `ask_user_question` call, printed as the model reads it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use user_questions::{CallId, CancellationToken, RegisterOptions, ScriptedAnswerer};
+
+use super::{CliError, Exit, ToolArgs, read_input, report_resume};
+use crate::host::{Host, HostOptions, LogTarget};
+use crate::terminal::{TerminalAnswerer, TerminalOptions};
+
+/// Arguments of `ask`.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    #[command(flatten)]
+    tool: ToolArgs,
+    /// Append the call to this session log (created if missing; repaired first if it exists).
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Answer from this scripted-answer file (`{"answerer":…,"rules":[…]}`) before the terminal.
+    #[arg(long)]
+    answers: Option<PathBuf>,
+    /// The tool call id (default: a fresh one).
+    #[arg(long)]
+    call_id: Option<String>,
+    /// The model's arguments as JSON text, in a file or `-` for stdin.
+    arguments: PathBuf,
+}
+
+pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
+    let arguments = read_input(&args.arguments)?;
+    let config = args.tool.config()?;
+    let script = args
+        .answers
+        .as_ref()
+        .map(|path| ScriptedAnswerer::from_path(path).map_err(|e| CliError::input(e.to_string())))
+        .transpose()?;
+    let log = args
+        .log
+        .clone()
+        .map_or(LogTarget::Memory, LogTarget::OpenOrCreate);
+    let (host, resumed) = Host::open(HostOptions::new(config, log))?;
+    report_resume(&resumed);
+
+    let _script = script.map(|script| {
+        let name = script.name().to_owned();
+        host.seam()
+            .register(Arc::new(script), RegisterOptions::global(name))
+    });
+    let terminal = TerminalAnswerer::new(host.seam(), TerminalOptions::new());
+    let _terminal = terminal.register(host.seam());
+    if args.answers.is_none() && !crate::terminal::is_interactive_terminal() {
+        tracing::warn!("no terminal and no --answers: nobody can answer, so the call fails closed");
+    }
+
+    let call_id = CallId::from(
+        args.call_id
+            .unwrap_or_else(|| format!("call_{}", pending_answer::new_message_id())),
+    );
+    if let Some(path) = host.log_path() {
+        eprintln!("call {call_id} in {}", path.display());
+    }
+    let cancel = CancellationToken::new();
+    let _interrupt = interrupt_on_ctrl_c(cancel.clone());
+
+    host.begin_turn()?;
+    host.begin_step()?;
+    host.log_request_header()?;
+    let outcome = host.call_tool(&call_id, &arguments, cancel.clone()).await?;
+    host.end_turn(if cancel.is_cancelled() {
+        "aborted"
+    } else {
+        "completed"
+    })?;
+    host.checkpoint()?;
+
+    println!("{}", outcome.text);
+    let pending = outcome
+        .value
+        .as_ref()
+        .and_then(|v| v.get("pending"))
+        .is_some_and(|p| p == true);
+    if pending && let Some(path) = host.log_path() {
+        eprintln!(
+            "pending: answer later with `ask-user answer {} {call_id} --pick ID=LABEL …`",
+            path.display()
+        );
+    }
+    if cancel.is_cancelled() {
+        return Ok(Exit::Interrupted);
+    }
+    match &outcome.error {
+        Some(error) if outcome.is_error => {
+            eprintln!("error[{}]: the tool returned an error result", error.code);
+            Ok(Exit::ToolError)
+        }
+        None if outcome.is_error => Ok(Exit::ToolError),
+        _ => Ok(Exit::Ok),
+    }
+}
+
+/// Cancels `cancel` on Ctrl-C, so the call ends with `ASK_ABORTED` and its result is logged.
+/// The listener stops when the returned guard is dropped.
+pub(super) fn interrupt_on_ctrl_c(cancel: CancellationToken) -> AbortOnDrop {
+    AbortOnDrop(tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    }))
+}
+
+/// Owns a spawned task and aborts it when dropped.
+pub(super) struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -1,0 +1,315 @@
+//! `ask-user demo`: the whole path, run by a person.
+//!
+//! A scripted model (no LLM) asks a realistic two-question batch through the timed tool. The
+//! person answers in the terminal card within the window, or lets it pass: then the tool result
+//! is `pending`, the model visibly goes on with independent work, and the card stays answerable.
+//! A late submission goes through `LateAnswers` into the agent's durable inbox, a new turn admits
+//! it as the follow-up user message, and the projection settles the question. Every event is in
+//! a JSONL session log whose path is printed at the end; the model-facing JSON is shown at each
+//! step.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use user_questions::{
+    AnswerBatch, CallId, CancellationToken, ContentBlock, RegisterOptions, ScriptedAnswerer,
+};
+
+use super::ask::interrupt_on_ctrl_c;
+use super::{CliError, Exit};
+use crate::host::{Host, HostOptions, LogTarget};
+use crate::store::now_ms;
+use crate::terminal::{LateAnswer, TerminalAnswerer, TerminalOptions, is_interactive_terminal};
+
+/// The demo's tool call id.
+pub const DEMO_CALL_ID: &str = "call_demo_1";
+
+/// The model's arguments: one single-select question with a recommended option, one
+/// multi-select question.
+pub const DEMO_ARGUMENTS: &str = r#"{"questions":[{"id":"db","header":"Database","question":"Which database should the new orders service use?","options":[{"label":"PostgreSQL (Recommended)","description":"Relational with strong consistency; the team already runs it in production."},{"label":"SQLite","description":"Embedded file database: simplest to operate, one writer at a time."},{"label":"DynamoDB","description":"Managed key-value store: scales without tuning, no joins."}]},{"id":"checks","header":"CI checks","question":"Which checks should run on every pull request?","multi_select":true,"options":[{"label":"Unit tests","description":"Fast: under a minute."},{"label":"Lint","description":"Formatting and static analysis."},{"label":"Integration tests","description":"Start a database container: about five minutes."},{"label":"Docs build","description":"Catches broken links in the handbook."}]}]}"#;
+
+/// Work the scripted model does while the question is pending: none of it depends on the answer.
+const INDEPENDENT_WORK: [&str; 3] = [
+    "creating the service's workspace layout",
+    "writing the README skeleton",
+    "adding the HTTP health-check endpoint",
+];
+
+/// Arguments of `demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// The foreground window in seconds before the question goes pending.
+    #[arg(long, default_value_t = 30)]
+    window: i64,
+    /// The session log to write (default: a new file in the temporary directory).
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Answer from a scripted-answer file, before the terminal card is asked.
+    #[arg(long)]
+    answers: Option<PathBuf>,
+}
+
+pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
+    let demo = Demo::start(&args)?;
+    let outcome = demo.ask().await?;
+    if demo.cancel.is_cancelled() || outcome.is_error {
+        demo.host.end_turn(if demo.cancel.is_cancelled() {
+            "aborted"
+        } else {
+            "completed"
+        })?;
+        let exit = if demo.cancel.is_cancelled() {
+            Exit::Interrupted
+        } else {
+            Exit::ToolError
+        };
+        return demo.finish(exit);
+    }
+    if let Some(batch) = answers_of(&outcome.text) {
+        demo.host.begin_step()?;
+        demo.decide(&batch)?;
+        demo.host.end_turn("completed")?;
+        return demo.finish(Exit::Ok);
+    }
+    demo.independent_work().await?;
+    let later = format!(
+        "ask-user answer {} {DEMO_CALL_ID} --pick db='PostgreSQL (Recommended)' --pick checks='Unit tests'",
+        demo.path.display()
+    );
+    if !demo.interactive || demo.cancel.is_cancelled() {
+        demo.say(format!(
+            "host  › the question stays answerable; answer it later with:\n        {later}"
+        ));
+        let exit = if demo.cancel.is_cancelled() {
+            Exit::Interrupted
+        } else {
+            Exit::Ok
+        };
+        return demo.finish(exit);
+    }
+    demo.say("host  › the question is still open in the card; answer it now (Ctrl-C to stop and answer later)".to_owned());
+    tokio::select! {
+        () = demo.cancel.cancelled() => {
+            demo.say(format!("host  › stopped; answer later with:\n        {later}"));
+            return demo.finish(Exit::Interrupted);
+        }
+        () = demo.host.wait_for_input() => {}
+    }
+    demo.admit_late_reply()?;
+    demo.finish(Exit::Ok)
+}
+
+/// One demo run: the host, the terminal card and the Ctrl-C listener.
+struct Demo {
+    host: Arc<Host>,
+    terminal: Arc<TerminalAnswerer>,
+    cancel: CancellationToken,
+    path: PathBuf,
+    interactive: bool,
+    window: i64,
+    _guards: Vec<user_questions::AnswererGuard>,
+    _interrupt: super::ask::AbortOnDrop,
+}
+
+impl Demo {
+    fn start(args: &DemoArgs) -> Result<Self, CliError> {
+        if args.window < 1 {
+            return Err(CliError::new(
+                "BAD_USAGE",
+                "--window needs a positive number of seconds",
+                Exit::Usage,
+            ));
+        }
+        let interactive = is_interactive_terminal();
+        if !interactive && args.answers.is_none() {
+            return Err(CliError::new(
+                "NO_TERMINAL",
+                "the demo needs a terminal to show its question card (or --answers FILE to run headless)",
+                Exit::Usage,
+            ));
+        }
+        let script = args
+            .answers
+            .as_ref()
+            .map(|path| {
+                ScriptedAnswerer::from_path(path).map_err(|e| CliError::input(e.to_string()))
+            })
+            .transpose()?;
+        let path = args.log.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("ask-user-demo-{}.jsonl", now_ms()))
+        });
+        let config = tool_ask_user::AskUserConfig::timed(args.window);
+        let (host, _) = Host::open(HostOptions::new(
+            Some(config),
+            LogTarget::Create(path.clone()),
+        ))?;
+        let host = Arc::new(host);
+        let mut guards = Vec::new();
+        if let Some(script) = script {
+            let name = script.name().to_owned();
+            guards.push(
+                host.seam()
+                    .register(Arc::new(script), RegisterOptions::global(name)),
+            );
+        }
+        // Late submissions from the card go through LateAnswers into the agent's durable inbox.
+        let late = host.late_answers().clone();
+        let terminal = TerminalAnswerer::new(
+            host.seam(),
+            TerminalOptions::new().on_late_answer(move |answer: LateAnswer| {
+                let agent = answer.agent.ok_or("this question has no agent to answer")?;
+                match late.answer(&agent, &answer.call_id, answer.answers, answer.provenance) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => {
+                        Err("This question is no longer waiting for an answer.".to_owned())
+                    }
+                    Err(error) => Err(error.to_string()),
+                }
+            }),
+        );
+        guards.push(terminal.register(host.seam()));
+        let cancel = CancellationToken::new();
+        Ok(Self {
+            _interrupt: interrupt_on_ctrl_c(cancel.clone()),
+            host,
+            terminal,
+            cancel,
+            path,
+            interactive,
+            window: args.window,
+            _guards: guards,
+        })
+    }
+
+    /// Prints a line for the person without tearing a card on screen.
+    fn say(&self, line: String) {
+        self.terminal.note(line);
+    }
+
+    /// Turn 1, step 1: the model asks.
+    async fn ask(&self) -> Result<tool_ask_user::ToolOutcome, CliError> {
+        let host = &self.host;
+        self.say(format!("session log: {}", self.path.display()));
+        host.begin_turn()?;
+        host.begin_step()?;
+        host.log_request_header()?;
+        let intro = "I need two decisions from you before I scaffold the orders service.";
+        host.assistant_text(intro)?;
+        self.say(format!("model › {intro}"));
+        self.say(format!("model → ask_user_question {DEMO_ARGUMENTS}"));
+        if self.interactive {
+            self.say(format!(
+                "        (answer in the card, or let the {} s window pass and answer later)",
+                self.window
+            ));
+        }
+        let call_id = CallId::from(DEMO_CALL_ID);
+        let outcome = host
+            .call_tool(&call_id, DEMO_ARGUMENTS, self.cancel.clone())
+            .await?;
+        self.say(format!("tool  → model {}", outcome.text));
+        host.end_step()?;
+        Ok(outcome)
+    }
+
+    /// Pending: the model goes on with work that does not depend on the answer.
+    async fn independent_work(&self) -> Result<(), CliError> {
+        let host = &self.host;
+        host.begin_step()?;
+        let note =
+            "No answer yet, and that is not a yes. I will do the work that does not depend on it.";
+        host.assistant_text(note)?;
+        self.say(format!("model › {note}"));
+        for work in INDEPENDENT_WORK {
+            tokio::select! {
+                () = self.cancel.cancelled() => break,
+                () = tokio::time::sleep(Duration::from_millis(1200)) => {}
+            }
+            host.assistant_text(&format!("Done: {work}."))?;
+            self.say(format!("model › · {work}"));
+        }
+        host.end_turn(if self.cancel.is_cancelled() {
+            "aborted"
+        } else {
+            "completed"
+        })?;
+        Ok(())
+    }
+
+    /// A new turn admits the late reply as the follow-up user message; the projection settles it.
+    fn admit_late_reply(&self) -> Result<(), CliError> {
+        let host = &self.host;
+        let claimed = host.begin_turn()?;
+        host.begin_step()?;
+        for message in &claimed {
+            host.admit(message)?;
+            if let Some(text) = message.content.iter().find_map(ContentBlock::as_text) {
+                self.say(format!("user  → model {text}"));
+            }
+        }
+        let view = serde_json::to_string(host.projection().view()).unwrap_or_default();
+        self.say(format!("projection › {view}"));
+        match claimed
+            .iter()
+            .filter_map(|m| m.content.iter().find_map(ContentBlock::as_text))
+            .find_map(answers_of)
+        {
+            Some(batch) => self.decide(&batch)?,
+            None => host.assistant_text("Thanks for the reply.")?,
+        }
+        host.end_turn("completed")?;
+        Ok(())
+    }
+
+    /// The model's decision from the answers.
+    fn decide(&self, batch: &AnswerBatch) -> Result<(), CliError> {
+        let reply = decision(batch);
+        self.host.assistant_text(&reply)?;
+        self.say(format!("model › {reply}"));
+        Ok(())
+    }
+
+    fn finish(&self, exit: Exit) -> Result<Exit, CliError> {
+        self.host.checkpoint()?;
+        self.say(format!(
+            "session log: {}\n        inspect it with: ask-user pending {}",
+            self.path.display(),
+            self.path.display()
+        ));
+        Ok(exit)
+    }
+}
+
+/// The answer batch in a tool result or reply text, if it holds one.
+fn answers_of(text: &str) -> Option<AnswerBatch> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    serde_json::from_value(value.get("answers")?.clone())
+        .ok()
+        .map(|answers| AnswerBatch { answers })
+}
+
+/// What the scripted model decides from the answers.
+fn decision(batch: &AnswerBatch) -> String {
+    let pick = |id: &str| {
+        batch.answers.iter().find(|a| a.id == id).map(|a| {
+            let mut parts = a.selected.clone();
+            parts.extend(a.custom.clone());
+            parts
+        })
+    };
+    let db = pick("db").unwrap_or_default();
+    let checks = pick("checks").unwrap_or_default();
+    let db = if db.is_empty() {
+        "no database choice (skipped), so I will leave storage behind an interface".to_owned()
+    } else {
+        db.join(", ")
+    };
+    let checks = if checks.is_empty() {
+        "no required checks".to_owned()
+    } else {
+        checks.join(", ")
+    };
+    format!("Thanks. Going with {db}; every pull request will run: {checks}.")
+}

@@ -1,0 +1,238 @@
+//! The `ask-user` command line: `demo`, `ask`, `pending`, `answer` and `schema`.
+//!
+//! Every command reports a failure as one line on stderr, `error[CODE]: message`, and exits
+//! with a status that tells the failures apart ([`Exit`]). Model-facing JSON goes to stdout.
+
+mod answer;
+mod ask;
+mod demo;
+mod pending;
+mod schema;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use tool_ask_user::AskUserConfig;
+
+/// Exit statuses of `ask-user`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Success: an answer, a pending result, a listing, a settled late answer.
+    Ok,
+    /// An unexpected failure.
+    Failure,
+    /// Bad command-line usage (clap's own status).
+    Usage,
+    /// `answer`: the call is not waiting for a late answer (unknown, open, settled or legacy).
+    NotContinued,
+    /// `answer`: the answers do not fit the questions (`BAD_ANSWER`).
+    BadAnswer,
+    /// `answer`: a reply for the call is already queued (`REPLY_QUEUED`).
+    ReplyQueued,
+    /// The session log cannot be used (missing, not a session log, locked, I/O).
+    Log,
+    /// `ask`: the tool returned an error result (printed on stdout as the model reads it).
+    ToolError,
+    /// An input file (arguments, answers, script) is unreadable or invalid.
+    Input,
+    /// Interrupted (Ctrl-C).
+    Interrupted,
+}
+
+impl Exit {
+    /// The process exit status.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Ok => 0,
+            Self::Failure => 1,
+            Self::Usage => 2,
+            Self::NotContinued => 3,
+            Self::BadAnswer => 4,
+            Self::ReplyQueued => 5,
+            Self::Log => 6,
+            Self::ToolError => 7,
+            Self::Input => 8,
+            Self::Interrupted => 130,
+        }
+    }
+}
+
+/// A command's failure: printed as `error[CODE]: message`, exits with `exit`.
+#[derive(Debug)]
+pub struct CliError {
+    /// The stable code.
+    pub code: String,
+    /// The message.
+    pub message: String,
+    /// The exit status.
+    pub exit: Exit,
+}
+
+impl CliError {
+    pub(crate) fn new(code: impl Into<String>, message: impl Into<String>, exit: Exit) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+            exit,
+        }
+    }
+
+    pub(crate) fn input(message: impl Into<String>) -> Self {
+        Self::new("BAD_INPUT", message, Exit::Input)
+    }
+}
+
+impl From<crate::host::HostError> for CliError {
+    fn from(error: crate::host::HostError) -> Self {
+        let exit = match &error {
+            crate::host::HostError::Config(_) => Exit::Usage,
+            crate::host::HostError::Store(_) | crate::host::HostError::Journal(_) => Exit::Log,
+        };
+        Self::new(error.code(), error.to_string(), exit)
+    }
+}
+
+impl From<crate::store::StoreError> for CliError {
+    fn from(error: crate::store::StoreError) -> Self {
+        Self::new(error.code(), error.to_string(), Exit::Log)
+    }
+}
+
+const AFTER_HELP: &str = "\
+Exit status: 0 success; 1 unexpected failure; 2 usage; 3 the call is not waiting for a late
+answer; 4 BAD_ANSWER; 5 REPLY_QUEUED; 6 the session log cannot be used; 7 the tool returned an
+error result; 8 an input file is invalid; 130 interrupted.
+
+Start with `ask-user demo`.";
+
+/// Ask a human from an LLM agent, and get the answer back, even late.
+#[derive(Debug, Parser)]
+#[command(name = "ask-user", version, about, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// More logging on stderr (-v: info, -vv: debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the whole path: a scripted model asks two questions through the timed tool; answer in
+    /// the terminal card in time, or let the window pass and answer late.
+    #[command(
+        after_help = "Example:\n  ask-user demo\n  ask-user demo --window 10 --log demo.jsonl"
+    )]
+    Demo(demo::DemoArgs),
+    /// Run one `ask_user_question` call from the model's arguments and print the tool result as
+    /// the model reads it.
+    #[command(
+        after_help = "Example:\n  echo '{\"questions\":[{\"id\":\"go\",\"question\":\"Ship it?\",\"options\":[{\"label\":\"yes\"},{\"label\":\"no\"}]}]}' \\\n    | ask-user ask --mode timed --timeout 60 --log session.jsonl -"
+    )]
+    Ask(ask::AskArgs),
+    /// List the open and continued questions of a session log (read only).
+    #[command(
+        after_help = "Example:\n  ask-user pending session.jsonl\n  ask-user pending session.jsonl --json"
+    )]
+    Pending(pending::PendingArgs),
+    /// Answer a continued (pending) question late; the reply is admitted into the log.
+    #[command(
+        after_help = "Example:\n  ask-user answer session.jsonl call_1 --pick db='PostgreSQL (Recommended)' \\\n    --pick checks='unit tests' --pick checks=lint --custom notes='ship today'"
+    )]
+    Answer(answer::AnswerArgs),
+    /// Print the tool schema the model sees.
+    #[command(
+        after_help = "Example:\n  ask-user schema\n  ask-user schema --mode timed --timeout 45"
+    )]
+    Schema(schema::SchemaArgs),
+}
+
+/// The tool mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// The blocking tool (the default).
+    Legacy,
+    /// Returns pending after a window; the question stays answerable.
+    Timed,
+}
+
+/// `--mode` and `--timeout`, shared by `ask` and `schema`.
+#[derive(Clone, Debug, Args)]
+pub struct ToolArgs {
+    /// Which tool definition to use.
+    #[arg(long, value_enum, default_value_t = Mode::Legacy)]
+    pub mode: Mode,
+    /// The timed tool's default window in seconds (-1: wait indefinitely).
+    #[arg(long, default_value_t = tool_ask_user::DEFAULT_TIMEOUT_SECS, allow_negative_numbers = true)]
+    pub timeout: i64,
+}
+
+impl ToolArgs {
+    pub(crate) fn config(&self) -> Result<Option<AskUserConfig>, CliError> {
+        let config = match self.mode {
+            Mode::Legacy => AskUserConfig::LEGACY,
+            Mode::Timed => AskUserConfig::timed(self.timeout),
+        };
+        config
+            .validate()
+            .map_err(|e| CliError::new("BAD_CONFIG", e.to_string(), Exit::Usage))?;
+        Ok(Some(config))
+    }
+}
+
+/// Runs a command and reports its failure on stderr.
+pub async fn run(cli: Cli) -> Exit {
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(args).await,
+        Command::Ask(args) => ask::run(args).await,
+        Command::Pending(args) => pending::run(&args),
+        Command::Answer(args) => answer::run(&args),
+        Command::Schema(args) => schema::run(&args),
+    };
+    match result {
+        Ok(exit) => exit,
+        Err(error) => {
+            eprintln!("error[{}]: {}", error.code, error.message);
+            error.exit
+        }
+    }
+}
+
+/// Installs the stderr log subscriber: warnings by default, more with `-v`.
+pub fn init_tracing(verbose: u8) {
+    let level = match verbose {
+        0 => tracing::Level::WARN,
+        1 => tracing::Level::INFO,
+        _ => tracing::Level::DEBUG,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
+/// Reads a file, or stdin for `-`.
+pub(crate) fn read_input(path: &PathBuf) -> Result<String, CliError> {
+    if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+            .map_err(|e| CliError::input(format!("cannot read stdin: {e}")))
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|e| CliError::input(format!("cannot read {}: {e}", path.display())))
+    }
+}
+
+/// Prints what opening a log restored, on stderr. Findings and repairs are already reported by
+/// the store as warnings.
+pub(crate) fn report_resume(resumed: &crate::host::Resumed) {
+    if resumed.restored_inbox > 0 {
+        eprintln!(
+            "note: {} queued message(s) restored from the log",
+            resumed.restored_inbox
+        );
+    }
+}

@@ -1,0 +1,167 @@
+//! `ask-user pending`: the open and continued questions of a session log. Read only: it takes no
+//! write lock, never truncates a torn tail and never writes a checkpoint.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::Args;
+use user_questions_projection::{ActiveState, EventBody, Scanned, SessionHeader};
+
+use super::{CliError, Exit};
+use crate::store::{
+    CheckpointPolicy, LogVisitor, load_projection, now_ms, read_log_with, writer_is_live,
+};
+
+/// Arguments of `pending`.
+#[derive(Debug, Args)]
+pub struct PendingArgs {
+    /// The session log.
+    log: PathBuf,
+    /// Print the projection view `{"active":[…],"settled":[…]}` as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Collects when each call was logged.
+#[derive(Default)]
+struct CallTimes(HashMap<String, i64>);
+
+impl LogVisitor for CallTimes {
+    fn header(&mut self, _header: &SessionHeader) {}
+
+    fn line(&mut self, line: &Scanned<'_>) {
+        if let Scanned::Record(record) = line
+            && let Some(event) = record.record.event()
+            && let EventBody::ToolCall(call) = &event.body
+            && let (Some(call_id), Some(time)) = (&call.call_id, event.time)
+        {
+            self.0.insert(call_id.as_str().to_owned(), time);
+        }
+    }
+}
+
+pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
+    let load = load_projection(&args.log, CheckpointPolicy::ReadOnly)?;
+    let mut times = CallTimes::default();
+    let report = read_log_with(&args.log, &mut times)?;
+    // Findings (a torn tail left as it is, unreadable lines) are reported by the store.
+    let view = load.state.view();
+    if args.json {
+        let text = serde_json::to_string(view)
+            .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
+        println!("{text}");
+        return Ok(Exit::Ok);
+    }
+
+    let live = writer_is_live(&args.log)?;
+    let now = now_ms();
+    let mut rows = Vec::new();
+    for entry in &view.active {
+        let state = match entry.state {
+            ActiveState::Continued => "continued".to_owned(),
+            ActiveState::Open => {
+                let unfinished = report
+                    .interrupted
+                    .calls
+                    .iter()
+                    .any(|c| c.call_id == entry.call_id.as_str());
+                if unfinished && !live {
+                    "open, interrupted".to_owned()
+                } else {
+                    "open".to_owned()
+                }
+            }
+        };
+        let age = times
+            .0
+            .get(entry.call_id.as_str())
+            .map_or_else(|| "-".to_owned(), |t| format_age(now.saturating_sub(*t)));
+        let questions: Vec<String> = entry
+            .questions
+            .iter()
+            .map(|q| format!("{}: {}", q.id, q.question))
+            .collect();
+        rows.push([entry.call_id.to_string(), state, age, questions.join("\n")]);
+    }
+    print!("{}", table(&rows));
+    println!(
+        "{} active, {} settled{}",
+        view.active.len(),
+        view.settled.len(),
+        if live {
+            " (a writer has the log open)"
+        } else {
+            ""
+        }
+    );
+    Ok(Exit::Ok)
+}
+
+fn format_age(ms: i64) -> String {
+    let secs = ms.max(0) / 1000;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m {:02}s", secs / 60, secs % 60),
+        3600..86_400 => format!("{}h {:02}m", secs / 3600, secs % 3600 / 60),
+        _ => format!("{}d {:02}h", secs / 86_400, secs % 86_400 / 3600),
+    }
+}
+
+/// A plain-text table; the last column may span several lines.
+fn table(rows: &[[String; 4]]) -> String {
+    if rows.is_empty() {
+        return String::from("no open or continued questions\n");
+    }
+    let header = ["CALL ID", "STATE", "AGE", "QUESTIONS"];
+    let width = |col: usize| {
+        rows.iter()
+            .map(|r| r[col].chars().count())
+            .chain([header[col].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths = [width(0), width(1), width(2)];
+    let mut out = String::new();
+    let mut line = |cells: [&str; 4]| {
+        let mut lines = cells[3].lines();
+        let first = lines.next().unwrap_or("");
+        let _ = writeln!(
+            out,
+            "{:w0$}  {:w1$}  {:w2$}  {first}",
+            cells[0],
+            cells[1],
+            cells[2],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+        for more in lines {
+            let _ = writeln!(
+                out,
+                "{:w$}{more}",
+                "",
+                w = widths[0] + widths[1] + widths[2] + 6
+            );
+        }
+    };
+    line(header);
+    for row in rows {
+        line([&row[0], &row[1], &row[2], &row[3]]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_age;
+
+    #[test]
+    fn ages_read_naturally() {
+        assert_eq!(format_age(-5), "0s");
+        assert_eq!(format_age(59_999), "59s");
+        assert_eq!(format_age(61_000), "1m 01s");
+        assert_eq!(format_age(3_600_000), "1h 00m");
+        assert_eq!(format_age(90_000_000), "1d 01h");
+    }
+}

@@ -1,0 +1,28 @@
+//! The `ask-user` command line: see `ask-user --help` and the crate README.
+
+use std::process::ExitCode;
+
+use ask_user_cli::cli;
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    cli::init_tracing(args.verbose);
+    match run(args) {
+        Ok(exit) => exit,
+        Err(error) => {
+            // Anything that escaped the commands' own error handling: one line, no backtrace.
+            eprintln!("error[INTERNAL]: {error:#}");
+            ExitCode::from(cli::Exit::Failure.code())
+        }
+    }
+}
+
+fn run(args: cli::Cli) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let exit = runtime.block_on(cli::run(args));
+    Ok(ExitCode::from(exit.code()))
+}
