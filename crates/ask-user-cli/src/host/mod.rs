@@ -59,7 +59,7 @@ pub struct Resumed {
 }
 
 /// How to build a host.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HostOptions {
     /// The tool configuration (`None`: legacy).
     pub tool: Option<AskUserConfig>,
@@ -67,8 +67,26 @@ pub struct HostOptions {
     pub log: LogTarget,
     /// The id of a new session (ignored when an existing log is opened).
     pub session_id: SessionId,
-    /// The root agent's id.
+    /// The agent's id.
     pub agent_id: String,
+    /// The agent registry to enter the agent in (default: a registry of its own).
+    pub registry: Option<Arc<InMemoryAgentRegistry>>,
+    /// The agent that owns this one: the agent is entered as a live child of `owner` (and then
+    /// may not ask the person, SPEC §4.4) instead of as a live root.
+    pub owner: Option<AgentHandle>,
+}
+
+impl std::fmt::Debug for HostOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostOptions")
+            .field("tool", &self.tool)
+            .field("log", &self.log)
+            .field("session_id", &self.session_id)
+            .field("agent_id", &self.agent_id)
+            .field("registry", &self.registry.is_some())
+            .field("owner", &self.owner.as_ref().map(|o| o.id().clone()))
+            .finish()
+    }
 }
 
 impl HostOptions {
@@ -79,6 +97,8 @@ impl HostOptions {
             log,
             session_id: SessionId::from(format!("session-{}", pending_answer::new_message_id())),
             agent_id: "root".to_owned(),
+            registry: None,
+            owner: None,
         }
     }
 }
@@ -118,7 +138,8 @@ struct Position {
     header_logged: bool,
 }
 
-/// One live session of the reference host. See the [module docs](self).
+/// One live session of the reference host: one agent (a live root, or a child of an owner), its
+/// session log, and the seam, tool and late answers it uses. See the [module docs](self).
 pub struct Host {
     seam: UserQuestions,
     tool: AskUserTool,
@@ -135,7 +156,10 @@ impl Host {
     /// resume repair runs first, the inbox is restored from the log, and the projection is loaded
     /// from its checkpoint (or refolded) and the checkpoint refreshed.
     pub fn open(options: HostOptions) -> Result<(Self, Resumed), HostError> {
-        let registry = InMemoryAgentRegistry::new();
+        let registry = options
+            .registry
+            .clone()
+            .unwrap_or_default();
         let seam = UserQuestions::new(
             UserQuestionsConfig::default(),
             HostBindings::with_registry(registry.clone()),
@@ -183,7 +207,10 @@ impl Host {
         let journal = Journal::new(writer, session.clone(), projections.clone(), late.clone());
         let agent = HostAgent::new(&options.agent_id, session, journal.clone());
         resumed.restored_inbox = agent.restore(&restore);
-        registry.enter_root(agent.clone() as AgentHandle);
+        match &options.owner {
+            Some(owner) => registry.enter_child(agent.clone() as AgentHandle, owner),
+            None => registry.enter_root(agent.clone() as AgentHandle),
+        }
         let position = Position {
             turn: restore.last_turn,
             ..Position::default()
