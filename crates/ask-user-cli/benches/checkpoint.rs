@@ -31,14 +31,9 @@ use user_questions_projection::fold_log;
 
 const RUNS: usize = 7;
 
-/// `shared/bench/gen-big.py`, found by walking up from the crate.
+/// `tests/data/gen-big.py` at the workspace root.
 fn generator() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .map(|dir| dir.join("shared/bench/gen-big.py"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("no shared/bench/gen-big.py above {}", manifest.display()))
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/gen-big.py")
 }
 
 /// The log `gen-big.py --events <events>` writes, generated into the target directory on first

@@ -543,14 +543,37 @@ fn a_fork_resumes_with_its_inherited_cut() {
     assert_eq!(ids, ["child-call"]);
 }
 
+/// The reference corpus kept in the repository's test data.
+fn corpus_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/dsh-sessions")
+}
+
+#[test]
+fn l11_every_corpus_log_opens_read_only_without_findings() {
+    let mut count = 0;
+    for entry in fs::read_dir(corpus_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let before = fs::read(&path).unwrap();
+        let report = ask_user_cli::store::read_log(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(report.scan.corrupt_lines.is_empty(), "{}", path.display());
+        assert!(report.scan.torn_tail.is_none(), "{}", path.display());
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            before,
+            "read-only opens change nothing"
+        );
+        count += 1;
+    }
+    assert_eq!(count, 168);
+}
+
 #[test]
 fn l10_every_corpus_log_resumes_to_its_full_fold() {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let corpus = manifest
-        .ancestors()
-        .map(|dir| dir.join("shared/corpus/dsh-sessions"))
-        .find(|p| p.is_dir())
-        .expect("shared/corpus/dsh-sessions above the crate");
+    let corpus = corpus_dir();
     let dir = tempfile::tempdir().unwrap();
     let mut count = 0;
     for entry in fs::read_dir(&corpus).unwrap() {

@@ -156,10 +156,7 @@ impl Host {
     /// resume repair runs first, the inbox is restored from the log, and the projection is loaded
     /// from its checkpoint (or refolded) and the checkpoint refreshed.
     pub fn open(options: HostOptions) -> Result<(Self, Resumed), HostError> {
-        let registry = options
-            .registry
-            .clone()
-            .unwrap_or_default();
+        let registry = options.registry.clone().unwrap_or_default();
         let seam = UserQuestions::new(
             UserQuestionsConfig::default(),
             HostBindings::with_registry(registry.clone()),
