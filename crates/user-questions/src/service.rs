@@ -324,6 +324,10 @@ impl UserQuestions {
         call_id: &CallId,
     ) -> Result<Option<WaitClaim>, UserQuestionError> {
         let inner = &self.inner;
+        // After shutdown there is nothing to claim, whoever asks (SPEC §4.10).
+        if inner.is_shut_down() {
+            return Ok(None);
+        }
         inner.check_caller(agent)?;
         let live = {
             let waits = lock(&inner.waits);

@@ -154,11 +154,14 @@ pub fn validate_answers(
             questions.len()
         ));
     }
-    for item in items {
-        let Some(question) = questions.iter().find(|q| q.id == item.id) else {
-            continue; // Rule 1 has already rejected unknown ids.
-        };
-        // Rule 4: labels come from the question's options.
+    // Rules 1–3 have matched every item to its own question.
+    let paired = || {
+        items
+            .iter()
+            .filter_map(|item| Some((item, questions.iter().find(|q| q.id == item.id)?)))
+    };
+    // Rule 4: labels come from the question's options.
+    for (item, question) in paired() {
         if let Some(label) = item
             .selected
             .iter()
@@ -170,7 +173,9 @@ pub fn validate_answers(
                 quoted(&question.id)
             ));
         }
-        // Rule 5: single-select questions take at most one label.
+    }
+    // Rule 5: single-select questions take at most one label.
+    for (item, question) in paired() {
         if !question.is_multi_select() && item.selected.len() > 1 {
             return fail(format!(
                 "single-select question {} has {} labels (allowed: at most 1)",
@@ -178,7 +183,9 @@ pub fn validate_answers(
                 item.selected.len()
             ));
         }
-        // Rule 6: custom text within the size cap.
+    }
+    // Rule 6: custom text within the size cap.
+    for (item, question) in paired() {
         if let Some(custom) = &item.custom
             && custom.len() > limits.custom_max_bytes
         {

@@ -31,6 +31,9 @@ struct WaitShared {
     deadline: Instant,
     token: CancellationToken,
     state: Mutex<WaitState>,
+    // Timers are spawned through the runtime the wait was made in, so a claim can be released
+    // (and the timer re-armed) from any thread, Tokio's or not.
+    runtime: tokio::runtime::Handle,
 }
 
 #[derive(Default)]
@@ -63,6 +66,8 @@ impl WaitShared {
             } else {
                 reason
             });
+            // Closing releases every claim (SPEC §4.7.2); a later `release` finds none to drop.
+            state.claims = 0;
             state.timer.take()
         };
         if let Some(timer) = timer {
@@ -91,7 +96,7 @@ impl WaitShared {
         let weak: Weak<Self> = Arc::downgrade(self);
         let token = self.token.clone();
         let deadline = self.deadline;
-        let task = tokio::spawn(async move {
+        let task = self.runtime.spawn(async move {
             tokio::select! {
                 biased;
                 () = token.cancelled() => {}
@@ -176,16 +181,18 @@ pub struct TimedQuestionWait {
 
 impl TimedQuestionWait {
     /// A wait whose deadline is `timeout` from now and whose private token is a child of `parent`.
-    /// If `parent` is already cancelled the wait is closed at once and no timer starts.
+    /// If `parent` is already cancelled the wait is closed at once and no timer starts. Claims
+    /// may later be taken and released from any thread: timers run on this runtime.
     ///
     /// # Panics
     ///
-    /// Outside a Tokio runtime with a timer, because the wait arms a timer task.
+    /// Outside a Tokio runtime with a timer, because the wait arms its timer tasks there.
     pub fn new(parent: &CancellationToken, timeout: Duration) -> Self {
         let shared = Arc::new(WaitShared {
             deadline: Instant::now() + timeout,
             token: parent.child_token(),
             state: Mutex::new(WaitState::default()),
+            runtime: tokio::runtime::Handle::current(),
         });
         if parent.is_cancelled() {
             shared.close(WaitEnd::ParentCancelled);

@@ -449,6 +449,25 @@ fn x3_foreground_validation() {
         Ok(()),
     );
     check_answer(vec![scope()], vec![AnswerItem::skipped("scope")], Ok(()));
+    // Rules are checked in order over the whole batch: a wrong label on the second item (rule 4)
+    // is reported before oversized text on the first (rule 6), and two labels on a single-select
+    // question (rule 5) before oversized text too.
+    check_answer(
+        vec![bare(), scope()],
+        vec![
+            AnswerItem::custom("notes", "x".repeat(20_000)),
+            sel("scope", &["nope"]),
+        ],
+        Err("\"nope\""),
+    );
+    check_answer(
+        vec![bare(), scope()],
+        vec![
+            AnswerItem::custom("notes", "x".repeat(20_000)),
+            sel("scope", &["Tool only", "Everything"]),
+        ],
+        Err("single-select"),
+    );
 }
 
 fn numbered(n: usize) -> Vec<Question> {

@@ -452,6 +452,13 @@ async fn ask_after_shutdown_is_aborted() {
     let blocking = w.seam.ask(AskRequest::new([q_scope()])).await;
     assert_eq!(blocking.unwrap_err().code(), Some("ASK_ABORTED"));
     assert!(w.seam.attach_wait(&w.r, &call("x")).unwrap().is_none());
+    // After shutdown nothing can be claimed, whoever asks: no identity error either.
+    assert!(
+        w.seam
+            .attach_wait(&agent("R", &[]), &call("x"))
+            .unwrap()
+            .is_none()
+    );
     guard.dispose();
     assert_eq!(
         w.seam.registered_answerers(),

@@ -148,3 +148,27 @@ async fn overdue_claim_while_another_holds_is_granted() {
     drop(late);
     assert_eq!(wait.end(), Some(WaitEnd::TimedOut));
 }
+
+#[tokio::test(start_paused = true)]
+async fn claims_released_on_a_plain_thread_rearm_the_timer() {
+    let wait = TimedQuestionWait::new(&CancellationToken::new(), WINDOW);
+    let claim = wait.attach().unwrap();
+    // A UI relay may hold its claim on a thread of its own, outside any Tokio runtime.
+    std::thread::spawn(move || drop(claim)).join().unwrap();
+    assert_eq!(wait.claims(), 0);
+    assert!(wait.has_timer(), "the release re-armed the timer");
+    ms(5000).await;
+    assert_eq!(wait.end(), Some(WaitEnd::TimedOut));
+}
+
+#[tokio::test(start_paused = true)]
+async fn closing_releases_every_claim() {
+    let wait = TimedQuestionWait::new(&CancellationToken::new(), WINDOW);
+    let a = wait.attach().unwrap();
+    let b = wait.attach().unwrap();
+    assert_eq!(wait.claims(), 2);
+    wait.close(WaitEnd::Settled);
+    assert_eq!(wait.claims(), 0);
+    drop((a, b));
+    assert_eq!(wait.claims(), 0);
+}
