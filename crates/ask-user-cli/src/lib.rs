@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod host;
 pub mod store;
+mod sync;
 pub mod terminal;
 
 #[doc = include_str!("../README.md")]

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
 use user_questions::{AnswerBatch, AnswerItem, AskError, CallId, ErrorCode, Provenance, Question};
-use user_questions_projection::ActiveState;
 
 use super::{CliError, Exit, read_input, report_resume};
 use crate::host::{Host, HostOptions, JournalError, LogTarget};
@@ -65,13 +64,12 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
     match accepted {
         Ok(true) => {}
         Ok(false) => {
-            let why = match state.active(call_id.as_str()).map(|e| e.state) {
-                Some(ActiveState::Open) => "is open, not pending: it can only be answered by its own tool call".to_owned(),
-                Some(ActiveState::Continued) => "is not waiting for an answer".to_owned(),
-                None if state.view().settled.iter().any(|s| s.call_id == call_id) => {
-                    "is already settled".to_owned()
-                }
-                None => "is not a pending timed question in this log (legacy calls never take late answers)".to_owned(),
+            let why = if state.active(call_id.as_str()).is_some() {
+                "is open, not pending: only its own tool call can answer it"
+            } else if state.view().settled.iter().any(|s| s.call_id == call_id) {
+                "is already settled"
+            } else {
+                "is not a pending timed question in this log (legacy calls never take late answers)"
             };
             return Err(CliError::new(
                 "NOT_CONTINUED",
@@ -79,9 +77,11 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
                 Exit::NotContinued,
             ));
         }
+        Err(AskError::Question(error)) if error.is(&ErrorCode::ReplyQueued) => {
+            return Err(admit_queued_reply(&host, &call_id, &error));
+        }
         Err(AskError::Question(error)) => {
             let exit = match error.error_code() {
-                ErrorCode::ReplyQueued => Exit::ReplyQueued,
                 ErrorCode::BadAnswer => Exit::BadAnswer,
                 _ => Exit::Failure,
             };
@@ -106,26 +106,25 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
                 Exit::Failure,
             )
         })?;
+    admit(&host, &call_id, &reservation.message_id)?;
+    Ok(Exit::Ok)
+}
+
+/// Admits the queued reply `message_id` for `call_id` in a turn of its own and prints it.
+fn admit(host: &Host, call_id: &CallId, message_id: &str) -> Result<(), CliError> {
     let reply = host
-        .begin_turn_with(&reservation.message_id)?
-        .ok_or_else(|| {
-            CliError::new(
-                "INTERNAL",
-                "the accepted reply is not queued",
-                Exit::Failure,
-            )
-        })?;
+        .begin_turn_with(message_id)?
+        .ok_or_else(|| CliError::new("INTERNAL", "the reply is not queued", Exit::Failure))?;
     host.begin_step()?;
     host.admit(&reply)?;
     host.end_turn("completed")?;
     host.checkpoint()?;
-
     let settled = host
         .projection()
         .view()
         .settled
         .iter()
-        .any(|s| s.call_id == call_id);
+        .any(|s| &s.call_id == call_id);
     if let Some(text) = reply
         .content
         .iter()
@@ -141,7 +140,36 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
             ""
         }
     );
-    Ok(Exit::Ok)
+    Ok(())
+}
+
+/// `REPLY_QUEUED`: a reply for this call already waits in the session's durable inbox (an
+/// earlier session accepted it and stopped before admitting it). This command is the session's
+/// host now, so it admits that reply, which settles the question with the first answer given;
+/// the new answer is not used. It still reports `REPLY_QUEUED` (exit 5).
+fn admit_queued_reply(
+    host: &Host,
+    call_id: &CallId,
+    error: &user_questions::UserQuestionError,
+) -> CliError {
+    let queued = host
+        .host_agent()
+        .next_turn()
+        .into_iter()
+        .find(|m| m.reply_call_id() == Some(call_id));
+    let Some(queued) = queued else {
+        return CliError::new(error.code(), error.message(), Exit::ReplyQueued);
+    };
+    match admit(host, call_id, &queued.id) {
+        Ok(()) => CliError::new(
+            error.code(),
+            format!(
+                "a reply to call {call_id} was already queued by an earlier session; it has been admitted now and settles the question, so this answer was not used"
+            ),
+            Exit::ReplyQueued,
+        ),
+        Err(failure) => failure,
+    }
 }
 
 /// `{"answers":[…]}` or a bare `[…]`.

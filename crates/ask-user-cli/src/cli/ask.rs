@@ -64,8 +64,19 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     let cancel = CancellationToken::new();
     let _interrupt = interrupt_on_ctrl_c(cancel.clone());
 
-    host.begin_turn()?;
+    // Like any turn of an agent loop, this one admits what was queued for it first (a late reply
+    // a crashed session had accepted, for example), so nothing stays stuck in the inbox.
+    let queued = host.begin_turn()?;
     host.begin_step()?;
+    for message in &queued {
+        host.admit(message)?;
+    }
+    if !queued.is_empty() {
+        eprintln!(
+            "note: admitted {} message(s) queued for this session",
+            queued.len()
+        );
+    }
     host.log_request_header()?;
     let outcome = host.call_tool(&call_id, &arguments, cancel.clone()).await?;
     host.end_turn(if cancel.is_cancelled() {

@@ -92,7 +92,12 @@ pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
     demo.say("host  › the question is still open in the card; answer it now (Ctrl-C to stop and answer later)".to_owned());
     tokio::select! {
         () = demo.cancel.cancelled() => {
-            demo.say(format!("host  › stopped; answer later with:\n        {later}"));
+            // An answer submitted just before Ctrl-C is queued: admit it rather than leave it.
+            if demo.host.host_agent().next_turn().is_empty() {
+                demo.say(format!("host  › stopped; answer later with:\n        {later}"));
+            } else {
+                demo.admit_late_reply()?;
+            }
             return demo.finish(Exit::Interrupted);
         }
         () = demo.host.wait_for_input() => {}

@@ -1,16 +1,19 @@
-//! The live root agent of the reference host, with a durable inbox.
+//! The agent of a reference host session (a live root, or a child when the host has an owner),
+//! with a durable inbox.
 //!
 //! The inbox is two queues (next turn, next step), as in the reference. Every edit is logged as
 //! `agent/inbox/spliced` before it takes effect in memory, so a restarted host restores queued
 //! messages from the log, and a late reply queued before a crash is still queued after it (which is
 //! what keeps the one-reply rule across restarts, SPEC §4.9).
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pending_answer::HostEvent;
 
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Notify;
-use user_questions::{Agent, AgentId, HostError, ScopeId, SessionRef, UserMessage};
+use user_questions::{Agent, AgentHandle, AgentId, HostError, ScopeId, SessionRef, UserMessage};
 use user_questions_projection::{Scanned, SessionHeader};
 
 use super::journal::{Journal, JournalError};
@@ -35,7 +38,7 @@ impl Queues {
     }
 }
 
-/// The root agent of a [`Host`](super::Host). See the [module docs](self).
+/// The agent of a [`Host`](super::Host) session. See the [module docs](self).
 pub struct HostAgent {
     id: AgentId,
     session: SessionRef,
@@ -56,7 +59,7 @@ impl HostAgent {
     }
 
     fn queues(&self) -> MutexGuard<'_, Queues> {
-        self.queues.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.queues)
     }
 
     /// Replays the inbox edits read from the log; returns how many messages are queued.
@@ -77,8 +80,14 @@ impl HostAgent {
         self.queues().next_turn.clone()
     }
 
-    /// Takes every next-turn message, logging the removal first.
-    pub(super) fn claim_next_turn(&self) -> Result<Vec<UserMessage>, JournalError> {
+    /// Takes every next-turn message for `turn`: logs the removal, then reports each claim to late
+    /// answers, all under the queue lock, so no `answer` can slip a second reply in between
+    /// (a reply restored from the log has no reservation until its claim is reported).
+    pub(super) fn claim_next_turn(
+        &self,
+        me: &AgentHandle,
+        turn: u64,
+    ) -> Result<Vec<UserMessage>, JournalError> {
         let mut queues = self.queues();
         if queues.next_turn.is_empty() {
             return Ok(Vec::new());
@@ -92,12 +101,19 @@ impl HostAgent {
                 "inserted": [],
             }),
         )?;
-        Ok(std::mem::take(&mut queues.next_turn))
+        let claimed = std::mem::take(&mut queues.next_turn);
+        self.report_claims(me, &claimed, turn);
+        Ok(claimed)
     }
 
-    /// Takes the next-turn message with this id, if queued, logging the removal first; other
-    /// messages stay queued.
-    pub(super) fn claim_one(&self, message_id: &str) -> Result<Option<UserMessage>, JournalError> {
+    /// Takes the next-turn message with this id for `turn`, if queued, as
+    /// [`HostAgent::claim_next_turn`] does; other messages stay queued.
+    pub(super) fn claim_one(
+        &self,
+        me: &AgentHandle,
+        message_id: &str,
+        turn: u64,
+    ) -> Result<Option<UserMessage>, JournalError> {
         let mut queues = self.queues();
         let Some(at) = queues.next_turn.iter().position(|m| m.id == message_id) else {
             return Ok(None);
@@ -106,15 +122,27 @@ impl HostAgent {
             "agent/inbox/spliced",
             &json!({ "target": NEXT_TURN, "start": at, "removedCount": 1, "inserted": [] }),
         )?;
-        Ok(Some(queues.next_turn.remove(at)))
+        let claimed = queues.next_turn.remove(at);
+        self.report_claims(me, std::slice::from_ref(&claimed), turn);
+        Ok(Some(claimed))
+    }
+
+    fn report_claims(&self, me: &AgentHandle, claimed: &[UserMessage], turn: u64) {
+        for message in claimed {
+            self.journal.report(&HostEvent::InboxClaimed {
+                agent: me.clone(),
+                message: message.clone(),
+                turn,
+            });
+        }
     }
 
     /// Resolves when a message is queued for the next turn (or one already is). Cancel safe.
     pub async fn wait_for_input(&self) {
-        if !self.queues().next_turn.is_empty() {
-            return;
+        // A wake-up left over from a message that was claimed since is not input: look again.
+        while self.queues().next_turn.is_empty() {
+            self.input.notified().await;
         }
-        self.input.notified().await;
     }
 }
 

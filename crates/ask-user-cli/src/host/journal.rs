@@ -5,7 +5,7 @@
 //! under one lock so the projection and the reservations see events in log order.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pending_answer::{HostEvent, InMemoryProjectionHost, LateAnswers};
 use serde::Serialize;
@@ -85,7 +85,12 @@ impl Journal {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.state)
+    }
+
+    /// Reports a host event that is not a commit (an inbox claim or discard) to late answers.
+    pub fn report(&self, event: &HostEvent) {
+        self.late.on_host_event(event);
     }
 
     /// The live session instance.

@@ -1,11 +1,12 @@
 //! The reference host: one live session whose every step is durable.
 //!
 //! A [`Host`] owns what an agent framework would own for the `ask_user_question` path: the session
-//! log (through the [store](crate::store)), a live root agent with a durable inbox, the agent
+//! log (through the [store](crate::store)), a live agent (a root, or a child of an owner) with a
+//! durable inbox, the agent
 //! registry, the user-questions seam, the tool (legacy or timed), late answers, and the
 //! `userQuestions` projection kept live from the events it commits. Every event goes through one
 //! [`Journal`]: appended and fsynced first, then applied to the projection, then reported to late
-//! answers as [`HostEvent::Committed`], in log order.
+//! answers as [`HostEvent::Committed`](pending_answer::HostEvent::Committed), in log order.
 //!
 //! What a turn looks like in the log, as the reference writes it: `agent/inbox/spliced` (a queued
 //! message, e.g. a late reply), `turn/start`, `agent/inbox/spliced` (the turn claims the queue),
@@ -18,7 +19,7 @@ mod journal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use pending_answer::{HostEvent, InMemoryProjectionHost, LateAnswers, ProjectionHost};
+use pending_answer::{InMemoryProjectionHost, LateAnswers, ProjectionHost};
 use serde_json::json;
 use tool_ask_user::{AskUserConfig, AskUserTool, ToolContext, ToolOutcome};
 use user_questions::{
@@ -242,7 +243,7 @@ impl Host {
         &self.late
     }
 
-    /// The live root agent.
+    /// The session's live agent (a root, or a child when the host was opened with an owner).
     pub fn agent(&self) -> AgentHandle {
         self.agent.clone()
     }
@@ -275,63 +276,48 @@ impl Host {
     }
 
     fn position(&self) -> std::sync::MutexGuard<'_, Position> {
-        self.position
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.position)
     }
 
     /// Starts a turn: `turn/start`, then the turn claims the whole next-turn inbox (each claimed
-    /// message is reported as [`HostEvent::InboxClaimed`]). Returns the claimed messages, to be
+    /// message is reported as [`HostEvent::InboxClaimed`](pending_answer::HostEvent::InboxClaimed)). Returns the claimed messages, to be
     /// admitted with [`Host::admit`].
     pub fn begin_turn(&self) -> Result<Vec<UserMessage>, HostError> {
         let turn = self.start_turn()?;
-        let claimed = self.agent.claim_next_turn()?;
-        self.report_claims(&claimed, turn);
-        Ok(claimed)
+        Ok(self.agent.claim_next_turn(&self.agent(), turn)?)
     }
 
     /// Starts a turn that claims only the queued message `message_id` (a late reply); other
     /// queued messages stay for a later turn.
     pub fn begin_turn_with(&self, message_id: &str) -> Result<Option<UserMessage>, HostError> {
         let turn = self.start_turn()?;
-        let claimed = self.agent.claim_one(message_id)?;
-        self.report_claims(claimed.as_slice(), turn);
-        Ok(claimed)
+        Ok(self.agent.claim_one(&self.agent(), message_id, turn)?)
     }
 
+    /// Logs `turn/start` for the next turn; the counters move only once it is durable.
     fn start_turn(&self) -> Result<u64, HostError> {
-        let turn = {
-            let mut position = self.position();
-            position.turn += 1;
-            position.step = 0;
-            position.in_turn = true;
-            position.turn
-        };
+        let turn = self.position().turn + 1;
         self.journal
             .commit("turn/start", &json!({ "turn": turn }))?;
+        let mut position = self.position();
+        position.turn = turn;
+        position.step = 0;
+        position.in_turn = true;
+        position.in_step = false;
         Ok(turn)
-    }
-
-    fn report_claims(&self, claimed: &[UserMessage], turn: u64) {
-        for message in claimed {
-            self.late.on_host_event(&HostEvent::InboxClaimed {
-                agent: self.agent(),
-                message: message.clone(),
-                turn,
-            });
-        }
     }
 
     /// Starts a step.
     pub fn begin_step(&self) -> Result<(), HostError> {
         let (turn, step) = {
-            let mut position = self.position();
-            position.step += 1;
-            position.in_step = true;
-            (position.turn, position.step)
+            let position = self.position();
+            (position.turn, position.step + 1)
         };
         self.journal
             .commit("step/start", &json!({ "turn": turn, "step": step }))?;
+        let mut position = self.position();
+        position.step = step;
+        position.in_step = true;
         Ok(())
     }
 
@@ -344,17 +330,13 @@ impl Host {
     /// Logs the `request/header` snapshot with the tool list the model is offered (SPEC §7.6):
     /// `initial` the first time in a fresh log, `resume` the first time after reopening.
     pub fn log_request_header(&self) -> Result<(), HostError> {
-        let reason = {
-            let mut position = self.position();
-            if position.header_logged {
-                return Ok(());
-            }
-            position.header_logged = true;
-            if position.turn > 1 || self.journal.resumed() {
-                "resume"
-            } else {
-                "initial"
-            }
+        if self.position().header_logged {
+            return Ok(());
+        }
+        let reason = if self.journal.resumed() {
+            "resume"
+        } else {
+            "initial"
         };
         let header = json!({
             "header": {
@@ -364,6 +346,7 @@ impl Host {
             "reason": reason,
         });
         self.journal.commit("request/header", &header)?;
+        self.position().header_logged = true;
         Ok(())
     }
 
@@ -430,15 +413,15 @@ impl Host {
     /// Ends the step.
     pub fn end_step(&self) -> Result<(), HostError> {
         let (turn, step) = {
-            let mut position = self.position();
+            let position = self.position();
             if !position.in_step {
                 return Ok(());
             }
-            position.in_step = false;
             (position.turn, position.step)
         };
         self.journal
             .commit("step/end", &json!({ "turn": turn, "step": step }))?;
+        self.position().in_step = false;
         Ok(())
     }
 
@@ -446,17 +429,17 @@ impl Host {
     pub fn end_turn(&self, reason: &str) -> Result<(), HostError> {
         self.end_step()?;
         let turn = {
-            let mut position = self.position();
+            let position = self.position();
             if !position.in_turn {
                 return Ok(());
             }
-            position.in_turn = false;
             position.turn
         };
         self.journal.commit(
             "turn/end",
             &json!({ "turn": turn, "reason": { "kind": reason } }),
         )?;
+        self.position().in_turn = false;
         Ok(())
     }
 

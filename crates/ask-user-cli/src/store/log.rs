@@ -56,8 +56,13 @@ pub trait LogVisitor {
     fn line(&mut self, scanned: &Scanned<'_>);
 }
 
+/// How often, and how long apart, opening for write retries a lock held by someone else before it
+/// reports [`StoreError::Locked`].
+const LOCK_ATTEMPTS: u32 = 5;
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Whether a writer holds the log now (its exclusive advisory lock), found by trying a shared
-/// lock for an instant. Never modifies the log. A log nobody writes to cannot be in the middle of
+/// lock for an instant (a writer opening at that moment retries). Never modifies the log. A log nobody writes to cannot be in the middle of
 /// a tool call: a call without a result there was interrupted.
 pub fn writer_is_live(path: &Path) -> Result<bool, StoreError> {
     let io_error = |op, source| StoreError::Io {
@@ -158,14 +163,23 @@ impl LogWriter<File> {
             .append(true)
             .open(path)
             .map_err(|e| StoreError::io("open for write", path, e))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                return Err(StoreError::Locked {
-                    path: path.to_owned(),
-                });
+        // A reader probing for a live writer (`writer_is_live`) holds a shared lock for an
+        // instant; a few short retries tell that apart from a real second writer.
+        let mut attempts = 0;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) if attempts < LOCK_ATTEMPTS => {
+                    attempts += 1;
+                    std::thread::sleep(LOCK_RETRY);
+                }
+                Err(TryLockError::WouldBlock) => {
+                    return Err(StoreError::Locked {
+                        path: path.to_owned(),
+                    });
+                }
+                Err(TryLockError::Error(e)) => return Err(StoreError::io("lock", path, e)),
             }
-            Err(TryLockError::Error(e)) => return Err(StoreError::io("lock", path, e)),
         }
         let (header, scan, tracker) =
             scan(path, BufReader::with_capacity(READ_BUFFER, &file), visitor)?;

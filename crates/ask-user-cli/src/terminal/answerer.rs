@@ -200,11 +200,7 @@ impl TerminalAnswerer {
 
     /// The calls whose pending questions are still on this terminal, answerable late.
     pub fn late_calls(&self) -> Vec<CallId> {
-        self.shared
-            .late
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        crate::sync::lock(&self.shared.late).clone()
     }
 
     /// Takes down the pending card of `call_id` (for example when the question was settled
@@ -216,7 +212,7 @@ impl TerminalAnswerer {
     }
 
     fn running_desk(&self) -> Option<mpsc::UnboundedSender<Command>> {
-        let desk = self.desk.lock().unwrap_or_else(PoisonError::into_inner);
+        let desk = crate::sync::lock(&self.desk);
         desk.as_ref()
             .filter(|d| !d.commands.is_closed())
             .map(|d| d.commands.clone())
@@ -225,7 +221,7 @@ impl TerminalAnswerer {
     /// The desk's command channel, starting the desk task on first use (or after its runtime
     /// went away).
     fn desk(&self) -> mpsc::UnboundedSender<Command> {
-        let mut desk = self.desk.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut desk = crate::sync::lock(&self.desk);
         if let Some(running) = desk.as_ref().filter(|d| !d.commands.is_closed()) {
             return running.commands.clone();
         }

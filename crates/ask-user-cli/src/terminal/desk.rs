@@ -8,7 +8,7 @@
 
 use std::future::{Future, pending};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -83,7 +83,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     fn set_late(&self, call_id: &CallId, late: bool) {
-        let mut calls = self.late.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut calls = crate::sync::lock(&self.late);
         calls.retain(|c| c != call_id);
         if late {
             calls.push(call_id.clone());
