@@ -1,10 +1,13 @@
-//! The `card` example as a person uses it: a real process on a pseudo-terminal, driven with key
-//! presses, its screen read back through a terminal emulator (vt100).
+//! The `card` example and the `ask-user` binary as a person uses them: a real process on a
+//! pseudo-terminal, driven with key presses, its screen read back through a terminal emulator
+//! (vt100).
 //!
 //! Each test waits for text on the emulated screen before it presses the next key, with generous
-//! timeouts; the only deliberate waits of real time are the short question windows themselves.
-//! The example binary is the one `cargo test` builds; it is (re)built once through cargo first
-//! (a no-op when fresh), so a test run that names only this target never drives a stale binary.
+//! timeouts; the only deliberate waits of real time are the short question windows themselves
+//! and the demo's independent work (about 3.6 s). The example binary is the one `cargo test`
+//! builds; it is (re)built once through cargo first (a no-op when fresh), so a test run that
+//! names only this target never drives a stale binary. Cargo builds `ask-user` for this target
+//! itself (`CARGO_BIN_EXE_ask-user`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
