@@ -6,7 +6,10 @@ use ask_user_cli::cli;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(error) => return ExitCode::from(cli::report_parse_error(&error).code()),
+    };
     cli::init_tracing(args.verbose);
     match run(args) {
         Ok(exit) => exit,

@@ -1,5 +1,6 @@
 //! `ask-user ask`: one `ask_user_question` call, printed as the model reads it.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -50,7 +51,8 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     });
     let terminal = TerminalAnswerer::new(host.seam(), TerminalOptions::new());
     let _terminal = terminal.register(host.seam());
-    if args.answers.is_none() && !crate::terminal::is_interactive_terminal() {
+    let interactive = crate::terminal::is_interactive_terminal();
+    if args.answers.is_none() && !interactive {
         tracing::warn!("no terminal and no --answers: nobody can answer, so the call fails closed");
     }
 
@@ -86,24 +88,42 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     })?;
     host.checkpoint()?;
 
-    println!("{}", outcome.text);
+    // A card gives the screen back asynchronously, and a line written while it still has its
+    // alternate screen vanishes with it. So while a card may be showing, lines for the person go
+    // through the answerer, which prints them on the normal screen once the card is gone; the
+    // outcome does too when stdout is that terminal. Redirected, stdout gets it directly.
+    let say = |line: String| {
+        if interactive {
+            terminal.note(line);
+        } else {
+            eprintln!("{line}");
+        }
+    };
+    if interactive && std::io::stdout().is_terminal() {
+        terminal.note(outcome.text.clone());
+    } else {
+        println!("{}", outcome.text);
+    }
     let pending = outcome
         .value
         .as_ref()
         .and_then(|v| v.get("pending"))
         .is_some_and(|p| p == true);
     if pending && let Some(path) = host.log_path() {
-        eprintln!(
+        say(format!(
             "pending: answer later with `ask-user answer {} {call_id} --pick ID=LABEL …`",
             path.display()
-        );
+        ));
     }
     if cancel.is_cancelled() {
         return Ok(Exit::Interrupted);
     }
     match &outcome.error {
         Some(error) if outcome.is_error => {
-            eprintln!("error[{}]: the tool returned an error result", error.code);
+            say(format!(
+                "error[{}]: the tool returned an error result",
+                error.code
+            ));
             Ok(Exit::ToolError)
         }
         None if outcome.is_error => Ok(Exit::ToolError),

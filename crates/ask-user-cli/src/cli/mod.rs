@@ -200,6 +200,61 @@ pub async fn run(cli: Cli) -> Exit {
     }
 }
 
+/// Reports a command line that does not parse. Help and version requests are printed as clap
+/// prints them; a usage error becomes one line, `error[BAD_USAGE]: …`, like every other failure,
+/// naming the help page to read instead of repeating it.
+pub fn report_parse_error(error: &clap::Error) -> Exit {
+    use clap::error::ErrorKind;
+    match error.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // Nothing useful is left to report if the help text cannot be written.
+            let _ = error.print();
+            if error.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Ok
+            }
+        }
+        _ => {
+            eprintln!(
+                "error[BAD_USAGE]: {}",
+                usage_line(&error.render().to_string())
+            );
+            Exit::Usage
+        }
+    }
+}
+
+/// clap's rendered error as one line: its first paragraph without the `error: ` prefix, lines
+/// joined, and where to read more (for example "see `ask-user answer --help`", from the usage
+/// line).
+fn usage_line(rendered: &str) -> String {
+    let first = rendered.split("\n\n").next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let line = first
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let command = rendered
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .map(|usage| {
+            usage
+                .split_whitespace()
+                .take_while(|word| !word.starts_with(['<', '[', '-']))
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
+    match command.filter(|c| !c.is_empty()) {
+        Some(command) => format!("{line} (see `{command} --help`)"),
+        None => line,
+    }
+}
+
 /// Installs the stderr log subscriber: warnings by default, more with `-v`.
 pub fn init_tracing(verbose: u8) {
     let level = match verbose {
