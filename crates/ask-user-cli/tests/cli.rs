@@ -764,17 +764,82 @@ fn exit_4_bad_answer_against_the_stored_questions() {
 #[test]
 fn exit_5_reply_queued_in_the_durable_inbox() {
     let s = &failing_ground();
-    let out = check(
-        s,
-        &answer("queued.jsonl", "queued_1", &BOTH),
-        5,
-        "REPLY_QUEUED",
-        &["queued_1"],
-    );
+    // A reply an earlier (crashed) session accepted waits in the durable inbox. `answer` is the
+    // session's host now: it reports REPLY_QUEUED, and admits that first reply rather than leave
+    // the question blocked; the new answer is not used.
+    let out = s.run(&answer(
+        "queued.jsonl",
+        "queued_1",
+        &[
+            "--pick",
+            "scope=Tool only (Recommended)",
+            "--skip",
+            "targets",
+        ],
+    ));
+    let message = out.failed(5, "REPLY_QUEUED");
+    assert!(message.contains("queued_1"), "{message}");
+    assert!(message.contains("not used"), "{message}");
     assert!(
         out.stderr.contains("1 queued message(s) restored"),
         "{out:#?}"
     );
+    let admitted: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(
+        admitted["answers"],
+        json!([{"id":"scope","selected":["Everything"]},{"id":"targets","selected":["linux"]}])
+    );
+    let view = s.view("queued.jsonl");
+    assert_eq!(view["active"], json!([]));
+    assert_eq!(view["settled"][0]["callId"], "queued_1");
+    assert_eq!(view["settled"][0]["answers"], admitted["answers"]);
+    assert_eq!(
+        view["settled"][0]["provenance"],
+        json!({"answerer":"another-ui","answeredBy":"human"})
+    );
+    // The queued message itself was admitted, exactly once.
+    let log = fs::read_to_string(s.path("queued.jsonl")).unwrap();
+    assert_eq!(log.matches(r#""type":"user/message""#).count(), 1, "{log}");
+    assert!(log.contains(r#""id":"0b7e4a59-2f1c-4d3e-9a8b-5c6d7e8f9a01","role":"user""#));
+    // Nothing is queued any more: the next answer finds the question settled.
+    check(
+        s,
+        &answer("queued.jsonl", "queued_1", &BOTH),
+        3,
+        "NOT_CONTINUED",
+        &["settled"],
+    );
+}
+
+/// Any turn the host runs admits what was queued for it first: `ask` on a log where an earlier
+/// session left a late reply queued admits that reply, and the question it answers settles.
+#[test]
+fn ask_admits_a_reply_an_earlier_session_left_queued() {
+    let s = Session::new();
+    s.continued("q.jsonl", "queued_1");
+    queue_reply(&s.path("q.jsonl"), "queued_1");
+    let out = s.run(&[
+        "ask",
+        "--mode",
+        "timed",
+        "--log",
+        "q.jsonl",
+        "--call-id",
+        "next_1",
+        "--answers",
+        fixture(IN_TIME).to_str().unwrap(),
+        fixture(ARGS).to_str().unwrap(),
+    ]);
+    assert!(out.ok().starts_with(r#"{"answers":"#), "{out:#?}");
+    assert!(out.stderr.contains("admitted 1 message(s)"), "{out:#?}");
+    let view = s.view("q.jsonl");
+    let settled: Vec<&str> = view["settled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["callId"].as_str().unwrap())
+        .collect();
+    assert_eq!(settled, ["queued_1", "next_1"]);
 }
 
 /// A missing log, a file that is not a session log, an empty file. (A log locked by a running

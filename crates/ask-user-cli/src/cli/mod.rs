@@ -107,7 +107,12 @@ Start with `ask-user demo`.";
 
 /// Ask a human from an LLM agent, and get the answer back, even late.
 #[derive(Debug, Parser)]
-#[command(name = "ask-user", version, about, after_help = AFTER_HELP)]
+#[command(
+    name = "ask-user",
+    version,
+    about = "Ask a human from an LLM agent, and get the answer back to the model, even late.",
+    after_help = AFTER_HELP
+)]
 pub struct Cli {
     /// More logging on stderr (-v: info, -vv: debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]

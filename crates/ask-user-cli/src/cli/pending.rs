@@ -6,12 +6,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
-use user_questions_projection::{ActiveState, EventBody, Scanned, SessionHeader};
+use user_questions_projection::{ActiveState, EventBody, Replay, Scanned, SessionHeader};
 
 use super::{CliError, Exit};
-use crate::store::{
-    CheckpointPolicy, LogVisitor, load_projection, now_ms, read_log_with, writer_is_live,
-};
+use crate::store::{LogVisitor, now_ms, read_log_with, writer_is_live};
 
 /// Arguments of `pending`.
 #[derive(Debug, Args)]
@@ -23,30 +21,46 @@ pub struct PendingArgs {
     json: bool,
 }
 
-/// Collects when each call was logged.
+/// One read-only scan: the fold, and when each call was logged (for ages).
 #[derive(Default)]
-struct CallTimes(HashMap<String, i64>);
+struct Listing {
+    replay: Option<Replay>,
+    times: HashMap<String, i64>,
+}
 
-impl LogVisitor for CallTimes {
-    fn header(&mut self, _header: &SessionHeader) {}
+impl LogVisitor for Listing {
+    fn header(&mut self, header: &SessionHeader) {
+        self.replay = Some(Replay::new(header));
+    }
 
     fn line(&mut self, line: &Scanned<'_>) {
-        if let Scanned::Record(record) = line
-            && let Some(event) = record.record.event()
+        let Scanned::Record(record) = line else {
+            return;
+        };
+        if let Some(replay) = &mut self.replay {
+            replay.apply_record(record.line, &record.record);
+        }
+        if let Some(event) = record.record.event()
             && let EventBody::ToolCall(call) = &event.body
             && let (Some(call_id), Some(time)) = (&call.call_id, event.time)
         {
-            self.0.insert(call_id.as_str().to_owned(), time);
+            self.times.insert(call_id.as_str().to_owned(), time);
         }
     }
 }
 
 pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
-    let load = load_projection(&args.log, CheckpointPolicy::ReadOnly)?;
-    let mut times = CallTimes::default();
-    let report = read_log_with(&args.log, &mut times)?;
-    // Findings (a torn tail left as it is, unreadable lines) are reported by the store.
-    let view = load.state.view();
+    // One scan, no lock, no checkpoint written; findings (a torn tail left as it is, unreadable
+    // lines) are reported by the store as warnings.
+    let mut listing = Listing::default();
+    let report = read_log_with(&args.log, &mut listing)?;
+    // `read_log_with` fails before any line when the header is unreadable, so a replay exists.
+    let state = listing.replay.map_or_else(
+        || user_questions_projection::UserQuestionsState::new(0),
+        |replay| replay.finish().0,
+    );
+    let times = listing.times;
+    let view = state.view();
     if args.json {
         let text = serde_json::to_string(view)
             .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
@@ -74,7 +88,6 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
             }
         };
         let age = times
-            .0
             .get(entry.call_id.as_str())
             .map_or_else(|| "-".to_owned(), |t| format_age(now.saturating_sub(*t)));
         let questions: Vec<String> = entry
