@@ -4,6 +4,7 @@
 //! registers, fake `cargo metadata` output over temporary crates, temporary catalog files. Only
 //! K1 (the real harvest) and the committed-catalog check read this repository.
 
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;

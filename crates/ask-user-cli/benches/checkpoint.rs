@@ -10,6 +10,7 @@
 //!
 //! The log is generated into the target directory on first use (never committed). Each figure is
 //! the median of several runs; ratios compare figures of the same run.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Bench output is the product of this binary.
 #![allow(clippy::print_stdout)]

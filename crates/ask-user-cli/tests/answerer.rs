@@ -1,4 +1,5 @@
 //! The terminal answerer end to end on a virtual terminal, under tokio's paused clock.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Windows and deadlines are written in the SPEC's unit, milliseconds, so they read like the SPEC.
 #![allow(clippy::duration_suboptimal_units)]

@@ -1,4 +1,5 @@
 //! The card state machine: keys in, choices and answer batches out, validated at input.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ask_user_cli::terminal::{CardAction, CardState, Key};

@@ -6,6 +6,7 @@
 //!
 //! The only waits are for other processes (a command to end, a log line to appear), each with a
 //! generous bound; nothing asserts how long anything took.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::ffi::OsStr;

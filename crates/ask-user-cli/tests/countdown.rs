@@ -1,4 +1,5 @@
 //! The local countdown of a timed card, under tokio's paused clock.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! SPEC §12.10: I1 (a child agent's question is rejected and the parent completes) and I2 (a timed
 //! question goes pending, the store is closed and reopened, and a late answer settles it), through
 //! the reference host with real JSONL logs.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs::File;

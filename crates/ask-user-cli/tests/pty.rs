@@ -8,6 +8,7 @@
 //! builds; it is (re)built once through cargo first (a no-op when fresh), so a test run that
 //! names only this target never drives a stale binary. Cargo builds `ask-user` for this target
 //! itself (`CARGO_BIN_EXE_ask-user`).
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};

@@ -1,4 +1,5 @@
 //! Rendered cards, as text snapshots.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ask_user_cli::terminal::{

@@ -1,5 +1,6 @@
 //! The projection checkpoint cache (SPEC §9.6, scenarios L8–L10): exact content, atomic writes,
 //! every stale condition, and resumed folds that equal a full refold, on real files.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod store_common;

@@ -1,6 +1,7 @@
 //! The session log file (SPEC §9.6, scenarios L1–L7): creating, appending, failing appends,
 //! torn tails at every cut point, corrupt middle lines, gaps, fixtures, and the single writer.
 //! Every test works on real files in a temporary directory.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod store_common;

@@ -1,6 +1,7 @@
 //! Resume repair (SPEC §7.6, §8.7): a crash between a logged `tool/call` and its `tool/result`
 //! leaves the call without a result; reopening for write appends the `TOOL_OUTCOME_UNKNOWN` result
 //! and closes the interrupted step and turn, so a timed question becomes continued and answerable.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod store_common;

@@ -1,6 +1,7 @@
 //! Every finding of the store is also a `tracing` warning (SPEC §9.6, L4). Alone in its test
 //! binary, with a single test: `tracing` caches per-callsite interest process-wide, so a capture
 //! test sharing a binary with concurrently running tests can miss its events.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod store_common;

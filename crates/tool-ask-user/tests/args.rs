@@ -1,6 +1,7 @@
 //! Argument validation (SPEC §5.5, gist E-ARGS) through `execute`: every violation with its JSON
 //! path and rule, one `INVALID_ARGS` error, never a bare serde message, never a panic; and what
 //! valid but unusual arguments do.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

@@ -1,5 +1,6 @@
 //! Definitions, schemas, configuration, registration and catalog metadata: SPEC §12.6 T1–T6 and
 //! T23, the schema snapshots, the byte-identity check and the size measurement.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

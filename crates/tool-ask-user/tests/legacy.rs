@@ -1,5 +1,6 @@
 //! The legacy tool's execution through the real seam: SPEC §12.6 T7, T8, T10, T12 (legacy), T13,
 //! T18 (legacy), T19, T21, T22, T24.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

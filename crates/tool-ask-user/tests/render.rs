@@ -1,5 +1,6 @@
 //! Rendered outcomes (SPEC §3.3, §5.6, §5.7): snapshots of answers, pending and every error code
 //! the tool can return, the `tool/result` event data and E-ABORT.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

@@ -1,5 +1,6 @@
 //! The timed tool's execution through the real seam, under tokio's paused clock: SPEC §12.6 T9,
 //! T12 (timed), T14–T18, T20, T24 (pending), and the tool side of X4.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Timelines are written in milliseconds, as SPEC §12 states them.
 #![allow(clippy::duration_suboptimal_units)]

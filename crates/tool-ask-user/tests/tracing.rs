@@ -1,6 +1,7 @@
 //! The `tool_call` tracing span. Alone in its test binary: `tracing` caches per-callsite
 //! interest process-wide, so a capture test that shares a binary with concurrently running tests
 //! can miss its events.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

@@ -13,6 +13,7 @@
 //!   with `SessionEvent::from_record` and `apply` it).
 //!
 //! Each figure is the median of several runs; ratios compare figures of the same run.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Bench output is the product of this binary.
 #![allow(clippy::print_stdout)]

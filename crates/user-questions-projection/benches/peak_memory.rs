@@ -5,6 +5,7 @@
 //! the size of the log. For contrast the binary also measures a reader that loads the whole file
 //! first. The counting allocator lives in its own bench binary so that it cannot slow down the
 //! throughput figures of the `fold` bench.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Bench output is the product of this binary.
 #![allow(clippy::print_stdout)]

@@ -1,5 +1,6 @@
 //! The real corpus: every log written by the reference system folds with zero findings, and the
 //! views of the four logs that contain `ask_user_question` are pinned by snapshots (L11).
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs::File;

@@ -1,6 +1,7 @@
 //! The event model as other crates use it: decoding single records, the fields the late-answer
 //! crate reads (`user/message` id and source, `turn/end` turn), test constructors, and the
 //! scanner's behaviour on I/O errors.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

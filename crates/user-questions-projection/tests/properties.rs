@@ -1,6 +1,7 @@
 //! Properties of the reader and the fold (proptest): a whole fold equals any split of it resumed
 //! incrementally, every cut point (a torn last line) folds like the complete lines before it, and
 //! garbage, huge lines and deep nesting never panic and are always reported.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Fixture builders take JSON values by value so that call sites can pass `json!` literals.
 #![allow(clippy::needless_pass_by_value)]

@@ -1,6 +1,7 @@
 //! The log reading layer: `seq` assignment (§7.3, §7.4), findings (§9.6), header rules and forks
 //! (§7.2), and the deliberate reading differences of §7.8. Scenario ids L4–L6 and L12 are the
 //! reading parts of §12.8; the store crate adds the file-level parts.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Fixture builders take JSON values by value so that call sites can pass `json!` literals.
 #![allow(clippy::needless_pass_by_value)]

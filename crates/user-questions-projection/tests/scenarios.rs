@@ -1,4 +1,5 @@
 //! The projection scenarios of SPEC §12.5 (P1–P20) and X2, through the public API.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Fixture builders take JSON values by value so that call sites can pass `json!` literals.
 #![allow(clippy::needless_pass_by_value)]

@@ -1,4 +1,5 @@
 //! X8 and X9: lifecycle events (SPEC §9.4).
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Timelines are written in milliseconds, as SPEC §12 states them.
 #![allow(clippy::duration_suboptimal_units)]

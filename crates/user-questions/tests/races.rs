@@ -2,6 +2,7 @@
 //! order, under the paused clock. Each order is checked against a small model of SPEC §4.7: the
 //! first decisive event fixes the outcome, nothing later changes it, exactly one terminal lifecycle
 //! event is emitted, and no wait, timer or answerer future is left behind.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

@@ -1,4 +1,5 @@
 //! X10: the scripted answerer (SPEC §9.5).
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

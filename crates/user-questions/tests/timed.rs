@@ -1,4 +1,5 @@
 //! SPEC §12.2 (S20–S30) and X11, under tokio's paused clock.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Timelines are written in milliseconds, as SPEC §12 states them.
 #![allow(clippy::duration_suboptimal_units)]

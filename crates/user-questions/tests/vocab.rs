@@ -1,4 +1,5 @@
 //! Wire shapes of the vocabulary (SPEC §1): names, casing, key order, omission rules.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use user_questions::{

@@ -1,5 +1,7 @@
 //! Fixtures shared by the store tests: real logs in temporary directories, events of the shapes
 //! SPEC §7.5 gives, and the full fold every faster path must equal.
+// Test code stops at its first broken expectation (unwrap and expect are assertions); not
+// every test binary uses every shared helper.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 // Fixture builders take JSON values by value so that call sites can pass `json!` literals.
 #![allow(clippy::needless_pass_by_value)]

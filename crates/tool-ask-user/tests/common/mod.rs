@@ -1,6 +1,8 @@
 //! Fixtures for the tool's tests: the agents R, C and L of SPEC §12, tools in both modes on a
 //! real seam, a test answerer that records what it saw, and the two facts the projection reads
 //! from a log (the timed marker of SPEC §8.3 and the strict answer batch of §8.5).
+// Test code stops at its first broken expectation (unwrap and expect are assertions); not
+// every test binary uses every shared helper.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};

@@ -1,4 +1,6 @@
 //! Shared by the bench binaries: generating the large realistic logs with `gen-big.py`.
+// Test code stops at its first broken expectation (unwrap and expect are assertions); not
+// every test binary uses every shared helper.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -1,5 +1,7 @@
 //! Fixtures of SPEC §12.5: schemas, the CALL1 call, and builders for newest-layout records, plus
 //! a fold that applies records one by one through the public API.
+// Test code stops at its first broken expectation (unwrap and expect are assertions); not
+// every test binary uses every shared helper.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 // Fixture builders take JSON values by value so that call sites can pass `json!` literals.
 #![allow(clippy::needless_pass_by_value)]

@@ -1,5 +1,7 @@
 //! Fixtures shared by the seam's tests: the agents R, C and L of SPEC §12, the questions
 //! `Q_SCOPE` and `Q_CONFIRM`, and a configurable test answerer that records what it saw.
+// Test code stops at its first broken expectation (unwrap and expect are assertions); not
+// every test binary uses every shared helper.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
