@@ -33,6 +33,35 @@ fn records(path: &std::path::Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// A fresh timed session at `log` whose question `call` went pending: the scripted answerer
+/// times out on purpose, so no clock is involved. Returns the host (still open) and the text the
+/// model read, and the scripted answerer's registration.
+async fn pending_session(
+    log: &std::path::Path,
+    call: &CallId,
+) -> (Host, String, user_questions::AnswererGuard) {
+    let (host, _) = Host::open(options(
+        AskUserConfig::timed(120),
+        LogTarget::Create(log.to_path_buf()),
+    ))
+    .unwrap();
+    let script =
+        ScriptedAnswerer::from_json(r#"{"rules":[{"match":{"id":"scope"},"action":"timeOut"}]}"#)
+            .unwrap();
+    let guard = host
+        .seam()
+        .register(Arc::new(script), RegisterOptions::global("scripted"));
+    host.begin_turn().unwrap();
+    host.begin_step().unwrap();
+    host.log_request_header().unwrap();
+    let outcome = host
+        .call_tool(call, SCOPE_ARGS, CancellationToken::new())
+        .await
+        .unwrap();
+    host.end_turn("completed").unwrap();
+    (host, outcome.text, guard)
+}
+
 #[tokio::test(start_paused = true)]
 async fn i1_a_child_agent_cannot_ask_and_reports_the_question_instead() {
     let dir = tempfile::tempdir().unwrap();
@@ -136,32 +165,8 @@ async fn i2_pending_then_reopen_then_late_answer_settles() {
     let log = dir.path().join("session.jsonl");
     let call = CallId::from("ask-timed");
     {
-        let (host, _) = Host::open(options(
-            AskUserConfig::timed(120),
-            LogTarget::Create(log.clone()),
-        ))
-        .unwrap();
-        // The scripted answerer times out on purpose: pending with no clock involved.
-        let script = ScriptedAnswerer::from_json(
-            r#"{"rules":[{"match":{"id":"scope"},"action":"timeOut"}]}"#,
-        )
-        .unwrap();
-        let _guard = host
-            .seam()
-            .register(Arc::new(script), RegisterOptions::global("scripted"));
-        host.begin_turn().unwrap();
-        host.begin_step().unwrap();
-        host.log_request_header().unwrap();
-        let outcome = host
-            .call_tool(&call, SCOPE_ARGS, CancellationToken::new())
-            .await
-            .unwrap();
-        assert!(
-            outcome
-                .text
-                .starts_with(r#"{"pending":true,"callId":"ask-timed""#)
-        );
-        host.end_turn("completed").unwrap();
+        let (_host, text, _guard) = pending_session(&log, &call).await;
+        assert!(text.starts_with(r#"{"pending":true,"callId":"ask-timed""#));
     } // The host and its store are closed.
 
     let (host, resumed) = Host::open(options(
@@ -216,25 +221,7 @@ async fn i2_a_reply_queued_before_a_crash_is_still_queued_after_it() {
     let call = CallId::from("ask-timed");
     let batch = AnswerBatch::new([AnswerItem::selected("scope", ["Everything"])]);
     {
-        let (host, _) = Host::open(options(
-            AskUserConfig::timed(120),
-            LogTarget::Create(log.clone()),
-        ))
-        .unwrap();
-        let script = ScriptedAnswerer::from_json(
-            r#"{"rules":[{"match":{"id":"scope"},"action":"timeOut"}]}"#,
-        )
-        .unwrap();
-        let _guard = host
-            .seam()
-            .register(Arc::new(script), RegisterOptions::global("scripted"));
-        host.begin_turn().unwrap();
-        host.begin_step().unwrap();
-        host.log_request_header().unwrap();
-        host.call_tool(&call, SCOPE_ARGS, CancellationToken::new())
-            .await
-            .unwrap();
-        host.end_turn("completed").unwrap();
+        let (host, _, _guard) = pending_session(&log, &call).await;
         // The reply is accepted and queued durably, then the process stops before admitting it.
         assert!(
             host.late_answers()
