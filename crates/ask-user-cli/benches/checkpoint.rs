@@ -20,8 +20,7 @@
 use std::fs::{self, File};
 use std::hint::black_box;
 use std::io::BufReader;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ask_user_cli::store::{
@@ -32,31 +31,9 @@ use user_questions_projection::fold_log;
 
 const RUNS: usize = 7;
 
-/// `tests/data/gen-big.py` at the workspace root.
-fn generator() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/gen-big.py")
-}
-
-/// The log `gen-big.py --events <events>` writes, generated into the target directory on first
-/// use. Returns its path and the generator's one-line summary.
-fn big_log(dir: &Path, events: u64) -> (PathBuf, String) {
-    let path = dir.join(format!("big-{events}.jsonl"));
-    let summary_path = dir.join(format!("big-{events}.summary.json"));
-    if !path.is_file() || !summary_path.is_file() {
-        let output = Command::new("python3")
-            .arg(generator())
-            .arg("--events")
-            .arg(events.to_string())
-            .arg("--out")
-            .arg(&path)
-            .output()
-            .expect("python3 runs gen-big.py");
-        assert!(output.status.success(), "gen-big.py failed: {output:?}");
-        fs::write(&summary_path, &output.stdout).unwrap();
-    }
-    let summary = fs::read_to_string(&summary_path).unwrap();
-    (path, summary.trim().to_owned())
-}
+// The generator wrapper is the projection benches' own, so both measure the same bytes.
+#[path = "../../user-questions-projection/benches/common/mod.rs"]
+mod common;
 
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
@@ -85,7 +62,7 @@ fn mb_per_s(bytes: u64, time: Duration) -> f64 {
 }
 
 fn bench_file(dir: &Path, events: u64) {
-    let (source, summary) = big_log(dir, events);
+    let (source, summary) = common::big_log_in(dir, events);
     println!("\n== gen-big.py --events {events}: {summary}");
     let bytes = fs::read(&source).unwrap();
     let size = bytes.len() as u64;

@@ -141,10 +141,10 @@ impl Session {
         }
     }
 
-    /// `ask-user ask --mode timed` on `log` with the time-out script: a continued call.
-    #[track_caller]
-    fn continued(&self, log: &str, call_id: &str) {
-        let out = self.run(&[
+    /// `ask-user ask --mode timed --log LOG --call-id CALL --answers SCRIPT ARGS` (the release
+    /// questions), answered or timed out by the scripted answerer.
+    fn ask_timed(&self, log: &str, call_id: &str, script: &str) -> Output {
+        self.run(&[
             "ask",
             "--mode",
             "timed",
@@ -153,9 +153,15 @@ impl Session {
             "--call-id",
             call_id,
             "--answers",
-            fixture(TIME_OUT).to_str().unwrap(),
+            fixture(script).to_str().unwrap(),
             fixture(ARGS).to_str().unwrap(),
-        ]);
+        ])
+    }
+
+    /// `ask-user ask --mode timed` on `log` with the time-out script: a continued call.
+    #[track_caller]
+    fn continued(&self, log: &str, call_id: &str) {
+        let out = self.ask_timed(log, call_id, TIME_OUT);
         assert!(out.ok().contains(r#""pending":true"#), "{out:#?}");
     }
 
@@ -366,18 +372,7 @@ fn ask_legacy_answered_by_script_prints_the_result_and_stays_out_of_the_projecti
 #[test]
 fn ask_timed_answered_by_script_in_time_settles_with_scripted_provenance() {
     let s = Session::new();
-    let out = s.run(&[
-        "ask",
-        "--mode",
-        "timed",
-        "--log",
-        "timed.jsonl",
-        "--call-id",
-        "timed_1",
-        "--answers",
-        fixture(IN_TIME).to_str().unwrap(),
-        fixture(ARGS).to_str().unwrap(),
-    ]);
+    let out = s.ask_timed("timed.jsonl", "timed_1", IN_TIME);
     let answers = json!([
         {"id":"scope","selected":["Everything"]},
         {"id":"targets","selected":["linux","macos"],"custom":"arm64 too"}
@@ -404,18 +399,7 @@ fn ask_timed_answered_by_script_in_time_settles_with_scripted_provenance() {
 #[test]
 fn ask_timed_timing_out_prints_pending_and_pending_lists_it_continued() {
     let s = Session::new();
-    let out = s.run(&[
-        "ask",
-        "--mode",
-        "timed",
-        "--log",
-        "late.jsonl",
-        "--call-id",
-        "late_1",
-        "--answers",
-        fixture(TIME_OUT).to_str().unwrap(),
-        fixture(ARGS).to_str().unwrap(),
-    ]);
+    let out = s.ask_timed("late.jsonl", "late_1", TIME_OUT);
     let pending: Value = serde_json::from_str(out.ok()).unwrap();
     let pending = pending.as_object().unwrap();
     assert_eq!(
@@ -819,18 +803,7 @@ fn ask_admits_a_reply_an_earlier_session_left_queued() {
     let s = Session::new();
     s.continued("q.jsonl", "queued_1");
     queue_reply(&s.path("q.jsonl"), "queued_1");
-    let out = s.run(&[
-        "ask",
-        "--mode",
-        "timed",
-        "--log",
-        "q.jsonl",
-        "--call-id",
-        "next_1",
-        "--answers",
-        fixture(IN_TIME).to_str().unwrap(),
-        fixture(ARGS).to_str().unwrap(),
-    ]);
+    let out = s.ask_timed("q.jsonl", "next_1", IN_TIME);
     assert!(out.ok().starts_with(r#"{"answers":"#), "{out:#?}");
     assert!(out.stderr.contains("admitted 1 message(s)"), "{out:#?}");
     let view = s.view("q.jsonl");
@@ -1261,18 +1234,7 @@ fn l3_torn_tail_pending_reports_it_and_answer_and_ask_save_it_and_go_on() {
     let mut cut = whole.clone();
     cut.extend_from_slice(torn);
     fs::write(&log, &cut).unwrap();
-    let out = s.run(&[
-        "ask",
-        "--mode",
-        "timed",
-        "--log",
-        "torn.jsonl",
-        "--call-id",
-        "torn_2",
-        "--answers",
-        fixture(IN_TIME).to_str().unwrap(),
-        fixture(ARGS).to_str().unwrap(),
-    ]);
+    let out = s.ask_timed("torn.jsonl", "torn_2", IN_TIME);
     assert!(out.ok().starts_with(r#"{"answers":"#));
     let sidecar = format!("torn.jsonl.torn-{}", whole.len());
     assert_eq!(fs::read(s.path(&sidecar)).unwrap(), torn);
