@@ -1,16 +1,34 @@
-//! The reference host of the `ask_user_question` workspace: the durable JSONL session-log store
-//! and the projection checkpoint cache ([`store`], SPEC §9.6), and the interactive terminal
-//! answering surface ([`terminal`]): an answerer that shows each question as a card, with a live
-//! countdown for timed questions, and passes questions on when there is no terminal, so headless
-//! runs fail closed.
+//! The `ask-user` binary's commands ([`cli`]): `demo`, `ask`, `pending`, `answer` and `schema`,
+//! over the reusable host ([`host`]), the session store ([`store`]) and the interactive terminal
+//! answering surface ([`terminal`]).
 
 #![warn(missing_docs)]
 
 pub mod cli;
-pub mod host;
-pub mod store;
 mod sync;
 pub mod terminal;
+
+/// The reference host, now the reusable `ask-user-host` crate; re-exported here, where the
+/// commands use it.
+pub use ask_user_host as host;
+
+/// The session store (SPEC §9.6, component C6), now in `session-log` (the store trait, the JSONL
+/// file store, the in-memory store, resume repair) and `ask-user-host` (the projection checkpoint
+/// cache); re-exported here, where SPEC.md places it.
+pub mod store {
+    pub use ask_user_host::{
+        Checkpoint, CheckpointPolicy, CheckpointWrite, ProjectionLoad, ProjectionSource,
+        RefoldReason, StaleReason, load_projection,
+    };
+    pub use session_log::{
+        AnchorMismatch, CHECKPOINT_SUFFIX, Interrupted, JsonlStore, LogAnchor, LogEvent, LogFile,
+        LogVisitor, LogWriter, MemoryStore, NewSession, OpenCall, OpenReport, RepairReport,
+        RepairedCall, SESSION_FORMAT_VERSION, SessionStore, SessionWriter, StagedCheckpoint,
+        StoreError, TOOL_OUTCOME_UNKNOWN_TEXT, UnidentifiedCall, checkpoint_path, now_ms, read_log,
+        read_log_with, repair_interrupted, sha256_hex, stage_checkpoint, write_checkpoint,
+        writer_is_live,
+    };
+}
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

@@ -298,6 +298,10 @@ impl LateAnswers {
                 | EventBody::ToolCall(_)
                 | EventBody::ToolResult(_)
                 | EventBody::Dispatch(_)
+                | EventBody::TurnStart(_)
+                | EventBody::StepStart(_)
+                | EventBody::StepEnd(_)
+                | EventBody::InboxSpliced(_)
                 | EventBody::EndSeed(_)
                 | EventBody::Other(_) => {}
             },

@@ -6,14 +6,13 @@
 //! driver commits in place. Both run the same two functions, so live tracking and replay cannot
 //! drift apart.
 
-use user_questions::{AnswerItem, CallId, Provenance, Question, TOOL_NAME};
+use user_questions::{AnswerItem, CallId, ErrorCode, Provenance, Question, TOOL_NAME};
 
-use crate::event::{EventBody, ResultError, SessionEvent, TOOL_OUTCOME_UNKNOWN, batch_or_empty};
-use crate::header::SessionHeader;
 use crate::state::{
     ActiveQuestion, ActiveState, RestoreError, SettledQuestion, UserQuestionsState,
     UserQuestionsView,
 };
+use session_log::{EventBody, ResultError, SessionEvent, SessionHeader, TextReading};
 
 /// The projection key (SPEC §1.7).
 pub const PROJECTION_KEY: &str = "userQuestions";
@@ -120,7 +119,9 @@ fn plan<'e>(state: &UserQuestionsState, event: &'e SessionEvent) -> Option<Chang
             let index = position(result.call_id.as_ref()?)?;
             let unknown_outcome = matches!(
                 &result.error,
-                ResultError::Present { code: Some(code) } if code == TOOL_OUTCOME_UNKNOWN
+                ResultError::Present {
+                    code: Some(ErrorCode::ToolOutcomeUnknown)
+                }
             );
             if result.text.pending || unknown_outcome {
                 return Some(Change::Continue(index));
@@ -155,7 +156,13 @@ fn plan<'e>(state: &UserQuestionsState, event: &'e SessionEvent) -> Option<Chang
                 provenance: message.source.as_ref()?.provenance.as_ref(),
             })
         }
-        EventBody::TurnEnd(_) | EventBody::EndSeed(_) | EventBody::Other(_) => None,
+        EventBody::TurnStart(_)
+        | EventBody::StepStart(_)
+        | EventBody::StepEnd(_)
+        | EventBody::InboxSpliced(_)
+        | EventBody::TurnEnd(_)
+        | EventBody::EndSeed(_)
+        | EventBody::Other(_) => None,
     }
 }
 
@@ -195,4 +202,9 @@ fn commit(state: &mut UserQuestionsState, change: Change<'_>) {
             state.view_mut().active.remove(index);
         }
     }
+}
+
+/// An answer batch as the fold settles it: the items, or `[]` when a reply carried none.
+fn batch_or_empty(text: &TextReading) -> Vec<AnswerItem> {
+    text.answers.clone().unwrap_or_default()
 }

@@ -1,6 +1,6 @@
 //! The `userQuestions` projection: a pure fold of a session log into open, continued and settled
-//! timed questions (SPEC §8), and the log reading layer it needs (SPEC §7, the reading half of
-//! §9.6).
+//! timed questions (SPEC §8). The events it folds and the log reader come from `session-log` and
+//! are re-exported here.
 //!
 //! * [`apply`] folds one [`SessionEvent`] into a [`UserQuestionsState`] and returns
 //!   [`Applied::Unchanged`] (no allocation) or [`Applied::Changed`]. [`init`], [`view`] and
@@ -30,32 +30,26 @@
 
 #![warn(missing_docs)]
 
-mod decode;
-mod event;
 mod fold;
-mod header;
-mod lenient;
-mod readers;
-mod scan;
+mod replay;
 mod state;
-mod text;
 
-pub use decode::{CHUNK_EVENT_TYPE, CorruptReason, DecodedRecord};
-pub use event::{
-    Dispatch, DispatchKind, EndSeed, EventBody, OtherEvent, REPLY_SOURCE_KIND, RequestHeader,
-    ResultError, ResultLayout, SessionEvent, SourceInfo, TOOL_OUTCOME_UNKNOWN, ToolCall,
-    ToolResult, TurnEnd, UserMessageEvent,
-};
 pub use fold::{Applied, PROJECTION_KEY, STATE_VERSION, apply, init, restore, view};
-pub use header::{CutRule, HeaderError, MAX_INHERITED_EVENT_COUNT, SessionHeader};
-pub use readers::{TextReading, questions_from_arguments};
-pub use scan::{
-    CorruptLine, FoldedLog, LogFinding, LogScanner, LossyLine, OpenError, Replay, ScanPosition,
-    ScanReport, Scanned, ScannedRecord, SeqGap, TornTail, fold_log, resume_fold, seq_after_record,
-};
+pub use replay::{FoldedLog, Replay, fold_log, resume_fold};
 pub use state::{
     ActiveQuestion, ActiveState, RestoreError, SettledQuestion, UserQuestionsState,
     UserQuestionsView,
+};
+
+// The session-event model and the log reader moved to `session-log`; they stay reachable here,
+// where SPEC.md places `SessionEvent` (§4.9), for every consumer of the projection.
+pub use session_log::{
+    CHUNK_EVENT_TYPE, CorruptLine, CorruptReason, CutRule, DecodedRecord, Dispatch, DispatchKind,
+    EndSeed, EventBody, HeaderError, InboxSplice, LogFinding, LogScanner, LossyLine,
+    MAX_INHERITED_EVENT_COUNT, OpenError, OtherEvent, RequestHeader, ResultError, ResultLayout,
+    ScanPosition, ScanReport, Scanned, ScannedRecord, SeqGap, SessionEvent, SessionHeader,
+    SourceInfo, SpliceEdit, StepRef, TextReading, ToolCall, ToolResult, TornTail, TurnEnd,
+    TurnStart, UserMessageEvent, questions_from_arguments, seq_after_record,
 };
 
 #[doc = include_str!("../README.md")]

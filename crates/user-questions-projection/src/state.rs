@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Deserializer, Serialize};
 use user_questions::{AnswerItem, CallId, Provenance, Question, QuestionOption};
 
-use crate::header::MAX_INHERITED_EVENT_COUNT;
+use session_log::MAX_INHERITED_EVENT_COUNT;
 
 /// The projection state: `{"inheritedEventCount":…,"timed":…,"questions":{"active":[…],"settled":[…]}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -10,7 +10,7 @@ use std::io::{self, BufReader, Read};
 
 use common::*;
 use serde_json::json;
-use user_questions::Provenance;
+use user_questions::{ErrorCode, Provenance};
 use user_questions_projection::{
     Applied, DispatchKind, EventBody, LogScanner, OpenError, ResultError, ResultLayout,
     SessionEvent, TurnEnd, UserQuestionsState, fold_log,
@@ -90,7 +90,7 @@ fn decoded_bodies_are_normalised() {
         panic!("{event:?}")
     };
     assert_eq!(result.layout, Some(ResultLayout::Message));
-    assert_eq!(result.error, ResultError::code("ASK_CANCELLED"));
+    assert_eq!(result.error, ResultError::code(ErrorCode::AskCancelled));
     assert!(result.is_error);
 
     let event = decode(
@@ -122,7 +122,7 @@ fn decoded_bodies_are_normalised() {
 fn constructors_build_what_decoding_builds() {
     let arguments = call1_arguments().to_string();
     assert_eq!(
-        SessionEvent::tool_call(1, "call_ask_1", "ask_user_question", &arguments),
+        SessionEvent::tool_call(1, "call_ask_1", "ask_user_question", &arguments).in_step(1, 1),
         decode(&call1(), 1)
     );
     assert_eq!(

@@ -1,11 +1,12 @@
 //! The projection checkpoint cache on the large realistic logs of `gen-big.py`, in one run:
-//! `cargo bench -p ask-user-cli --bench checkpoint [EVENTS...]` (default 20 000 and 200 000).
+//! `cargo bench -p ask-user-host --bench checkpoint [EVENTS...]` (default 20 000 and 200 000).
 //!
 //! * **full refold**: `load_projection` without a checkpoint (header read, scan, fold of every
 //!   record), and its anchor, the projection crate's `fold_log` over a buffered reader.
 //! * **checkpoint load**: `load_projection` with a valid checkpoint at the end of the log (0 new
 //!   records) and 1 000 records before it (resuming over them).
-//! * **checkpoint write**: `Checkpoint::write` (temporary file, `fsync`, rename, directory `fsync`).
+//! * **checkpoint write**: `Checkpoint::save` through the JSONL store (temporary file, `fsync`,
+//!   rename, directory `fsync`).
 //! * **open scans**: `read_log` (the read-only open report), for comparison with the refold.
 //!
 //! The log is generated into the target directory on first use (never committed). Each figure is
@@ -23,10 +24,10 @@ use std::io::BufReader;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ask_user_cli::store::{
-    Checkpoint, CheckpointPolicy, CheckpointWrite, ProjectionSource, checkpoint_path,
-    load_projection, read_log, sha256_hex,
+use ask_user_host::{
+    Checkpoint, CheckpointPolicy, CheckpointWrite, ProjectionLoad, ProjectionSource,
 };
+use session_log::{JsonlStore, LogAnchor, checkpoint_path, read_log, sha256_hex};
 use user_questions_projection::fold_log;
 
 const RUNS: usize = 7;
@@ -34,6 +35,12 @@ const RUNS: usize = 7;
 // The generator wrapper is the projection benches' own, so both measure the same bytes.
 #[path = "../../user-questions-projection/benches/common/mod.rs"]
 mod common;
+
+/// The projection of the log file at `log`, through the JSONL store of its directory.
+fn load_projection(log: &Path, policy: CheckpointPolicy) -> ProjectionLoad {
+    let (store, name) = JsonlStore::for_file(log).unwrap();
+    ask_user_host::load_projection(&store, &name, policy).unwrap()
+}
 
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
@@ -66,12 +73,7 @@ fn bench_file(dir: &Path, events: u64) {
     println!("\n== gen-big.py --events {events}: {summary}");
     let bytes = fs::read(&source).unwrap();
     let size = bytes.len() as u64;
-    let ends: Vec<usize> = bytes
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| **b == b'\n')
-        .map(|(i, _)| i + 1)
-        .collect();
+    let ends = ask_user_testkit::logs::line_ends(&bytes);
 
     // A working copy, so that checkpoints land next to it and never next to the generated file.
     let log = dir.join(format!("work-{events}.jsonl"));
@@ -84,7 +86,7 @@ fn bench_file(dir: &Path, events: u64) {
     });
     let refold = measure(|| {
         let _ = fs::remove_file(&ckpt);
-        let loaded = load_projection(&log, CheckpointPolicy::ReadOnly).unwrap();
+        let loaded = load_projection(&log, CheckpointPolicy::ReadOnly);
         assert!(matches!(loaded.source, ProjectionSource::Refold(_)));
         black_box(loaded);
     });
@@ -92,11 +94,11 @@ fn bench_file(dir: &Path, events: u64) {
         black_box(read_log(&log).unwrap());
     });
 
-    let full = load_projection(&log, CheckpointPolicy::Refresh).unwrap();
+    let full = load_projection(&log, CheckpointPolicy::Refresh);
     assert!(matches!(full.checkpoint, CheckpointWrite::Written(_)));
     let ckpt_size = fs::metadata(&ckpt).unwrap().len();
     let at_end = measure(|| {
-        let loaded = load_projection(&log, CheckpointPolicy::ReadOnly).unwrap();
+        let loaded = load_projection(&log, CheckpointPolicy::ReadOnly);
         assert!(matches!(loaded.source, ProjectionSource::Checkpoint { .. }));
         black_box(loaded);
     });
@@ -110,29 +112,32 @@ fn bench_file(dir: &Path, events: u64) {
     );
 
     let checkpoint = Checkpoint {
-        session_id: full.header.id.as_str().to_owned(),
-        header_hash: sha256_hex(&bytes[..ends[0]]),
-        event_count: full.event_count,
-        byte_length: full.byte_length,
-        last_record_hash: sha256_hex(&bytes[ends[ends.len() - 2]..]),
+        anchor: LogAnchor {
+            session_id: full.header.id.as_str().to_owned(),
+            header_hash: sha256_hex(&bytes[..ends[0]]),
+            event_count: full.event_count,
+            byte_length: full.byte_length,
+            last_record_hash: sha256_hex(&bytes[ends[ends.len() - 2]..]),
+        },
         state: full.state.clone(),
     };
+    let (store, name) = JsonlStore::for_file(&log).unwrap();
     let write = measure(|| {
-        black_box(checkpoint.write(&log).unwrap());
+        black_box(checkpoint.save(&store, &name).unwrap());
     });
 
     // A checkpoint 1 000 records before the end: taken on the prefix, then the log grows.
     let prefix_end = ends[ends.len() - 1001];
     fs::write(&log, &bytes[..prefix_end]).unwrap();
-    let prefix = load_projection(&log, CheckpointPolicy::Refresh).unwrap();
+    let prefix = load_projection(&log, CheckpointPolicy::Refresh);
     assert!(matches!(prefix.checkpoint, CheckpointWrite::Written(_)));
     fs::write(&log, &bytes).unwrap();
     let behind = measure(|| {
-        let loaded = load_projection(&log, CheckpointPolicy::ReadOnly).unwrap();
+        let loaded = load_projection(&log, CheckpointPolicy::ReadOnly);
         assert!(matches!(loaded.source, ProjectionSource::Checkpoint { .. }));
         black_box(loaded);
     });
-    let resumed = load_projection(&log, CheckpointPolicy::ReadOnly).unwrap();
+    let resumed = load_projection(&log, CheckpointPolicy::ReadOnly);
     assert_eq!(resumed.state, full.state, "resume equals a full refold");
 
     println!(

@@ -5,21 +5,18 @@
 //! Bodies are normalised: the three `tool/result` layouts of §7.7 become one [`ToolResult`], and
 //! `tool/code-dispatch` reads exactly as `tool/ptc-dispatch`. Texts the fold interprets are read
 //! once, when the event is decoded (questions from `arguments`, pending JSON and answer batches
-//! from first text blocks), so applying an event to the fold does no parsing.
+//! from first text blocks), so applying an event to the fold does no parsing. The host's own
+//! bookkeeping events (`turn/start`, `step/start`, `step/end`, `agent/inbox/spliced`) have typed
+//! bodies too, so resume repair and inbox restore read the same decoded events as the fold.
 
-use user_questions::{AnswerItem, CallId, Provenance, Question, TOOL_NAME};
+use user_questions::{
+    CallId, ErrorCode, MessageSource, Provenance, Question, TOOL_NAME, UserMessage,
+};
 
-use crate::decode::{self, CorruptReason, DecodedRecord};
 use crate::readers::{TextReading, questions_from_arguments};
 
-/// The error code of the synthetic result that resume repair appends (§7.6).
-pub const TOOL_OUTCOME_UNKNOWN: &str = "TOOL_OUTCOME_UNKNOWN";
-
-/// The source kind of a late reply to a pending question (§6).
-pub const REPLY_SOURCE_KIND: &str = "user-question-reply";
-
 /// One decoded log event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SessionEvent {
     /// The event's `seq` (§7.3): explicit when the record carried one, else the expected value.
     pub seq: u64,
@@ -30,7 +27,7 @@ pub struct SessionEvent {
 }
 
 /// The body of a [`SessionEvent`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum EventBody {
     /// `request/header`.
     RequestHeader(RequestHeader),
@@ -42,6 +39,14 @@ pub enum EventBody {
     Dispatch(Dispatch),
     /// `user/message`.
     UserMessage(UserMessageEvent),
+    /// `turn/start`.
+    TurnStart(TurnStart),
+    /// `step/start`.
+    StepStart(StepRef),
+    /// `step/end`.
+    StepEnd(StepRef),
+    /// `agent/inbox/spliced`: an edit of the agent's inbox queues.
+    InboxSpliced(InboxSplice),
     /// `turn/end`.
     TurnEnd(TurnEnd),
     /// `session/end-seed`: a fork's cut marker (`inherited: true`) or a resume marker.
@@ -67,6 +72,10 @@ pub struct ToolCall {
     /// For an `ask_user_question` call, the questions read from `arguments` (§8.5); `None` when
     /// they are unreadable or the call is of another tool.
     pub questions: Option<Vec<Question>>,
+    /// `turn`, when it is a non-negative integer.
+    pub turn: Option<u64>,
+    /// `step`, when it is a non-negative integer.
+    pub step: Option<u64>,
 }
 
 /// `tool/result`, normalised from layout A, B or C (§7.7).
@@ -106,17 +115,15 @@ pub enum ResultError {
     /// An `error` key with any value (even `null`); `code` when it is an object with a string
     /// `code`.
     Present {
-        /// `error.code`.
-        code: Option<String>,
+        /// `error.code`, read with [`ErrorCode::parse`].
+        code: Option<ErrorCode>,
     },
 }
 
 impl ResultError {
     /// An error with a code.
-    pub fn code(code: impl Into<String>) -> Self {
-        Self::Present {
-            code: Some(code.into()),
-        }
+    pub fn code(code: ErrorCode) -> Self {
+        Self::Present { code: Some(code) }
     }
 }
 
@@ -163,7 +170,7 @@ impl UserMessageEvent {
     /// `user-question-reply` and the call id is a string.
     pub fn reply_call_id(&self) -> Option<&CallId> {
         let source = self.source.as_ref()?;
-        if source.kind.as_deref() == Some(REPLY_SOURCE_KIND) {
+        if source.kind.as_deref() == Some(MessageSource::REPLY_KIND) {
             source.call_id.as_ref()
         } else {
             None
@@ -182,6 +189,45 @@ pub struct SourceInfo {
     pub outcome: Option<String>,
     /// A well-formed `provenance` (§9.1).
     pub provenance: Option<Provenance>,
+}
+
+/// `turn/start`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnStart {
+    /// `turn`, when it is a non-negative integer.
+    pub turn: Option<u64>,
+}
+
+/// The `turn` and `step` of a `step/start` or `step/end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepRef {
+    /// `turn`, when it is a non-negative integer.
+    pub turn: Option<u64>,
+    /// `step`, when it is a non-negative integer.
+    pub step: Option<u64>,
+}
+
+/// `agent/inbox/spliced`: `queue[start..start + removedCount]` of the `target` queue is replaced by
+/// `inserted`. Read leniently: a key of the wrong shape makes the splice unreadable
+/// ([`InboxSplice::edit`] is `None`) without making the record corrupt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InboxSplice {
+    /// `target` (`next-turn` or `next-step`), when it is a string.
+    pub target: Option<String>,
+    /// The edit, when every present key has its type: `start` and `removedCount` non-negative
+    /// integers (absent: 0), `inserted` an array of messages (absent: empty).
+    pub edit: Option<SpliceEdit>,
+}
+
+/// The readable part of an [`InboxSplice`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpliceEdit {
+    /// `start`.
+    pub start: u64,
+    /// `removedCount`.
+    pub removed_count: u64,
+    /// `inserted`.
+    pub inserted: Vec<UserMessage>,
 }
 
 /// `turn/end`.
@@ -215,12 +261,6 @@ impl SessionEvent {
         }
     }
 
-    /// Decodes one record's JSON text (SPEC §7.3). `expected_seq` is the value a record without an
-    /// explicit `seq` gets. A packed chunk row (§7.4) decodes to several events.
-    pub fn from_record(line: &str, expected_seq: u64) -> Result<DecodedRecord, CorruptReason> {
-        decode::decode_str(line, expected_seq)
-    }
-
     /// The event type name as it appears in logs (`tool/code-dispatch` for an older dispatch).
     pub fn event_type(&self) -> &str {
         match &self.body {
@@ -232,6 +272,10 @@ impl SessionEvent {
                 DispatchKind::Code => "tool/code-dispatch",
             },
             EventBody::UserMessage(_) => "user/message",
+            EventBody::TurnStart(_) => "turn/start",
+            EventBody::StepStart(_) => "step/start",
+            EventBody::StepEnd(_) => "step/end",
+            EventBody::InboxSpliced(_) => "agent/inbox/spliced",
             EventBody::TurnEnd(_) => "turn/end",
             EventBody::EndSeed(_) => "session/end-seed",
             EventBody::Other(o) => &o.event_type,
@@ -254,6 +298,8 @@ impl SessionEvent {
                 call_id: Some(CallId::from(call_id)),
                 name: Some(name.to_owned()),
                 questions,
+                turn: None,
+                step: None,
             }),
         )
     }
@@ -286,7 +332,7 @@ impl SessionEvent {
             EventBody::UserMessage(UserMessageEvent {
                 id: Some(message_id.to_owned()),
                 source: Some(SourceInfo {
-                    kind: Some(REPLY_SOURCE_KIND.to_owned()),
+                    kind: Some(MessageSource::REPLY_KIND.to_owned()),
                     call_id: Some(CallId::from(call_id)),
                     outcome: Some("answered".to_owned()),
                     provenance,
@@ -311,15 +357,20 @@ impl SessionEvent {
         )
     }
 
+    /// Sets the `turn` and `step` of a `tool/call` event (other events are returned unchanged).
+    #[must_use]
+    pub fn in_step(mut self, turn: u64, step: u64) -> Self {
+        if let EventBody::ToolCall(call) = &mut self.body {
+            call.turn = Some(turn);
+            call.step = Some(step);
+        }
+        self
+    }
+
     /// Sets the time.
     #[must_use]
     pub fn at(mut self, time: i64) -> Self {
         self.time = Some(time);
         self
     }
-}
-
-/// An answer batch as the fold settles it: the items, or `[]` when a reply carried none.
-pub(crate) fn batch_or_empty(text: &TextReading) -> Vec<AnswerItem> {
-    text.answers.clone().unwrap_or_default()
 }

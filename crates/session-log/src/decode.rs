@@ -14,12 +14,12 @@ use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess};
 use serde_json::value::RawValue;
-use user_questions::{CallId, TOOL_NAME};
+use user_questions::{CallId, ErrorCode, MessageSource, TOOL_NAME, UserMessage};
 
 use crate::event::{
-    Dispatch, DispatchKind, EndSeed, EventBody, OtherEvent, REPLY_SOURCE_KIND, RequestHeader,
-    ResultError, ResultLayout, SessionEvent, SourceInfo, ToolCall, ToolResult, TurnEnd,
-    UserMessageEvent,
+    Dispatch, DispatchKind, EndSeed, EventBody, InboxSplice, OtherEvent, RequestHeader,
+    ResultError, ResultLayout, SessionEvent, SourceInfo, SpliceEdit, StepRef, ToolCall, ToolResult,
+    TurnEnd, TurnStart, UserMessageEvent,
 };
 use crate::lenient::{Int, IsTrue, Lenient, Shape, Str, Unsigned, key, skip, value};
 use crate::readers::{self, TextReading, questions_from_arguments, questions_from_raw_object};
@@ -65,13 +65,13 @@ enum PackedType {
 
 /// One decoded record: a single event, or a packed row standing for several `assistant/chunk`
 /// events.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct DecodedRecord {
     explicit_seq: bool,
     inner: Inner,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Inner {
     Single(SessionEvent),
     Packed {
@@ -145,6 +145,14 @@ impl DecodedRecord {
     }
 }
 
+impl SessionEvent {
+    /// Decodes one record's JSON text (SPEC §7.3). `expected_seq` is the value a record without an
+    /// explicit `seq` gets. A packed chunk row (§7.4) decodes to several events.
+    pub fn from_record(line: &str, expected_seq: u64) -> Result<DecodedRecord, CorruptReason> {
+        decode_str(line, expected_seq)
+    }
+}
+
 /// Decodes a record given as UTF-8 text.
 pub(crate) fn decode_str(line: &str, expected_seq: u64) -> Result<DecodedRecord, CorruptReason> {
     if line.bytes().all(is_json_ws) {
@@ -187,6 +195,10 @@ enum Kind {
     ToolResult,
     Dispatch(DispatchKind),
     UserMessage,
+    TurnStart,
+    StepStart,
+    StepEnd,
+    InboxSpliced,
     TurnEnd,
     EndSeed,
     Packed(PackedType),
@@ -202,6 +214,10 @@ impl Kind {
             "tool/ptc-dispatch" => Self::Dispatch(DispatchKind::Ptc),
             "tool/code-dispatch" => Self::Dispatch(DispatchKind::Code),
             "user/message" => Self::UserMessage,
+            "turn/start" => Self::TurnStart,
+            "step/start" => Self::StepStart,
+            "step/end" => Self::StepEnd,
+            "agent/inbox/spliced" => Self::InboxSpliced,
             "turn/end" => Self::TurnEnd,
             "session/end-seed" => Self::EndSeed,
             "text-chunks" => Self::Packed(PackedType::Text),
@@ -212,8 +228,9 @@ impl Kind {
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 enum SeqSlot {
+    #[default]
     Absent,
     Valid(u64),
     Invalid,
@@ -365,6 +382,9 @@ enum Body<'de> {
     ToolResult(ResultData<'de>),
     Dispatch(DispatchData<'de>),
     UserMessage(MessageData<'de>),
+    TurnStart(Option<u64>),
+    Step(TurnStepData),
+    InboxSpliced(SpliceData<'de>),
     TurnEnd(Option<u64>),
     EndSeed(bool),
     Packed(Option<u64>),
@@ -380,6 +400,9 @@ impl Body<'_> {
             Kind::ToolResult => Self::ToolResult(ResultData::default()),
             Kind::Dispatch(_) => Self::Dispatch(DispatchData::default()),
             Kind::UserMessage => Self::UserMessage(MessageData::default()),
+            Kind::TurnStart => Self::TurnStart(None),
+            Kind::StepStart | Kind::StepEnd => Self::Step(TurnStepData::default()),
+            Kind::InboxSpliced => Self::InboxSpliced(SpliceShape.fallback()),
             Kind::TurnEnd => Self::TurnEnd(None),
             Kind::EndSeed => Self::EndSeed(false),
             Kind::Packed(_) => Self::Packed(None),
@@ -396,9 +419,13 @@ impl Body<'_> {
                 EventBody::Dispatch(data.into_event(dispatch_kind))
             }
             (Self::UserMessage(data), _) => EventBody::UserMessage(data.into_event()),
+            (Self::TurnStart(turn), _) => EventBody::TurnStart(TurnStart { turn }),
+            (Self::Step(data), Kind::StepStart) => EventBody::StepStart(data.into_ref()),
+            (Self::Step(data), Kind::StepEnd) => EventBody::StepEnd(data.into_ref()),
+            (Self::InboxSpliced(data), _) => EventBody::InboxSpliced(data.into_event()),
             (Self::TurnEnd(turn), _) => EventBody::TurnEnd(TurnEnd { turn }),
             (Self::EndSeed(inherited), _) => EventBody::EndSeed(EndSeed { inherited }),
-            (Self::Dispatch(_) | Self::Packed(_) | Self::Other, _) => {
+            (Self::Dispatch(_) | Self::Step(_) | Self::Packed(_) | Self::Other, _) => {
                 EventBody::Other(OtherEvent {
                     event_type: event_type.to_owned(),
                 })
@@ -422,6 +449,13 @@ impl<'de> DeserializeSeed<'de> for BodySeed {
             Kind::Dispatch(_) => Body::Dispatch(Lenient(DispatchShape).deserialize(deserializer)?),
             Kind::UserMessage => {
                 Body::UserMessage(Lenient(MessageShape).deserialize(deserializer)?)
+            }
+            Kind::TurnStart => Body::TurnStart(Lenient(TurnShape).deserialize(deserializer)?),
+            Kind::StepStart | Kind::StepEnd => {
+                Body::Step(Lenient(TurnStepShape).deserialize(deserializer)?)
+            }
+            Kind::InboxSpliced => {
+                Body::InboxSpliced(Lenient(SpliceShape).deserialize(deserializer)?)
             }
             Kind::TurnEnd => Body::TurnEnd(Lenient(TurnShape).deserialize(deserializer)?),
             Kind::EndSeed => Body::EndSeed(Lenient(EndSeedShape).deserialize(deserializer)?),
@@ -559,6 +593,8 @@ struct ToolCallData<'de> {
     call_id: Option<Cow<'de, str>>,
     name: Option<Cow<'de, str>>,
     arguments: Option<&'de RawValue>,
+    turn: Option<u64>,
+    step: Option<u64>,
 }
 
 impl ToolCallData<'_> {
@@ -575,6 +611,8 @@ impl ToolCallData<'_> {
             call_id: self.call_id.map(|c| CallId::from(c.into_owned())),
             name: self.name.map(Cow::into_owned),
             questions,
+            turn: self.turn,
+            step: self.step,
         }
     }
 }
@@ -593,6 +631,8 @@ impl<'de> Shape<'de> for ToolCallShape {
                 "callId" => data.call_id = value(&mut map, Str)?,
                 "name" => data.name = value(&mut map, Str)?,
                 "arguments" => data.arguments = Some(map.next_value::<&'de RawValue>()?),
+                "turn" => data.turn = value(&mut map, Unsigned)?,
+                "step" => data.step = value(&mut map, Unsigned)?,
                 _ => skip(&mut map)?,
             }
         }
@@ -842,7 +882,7 @@ impl<'de> Shape<'de> for ErrorShape {
         let mut code = None;
         while let Some(k) = key(&mut map)? {
             match &*k {
-                "code" => code = value(&mut map, Str)?.map(Cow::into_owned),
+                "code" => code = value(&mut map, Str)?.map(|c| ErrorCode::parse(&c)),
                 _ => skip(&mut map)?,
             }
         }
@@ -952,7 +992,7 @@ impl MessageData<'_> {
         let is_reply = self
             .source
             .as_ref()
-            .is_some_and(|s| s.kind.as_deref() == Some(REPLY_SOURCE_KIND));
+            .is_some_and(|s| s.kind.as_deref() == Some(MessageSource::REPLY_KIND));
         UserMessageEvent {
             id: self.id.map(Cow::into_owned),
             source: self.source.map(|s| SourceInfo {
@@ -1014,7 +1054,110 @@ impl<'de> Shape<'de> for SourceShape {
 }
 
 // ---------------------------------------------------------------------------------------------
-// turn/end, session/end-seed, packed rows
+// turn/start, step/start, step/end, agent/inbox/spliced, turn/end, session/end-seed, packed rows
+
+#[derive(Default)]
+struct TurnStepData {
+    turn: Option<u64>,
+    step: Option<u64>,
+}
+
+impl TurnStepData {
+    fn into_ref(self) -> StepRef {
+        StepRef {
+            turn: self.turn,
+            step: self.step,
+        }
+    }
+}
+
+struct TurnStepShape;
+
+impl<'de> Shape<'de> for TurnStepShape {
+    type Out = TurnStepData;
+    fn fallback(self) -> Self::Out {
+        TurnStepData::default()
+    }
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut data = TurnStepData::default();
+        while let Some(k) = key(&mut map)? {
+            match &*k {
+                "turn" => data.turn = value(&mut map, Unsigned)?,
+                "step" => data.step = value(&mut map, Unsigned)?,
+                _ => skip(&mut map)?,
+            }
+        }
+        Ok(data)
+    }
+}
+
+/// `agent/inbox/spliced` as read: each key absent, of its type, or of another type (unreadable).
+#[derive(Default)]
+struct SpliceData<'de> {
+    not_object: bool,
+    target: Option<Cow<'de, str>>,
+    target_invalid: bool,
+    start: SeqSlot,
+    removed_count: SeqSlot,
+    inserted: Option<&'de RawValue>,
+}
+
+impl SpliceData<'_> {
+    fn into_event(self) -> InboxSplice {
+        let count = |slot: SeqSlot| match slot {
+            SeqSlot::Absent => Some(0),
+            SeqSlot::Valid(n) => Some(n),
+            SeqSlot::Invalid => None,
+        };
+        // Messages are read with the seam's own lenient reader; a message that does not read
+        // makes the whole edit unreadable rather than silently dropping one message.
+        let inserted = match self.inserted {
+            None => Some(Vec::new()),
+            Some(raw) => serde_json::from_str::<Vec<UserMessage>>(raw.get()).ok(),
+        };
+        let readable = !self.not_object && !self.target_invalid && self.target.is_some();
+        let edit = match (readable, count(self.start), count(self.removed_count)) {
+            (true, Some(start), Some(removed_count)) => inserted.map(|inserted| SpliceEdit {
+                start,
+                removed_count,
+                inserted,
+            }),
+            _ => None,
+        };
+        InboxSplice {
+            target: self.target.map(Cow::into_owned),
+            edit,
+        }
+    }
+}
+
+struct SpliceShape;
+
+impl<'de> Shape<'de> for SpliceShape {
+    type Out = SpliceData<'de>;
+    fn fallback(self) -> Self::Out {
+        SpliceData {
+            not_object: true,
+            ..SpliceData::default()
+        }
+    }
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut data = SpliceData::default();
+        while let Some(k) = key(&mut map)? {
+            match &*k {
+                "target" => {
+                    data.target = value(&mut map, Str)?;
+                    data.target_invalid = data.target.is_none();
+                }
+                "start" => data.start = value(&mut map, SeqShape)?,
+                "removedCount" => data.removed_count = value(&mut map, SeqShape)?,
+                "inserted" => data.inserted = Some(map.next_value::<&'de RawValue>()?),
+                _ => skip(&mut map)?,
+            }
+        }
+        Ok(data)
+    }
+}
 
 struct TurnShape;
 

@@ -3,21 +3,29 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod store_common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ask_user_cli::store::{
-    Checkpoint, CheckpointPolicy, CheckpointWrite, LogWriter, ProjectionLoad, ProjectionSource,
-    RefoldReason, StaleReason, checkpoint_path, load_projection, sha256_hex,
+use ask_user_host::{
+    Checkpoint, CheckpointPolicy, CheckpointWrite, ProjectionLoad, ProjectionSource, RefoldReason,
+    StaleReason,
 };
-use serde_json::{Value, json};
-use store_common::{
+use ask_user_testkit::logs::{
     append_raw, call, ev, full_fold, line_ends, lt_log, names, reply, result, scope_arguments,
     session, temp_log,
 };
+use serde_json::{Value, json};
+use session_log::{
+    JsonlStore, LogAnchor, LogWriter, StoreError, checkpoint_path, sha256_hex, stage_checkpoint,
+    write_checkpoint,
+};
 use user_questions_projection::{ActiveState, CorruptReason, STATE_VERSION, SeqGap};
+
+/// The projection of the log file at `path`, through the JSONL store of its directory.
+fn load_projection(path: &Path, policy: CheckpointPolicy) -> Result<ProjectionLoad, StoreError> {
+    let (store, name) = JsonlStore::for_file(path)?;
+    ask_user_host::load_projection(&store, &name, policy)
+}
 
 /// Loads with [`CheckpointPolicy::Refresh`] and checks the result against a full refold.
 #[track_caller]
@@ -175,7 +183,7 @@ fn a_header_only_log_is_checkpointed_at_its_header() {
         .append(&[ev(
             "request/header",
             0,
-            store_common::timed_request_header(),
+            ask_user_testkit::logs::timed_request_header(),
         )])
         .unwrap();
     let resumed = load(&path);
@@ -346,7 +354,7 @@ fn l9_a_checkpoint_of_another_log_is_foreign() {
         .append(&[ev(
             "request/header",
             0,
-            store_common::timed_request_header(),
+            ask_user_testkit::logs::timed_request_header(),
         )])
         .unwrap();
     fs::write(checkpoint_path(&other), &content).unwrap();
@@ -402,16 +410,17 @@ fn l8_a_crash_between_temp_write_and_rename_leaves_the_old_checkpoint() {
     let state = full_fold(&path).state;
     let log = fs::read(&path).unwrap();
     let ends = line_ends(&log);
-    let staged = Checkpoint {
-        session_id: "lt".to_owned(),
-        header_hash: sha256_hex(&log[..ends[0]]),
-        event_count: 6,
-        byte_length: log.len() as u64,
-        last_record_hash: sha256_hex(&log[ends[ends.len() - 2]..]),
+    let checkpoint = Checkpoint {
+        anchor: LogAnchor {
+            session_id: "lt".to_owned(),
+            header_hash: sha256_hex(&log[..ends[0]]),
+            event_count: 6,
+            byte_length: log.len() as u64,
+            last_record_hash: sha256_hex(&log[ends[ends.len() - 2]..]),
+        },
         state,
-    }
-    .stage(&path)
-    .unwrap();
+    };
+    let staged = stage_checkpoint(&path, checkpoint.to_json().unwrap().as_bytes()).unwrap();
     let temp = staged.temp_path().to_owned();
     drop(staged);
     assert!(temp.exists());
@@ -441,15 +450,21 @@ fn checkpoint_write_and_commit_replace_atomically() {
     let (_dir, path, old) = checkpointed_log();
     let doc: Value = serde_json::from_str(&old).unwrap();
     let checkpoint = Checkpoint {
-        session_id: "lt".to_owned(),
-        header_hash: doc["log"]["headerHash"].as_str().unwrap().to_owned(),
-        event_count: doc["log"]["eventCount"].as_u64().unwrap(),
-        byte_length: doc["log"]["byteLength"].as_u64().unwrap(),
-        last_record_hash: doc["log"]["lastRecordHash"].as_str().unwrap().to_owned(),
+        anchor: LogAnchor {
+            session_id: "lt".to_owned(),
+            header_hash: doc["log"]["headerHash"].as_str().unwrap().to_owned(),
+            event_count: doc["log"]["eventCount"].as_u64().unwrap(),
+            byte_length: doc["log"]["byteLength"].as_u64().unwrap(),
+            last_record_hash: doc["log"]["lastRecordHash"].as_str().unwrap().to_owned(),
+        },
         state: full_fold(&path).state,
     };
-    assert_eq!(checkpoint.to_json().unwrap(), old);
-    assert_eq!(checkpoint.write(&path).unwrap(), checkpoint_path(&path));
+    let content = checkpoint.to_json().unwrap();
+    assert_eq!(content, old);
+    assert_eq!(
+        write_checkpoint(&path, content.as_bytes()).unwrap(),
+        checkpoint_path(&path)
+    );
     assert_eq!(fs::read_to_string(checkpoint_path(&path)).unwrap(), old);
 }
 
@@ -503,7 +518,7 @@ fn a_gap_before_a_record_without_seq_is_not_checkpointed() {
 #[test]
 fn a_fork_resumes_with_its_inherited_cut() {
     let (_dir, path) = temp_log();
-    let fork = ask_user_cli::store::NewSession {
+    let fork = session_log::NewSession {
         is_seeded: true,
         ..session("fork")
     };
@@ -511,7 +526,11 @@ fn a_fork_resumes_with_its_inherited_cut() {
     let args = scope_arguments();
     writer
         .append(&[
-            ev("request/header", 0, store_common::timed_request_header()),
+            ev(
+                "request/header",
+                0,
+                ask_user_testkit::logs::timed_request_header(),
+            ),
             ev(
                 "tool/call",
                 1,
@@ -523,7 +542,11 @@ fn a_fork_resumes_with_its_inherited_cut() {
     writer
         .append(&[
             ev("session/end-seed", 2, json!({"inherited":true})),
-            ev("request/header", 3, store_common::timed_request_header()),
+            ev(
+                "request/header",
+                3,
+                ask_user_testkit::logs::timed_request_header(),
+            ),
             ev(
                 "tool/call",
                 4,
@@ -558,8 +581,8 @@ fn l11_every_corpus_log_opens_read_only_without_findings() {
             continue;
         }
         let before = fs::read(&path).unwrap();
-        let report = ask_user_cli::store::read_log(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let report =
+            session_log::read_log(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(report.scan.corrupt_lines.is_empty(), "{}", path.display());
         assert!(report.scan.torn_tail.is_none(), "{}", path.display());
         assert_eq!(

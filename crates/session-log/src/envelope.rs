@@ -1,12 +1,14 @@
-//! What the store writes: the header record of a new log (SPEC §7.2) and the event envelope
-//! (§7.3). The store interprets only the envelope; `data` is opaque JSON text.
+//! What a store writes: the header record of a new log (SPEC §7.2) and the event envelope (§7.3).
+//! A store interprets only the envelope; `data` is opaque JSON text. Hosts build envelopes from
+//! typed [`Record`](crate::Record)s.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 use user_questions::SessionId;
-use user_questions_projection::SessionEvent;
+
+use crate::event::SessionEvent;
 
 /// The format version our writer puts in every header (SPEC §7.2): the reference generation whose
 /// event shapes §7.5 describes.
@@ -173,9 +175,10 @@ impl LogEvent {
     }
 
     /// The record's line, `\n` included, checked to be exactly one record that our own reader
-    /// decodes as one event with this `seq`: the store never writes a line it would later report
-    /// as corrupt, or one that would shift the `seq`s after it.
-    pub(crate) fn to_line(&self) -> Result<(String, SessionEvent), String> {
+    /// decodes as one event with this `seq`: a store never writes a line it would later report
+    /// as corrupt, or one that would shift the `seq`s after it. Every store checks each event
+    /// with it before appending.
+    pub fn to_line(&self) -> Result<(String, SessionEvent), String> {
         if !self.data.get().trim_start().starts_with('{') {
             return Err("`data` is not a JSON object".to_owned());
         }

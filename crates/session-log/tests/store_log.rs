@@ -4,20 +4,18 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod store_common;
-
 use std::cell::RefCell;
 use std::fs;
 use std::io::{self, Write};
 use std::rc::Rc;
 
-use ask_user_cli::store::{
-    LogEvent, LogFile, LogWriter, NewSession, SESSION_FORMAT_VERSION, StoreError, read_log,
+use ask_user_testkit::logs::{
+    append_raw, ev, finished_log, full_fold, line_ends, lt_log, names, result, session, temp_log,
 };
 use serde_json::json;
 use serde_json::value::RawValue;
-use store_common::{
-    append_raw, ev, finished_log, full_fold, line_ends, lt_log, names, result, session, temp_log,
+use session_log::{
+    LogEvent, LogFile, LogWriter, NewSession, SESSION_FORMAT_VERSION, StoreError, read_log,
 };
 use user_questions_projection::{CorruptReason, HeaderError, SeqGap, TornTail};
 
@@ -829,7 +827,7 @@ fn a_visitor_sees_every_line_in_the_open_scan() {
         records: usize,
         corrupt: usize,
     }
-    impl ask_user_cli::store::LogVisitor for Count {
+    impl session_log::LogVisitor for Count {
         fn header(&mut self, _: &user_questions_projection::SessionHeader) {
             self.headers += 1;
         }
@@ -846,7 +844,7 @@ fn a_visitor_sees_every_line_in_the_open_scan() {
         records: 0,
         corrupt: 0,
     };
-    ask_user_cli::store::read_log_with(&path, &mut count).unwrap();
+    session_log::read_log_with(&path, &mut count).unwrap();
     assert_eq!((count.headers, count.records, count.corrupt), (1, 5, 1));
     let mut count = Count {
         headers: 0,

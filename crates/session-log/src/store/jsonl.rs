@@ -1,59 +1,213 @@
-//! The session log file (SPEC §7, §9.6): creating it with its header, opening it read-only or for
-//! write (with the open report), and appending durably.
-//!
-//! Reading goes through the projection crate's [`LogScanner`], so the store, the projection and
-//! every other reader agree on what a record, a `seq` and a finding are.
+//! The JSONL file store (SPEC §7, §9.6): one file per session log, created with its header,
+//! opened read-only or for write (with the open report), appended durably; and the projection
+//! checkpoint next to it, replaced atomically.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use user_questions_projection::{
-    LogScanner, ScanPosition, ScanReport, Scanned, SessionEvent, SessionHeader, TornTail,
-};
-
-use super::StoreError;
-use super::event::{LogEvent, NewSession};
+use super::anchor::{self, AnchorMismatch, LogAnchor, READ_BUFFER, RecordSpan};
 use super::file::{self, LogFile};
-use super::repair::{Interrupted, RepairReport, Tracker, repair_interrupted};
+use super::{
+    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError, encode_batch, scan_log,
+    scan_on, warn_findings,
+};
+use crate::envelope::{LogEvent, NewSession};
+use crate::event::SessionEvent;
+use crate::header::SessionHeader;
+use crate::repair::{Interrupted, RepairReport, Tracker, repair_interrupted};
+use crate::scan::{ScanPosition, ScanReport, TornTail};
 
-/// The buffer size for scanning logs: large enough that reading costs few system calls.
-pub(crate) const READ_BUFFER: usize = 1 << 16;
+/// What follows the log's file name in its checkpoint's name.
+pub const CHECKPOINT_SUFFIX: &str = ".userQuestions.checkpoint.json";
 
-/// What opening a log found (SPEC §9.6). Every finding is also a `tracing` warning.
+/// The checkpoint file of `log`: `<log name>.userQuestions.checkpoint.json` in the same directory.
+pub fn checkpoint_path(log: &Path) -> PathBuf {
+    let mut name = log.file_name().unwrap_or_default().to_os_string();
+    name.push(CHECKPOINT_SUFFIX);
+    file::parent_dir(log).join(name)
+}
+
+/// Session logs as JSONL files in one directory: the log `name` is the file `<dir>/<name>`, its
+/// checkpoint `<dir>/<name>.userQuestions.checkpoint.json`. See the [store docs](super).
 #[derive(Clone, Debug)]
-pub struct OpenReport {
-    /// The header record.
-    pub header: SessionHeader,
-    /// Corrupt lines (skipped, never deleted), lossy lines, seq gaps, the torn tail, and where
-    /// the last complete line ended (`end`: byte offset, physical lines, expected next `seq`,
-    /// decoded events).
-    pub scan: ScanReport,
-    /// Where an open for write saved the torn tail before truncating it
-    /// (`<log name>.torn-<byte offset>`); `None` when there was none or the open was read-only.
-    pub torn_tail_saved_to: Option<PathBuf>,
-    /// What the log leaves unfinished (calls without results, open steps and turns). For a log no
-    /// process is writing, that is what resume repair would append for.
-    pub interrupted: Interrupted,
+pub struct JsonlStore {
+    dir: PathBuf,
 }
 
-impl OpenReport {
-    /// Whether the scan found nothing to report (a log left unfinished is not a finding).
-    pub fn is_clean(&self) -> bool {
-        self.scan.is_clean()
+impl JsonlStore {
+    /// A store over the directory `dir` (it must exist).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The store holding the file `path`, and the file's name in it: how a command that is given
+    /// a log's path reaches it through the store.
+    pub fn for_file(path: &Path) -> Result<(Self, String), StoreError> {
+        let name = file::file_name(path).map_err(|e| StoreError::io("name", path, e))?;
+        let name = name.to_str().ok_or_else(|| {
+            StoreError::io(
+                "name",
+                path,
+                io::Error::new(io::ErrorKind::InvalidInput, "the file name is not UTF-8"),
+            )
+        })?;
+        // The directory as given (empty for a bare file name), so that the log's path reads back
+        // exactly as the caller wrote it.
+        let dir = path.parent().unwrap_or_else(|| Path::new(""));
+        Ok((Self::new(dir), name.to_owned()))
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of the log `name`.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn open_read(&self, name: &str) -> Result<(File, PathBuf, u64), StoreError> {
+        let path = self.path(name);
+        let file = File::open(&path).map_err(|e| StoreError::io("open", &path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", &path, e))?
+            .len();
+        Ok((file, path, len))
     }
 }
 
-/// Sees every complete line while a log is opened, in one pass with the open's own scan: a host
-/// can fold the projection (e.g. with `Replay`) or collect events without reading the file twice.
-pub trait LogVisitor {
-    /// The header record, before any line.
-    fn header(&mut self, header: &SessionHeader) {
-        let _ = header;
+impl SessionStore for JsonlStore {
+    fn location(&self, name: &str) -> PathBuf {
+        self.path(name)
     }
 
-    /// One complete line after the header: a record, or a corrupt line that is skipped.
-    fn line(&mut self, scanned: &Scanned<'_>);
+    fn exists(&self, name: &str) -> Result<bool, StoreError> {
+        let path = self.path(name);
+        path.try_exists()
+            .map_err(|e| StoreError::io("look for", &path, e))
+    }
+
+    fn create(
+        &self,
+        name: &str,
+        session: &NewSession,
+    ) -> Result<Box<dyn SessionWriter>, StoreError> {
+        Ok(Box::new(LogWriter::create(&self.path(name), session)?))
+    }
+
+    fn open(
+        &self,
+        name: &str,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<(Box<dyn SessionWriter>, OpenReport), StoreError> {
+        let (writer, report) = LogWriter::open_with(&self.path(name), visitor)?;
+        Ok((Box::new(writer), report))
+    }
+
+    fn read(&self, name: &str, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
+        read_log_with(&self.path(name), visitor)
+    }
+
+    fn scan_from(
+        &self,
+        name: &str,
+        at: ScanPosition,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<ScanReport, StoreError> {
+        let (mut file, path, _) = self.open_read(name)?;
+        file.seek(SeekFrom::Start(at.byte_offset))
+            .map_err(|e| StoreError::io("seek", &path, e))?;
+        scan_on(
+            &path,
+            BufReader::with_capacity(READ_BUFFER, &file),
+            at,
+            visitor,
+        )
+    }
+
+    fn line_of(&self, name: &str, byte_offset: u64) -> Result<u64, StoreError> {
+        let (mut file, path, _) = self.open_read(name)?;
+        anchor::count_lines(&mut file, byte_offset).map_err(|e| StoreError::io("read", &path, e))
+    }
+
+    fn is_writing(&self, name: &str) -> Result<bool, StoreError> {
+        writer_is_live(&self.path(name))
+    }
+
+    fn resolve_anchor(
+        &self,
+        name: &str,
+        anchor: &LogAnchor,
+    ) -> Result<Result<(SessionHeader, ScanPosition), AnchorMismatch>, StoreError> {
+        let (mut file, path, len) = self.open_read(name)?;
+        anchor::resolve(&mut file, len, anchor).map_err(|e| StoreError::io("read", &path, e))
+    }
+
+    fn anchor_at(
+        &self,
+        name: &str,
+        end: ScanPosition,
+        last: Option<RecordSpan>,
+    ) -> Result<Option<LogAnchor>, StoreError> {
+        let (mut file, path, _) = self.open_read(name)?;
+        anchor::anchor_at(&mut file, end, last).map_err(|e| StoreError::io("read", &path, e))
+    }
+
+    fn load_checkpoint(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = checkpoint_path(&self.path(name));
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::io("read", &path, e)),
+        }
+    }
+
+    fn save_checkpoint(&self, name: &str, document: &[u8]) -> Result<PathBuf, StoreError> {
+        write_checkpoint(&self.path(name), document)
+    }
+}
+
+/// Writes the checkpoint document of `log` atomically (temporary file, `fsync`, rename over the
+/// target, directory `fsync`) and returns its path.
+pub fn write_checkpoint(log: &Path, document: &[u8]) -> Result<PathBuf, StoreError> {
+    stage_checkpoint(log, document)?.commit()
+}
+
+/// The first half of an atomic checkpoint write: removes temporary files an interrupted write left
+/// for this checkpoint, then writes `document` to a new temporary file next to it and `fsync`s it.
+/// Until [`StagedCheckpoint::commit`], the previous checkpoint is untouched.
+pub fn stage_checkpoint(log: &Path, document: &[u8]) -> Result<StagedCheckpoint, StoreError> {
+    let target = checkpoint_path(log);
+    file::remove_leftover_temps(&target)
+        .map_err(|e| StoreError::io("remove leftover temporary files for", &target, e))?;
+    let temp = file::write_temp(&target, document)
+        .map_err(|e| StoreError::io("write a temporary file for", &target, e))?;
+    Ok(StagedCheckpoint { temp, target })
+}
+
+/// A checkpoint written to its temporary file, not yet in place. Dropping it without committing
+/// leaves the temporary file, as a crash would; the next write removes it.
+#[derive(Debug)]
+pub struct StagedCheckpoint {
+    temp: PathBuf,
+    target: PathBuf,
+}
+
+impl StagedCheckpoint {
+    /// The temporary file.
+    pub fn temp_path(&self) -> &Path {
+        &self.temp
+    }
+
+    /// Renames the temporary file over the checkpoint and `fsync`s the directory.
+    pub fn commit(self) -> Result<PathBuf, StoreError> {
+        file::replace_with(&self.temp, &self.target)
+            .map_err(|e| StoreError::io("replace", &self.target, e))?;
+        Ok(self.target)
+    }
 }
 
 /// How often, and how long apart, opening for write retries a lock held by someone else before it
@@ -81,11 +235,6 @@ pub fn writer_is_live(path: &Path) -> Result<bool, StoreError> {
     }
 }
 
-/// The visitor that looks at nothing.
-impl LogVisitor for () {
-    fn line(&mut self, _: &Scanned<'_>) {}
-}
-
 /// Opens a log read-only (SPEC §9.6): no lock, nothing modified; a torn tail is reported and left
 /// in place.
 pub fn read_log(path: &Path) -> Result<OpenReport, StoreError> {
@@ -95,7 +244,8 @@ pub fn read_log(path: &Path) -> Result<OpenReport, StoreError> {
 /// [`read_log`], showing every line to `visitor` during the scan.
 pub fn read_log_with(path: &Path, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
     let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
-    let (header, scan, tracker) = scan(path, BufReader::with_capacity(READ_BUFFER, file), visitor)?;
+    let (header, scan, tracker) =
+        scan_log(path, BufReader::with_capacity(READ_BUFFER, file), visitor)?;
     let report = OpenReport {
         header,
         scan,
@@ -182,7 +332,7 @@ impl LogWriter<File> {
             }
         }
         let (header, scan, tracker) =
-            scan(path, BufReader::with_capacity(READ_BUFFER, &file), visitor)?;
+            scan_log(path, BufReader::with_capacity(READ_BUFFER, &file), visitor)?;
         let torn_tail_saved_to = match scan.torn_tail {
             Some(torn) => Some(cut_torn_tail(path, &file, torn)?),
             None => None,
@@ -231,33 +381,9 @@ impl<F: LogFile> LogWriter<F> {
                 path: self.path.clone(),
             });
         }
-        let Some(first) = events.first() else {
+        let Some((batch, written)) = encode_batch(self.position.expected_seq, events)? else {
             return Ok(Vec::new());
         };
-        if first.seq != self.position.expected_seq {
-            return Err(StoreError::SeqMismatch {
-                expected: self.position.expected_seq,
-                found: first.seq,
-            });
-        }
-        let mut batch = String::new();
-        let mut written = Vec::with_capacity(events.len());
-        for (index, event) in events.iter().enumerate() {
-            let expected = first.seq.checked_add(index as u64);
-            if expected != Some(event.seq) {
-                return Err(StoreError::NotContiguous {
-                    index,
-                    expected: expected.unwrap_or(u64::MAX),
-                    found: event.seq,
-                });
-            }
-            let (line, decoded) = event.to_line().map_err(|reason| StoreError::InvalidEvent {
-                seq: event.seq,
-                reason,
-            })?;
-            written.push((batch.len()..batch.len() + line.len(), decoded));
-            batch.push_str(&line);
-        }
         let before = self.position.byte_offset;
         if let Err(source) = self
             .file
@@ -282,18 +408,14 @@ impl<F: LogFile> LogWriter<F> {
                 rollback: rollback.err(),
             });
         }
-        for (range, event) in &written {
+        for event in &written {
             self.position.line += 1;
-            self.tracker.observe(
-                self.position.line,
-                event,
-                &batch.as_bytes()[range.start..range.end],
-            );
+            self.tracker.observe(self.position.line, event);
         }
         self.position.byte_offset = before + batch.len() as u64;
-        self.position.expected_seq = first.seq + events.len() as u64;
+        self.position.expected_seq += events.len() as u64;
         self.position.events += events.len() as u64;
-        Ok(written.into_iter().map(|(_, event)| event).collect())
+        Ok(written)
     }
 
     /// The `seq` the next appended event must carry: one past the last record read or written
@@ -341,29 +463,6 @@ impl<F: LogFile> LogWriter<F> {
             poisoned: self.poisoned,
         }
     }
-}
-
-/// Scans a whole log from its start.
-fn scan<R: BufRead>(
-    path: &Path,
-    reader: R,
-    visitor: &mut dyn LogVisitor,
-) -> Result<(SessionHeader, ScanReport, Tracker), StoreError> {
-    let (header, mut scanner) = LogScanner::open(reader).map_err(|e| StoreError::open(path, e))?;
-    visitor.header(&header);
-    let mut tracker = Tracker::default();
-    while let Some(scanned) = scanner
-        .next_line()
-        .map_err(|e| StoreError::io("read", path, e))?
-    {
-        if let Scanned::Record(record) = &scanned
-            && let Some(event) = record.record.event()
-        {
-            tracker.observe(record.line, event, record.raw);
-        }
-        visitor.line(&scanned);
-    }
-    Ok((header, scanner.into_report(), tracker))
 }
 
 /// Saves the torn tail to its sidecar, then truncates the log to the last record boundary. The
@@ -420,55 +519,32 @@ fn save_sidecar(path: &Path, offset: u64, bytes: &[u8]) -> Result<PathBuf, Store
     ))
 }
 
-/// Turns every finding of an open into a `tracing` warning.
-fn warn_findings(path: &Path, report: &OpenReport) {
-    let path = path.display();
-    if report.header.version.is_none() {
-        tracing::warn!(%path, "the session header has no version; read as 0");
+impl<F: LogFile + Send> SessionWriter for LogWriter<F> {
+    fn append(&mut self, events: &[LogEvent]) -> Result<Vec<SessionEvent>, StoreError> {
+        LogWriter::append(self, events)
     }
-    for corrupt in &report.scan.corrupt_lines {
-        tracing::warn!(
-            %path,
-            line = corrupt.line,
-            byte_offset = corrupt.byte_offset,
-            len = corrupt.len,
-            reason = %corrupt.reason,
-            "corrupt line skipped (kept in the file)"
-        );
+
+    fn next_seq(&self) -> u64 {
+        LogWriter::next_seq(self)
     }
-    for lossy in &report.scan.lossy_lines {
-        tracing::warn!(
-            %path,
-            line = lossy.line,
-            byte_offset = lossy.byte_offset,
-            "invalid UTF-8 read lossily"
-        );
+
+    fn position(&self) -> ScanPosition {
+        LogWriter::position(self)
     }
-    for gap in &report.scan.seq_gaps {
-        tracing::warn!(
-            %path,
-            line = gap.line,
-            expected = gap.expected,
-            found = gap.found,
-            "seq gap"
-        );
+
+    fn header(&self) -> &SessionHeader {
+        LogWriter::header(self)
     }
-    if let Some(torn) = report.scan.torn_tail {
-        if let Some(sidecar) = &report.torn_tail_saved_to {
-            tracing::warn!(
-                %path,
-                byte_offset = torn.byte_offset,
-                len = torn.len,
-                sidecar = %sidecar.display(),
-                "torn tail saved to the sidecar and truncated"
-            );
-        } else {
-            tracing::warn!(
-                %path,
-                byte_offset = torn.byte_offset,
-                len = torn.len,
-                "torn tail ignored (read-only open)"
-            );
-        }
+
+    fn location(&self) -> &Path {
+        LogWriter::path(self)
+    }
+
+    fn interrupted(&self) -> Interrupted {
+        LogWriter::interrupted(self)
+    }
+
+    fn is_poisoned(&self) -> bool {
+        LogWriter::is_poisoned(self)
     }
 }

@@ -4,14 +4,22 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod store_common;
-
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use ask_user_cli::store::{CheckpointPolicy, LogWriter, load_projection, read_log};
+use ask_user_host::{CheckpointPolicy, ProjectionLoad};
+use session_log::{JsonlStore, LogWriter, StoreError, read_log};
+
+/// The projection of the log file at `path`, through the JSONL store of its directory.
+fn load_projection(
+    path: &std::path::Path,
+    policy: CheckpointPolicy,
+) -> Result<ProjectionLoad, StoreError> {
+    let (store, name) = JsonlStore::for_file(path)?;
+    ask_user_host::load_projection(&store, &name, policy)
+}
+use ask_user_testkit::logs::{append_raw, ev, lt_log, session, temp_log};
 use serde_json::json;
-use store_common::{append_raw, ev, lt_log, session, temp_log};
 
 /// A writer that collects formatted `tracing` output.
 #[derive(Clone)]
@@ -101,7 +109,7 @@ fn l4_every_finding_is_a_tracing_warning() {
 
     // A stale checkpoint.
     load_projection(&path, CheckpointPolicy::Refresh).unwrap();
-    let ckpt = ask_user_cli::store::checkpoint_path(&path);
+    let ckpt = session_log::checkpoint_path(&path);
     let text = std::fs::read_to_string(&ckpt)
         .unwrap()
         .replace("\"stateVersion\":2", "\"stateVersion\":1");

@@ -1,26 +1,19 @@
-//! The agent of a reference host session (a live root, or a child when the host has an owner),
-//! with a durable inbox.
+//! The agent of a host session (a live root, or a child when the session has an owner), with a
+//! durable inbox.
 //!
 //! The inbox is two queues (next turn, next step), as in the reference. Every edit is logged as
 //! `agent/inbox/spliced` before it takes effect in memory, so a restarted host restores queued
 //! messages from the log, and a late reply queued before a crash is still queued after it (which is
 //! what keeps the one-reply rule across restarts, SPEC §4.9).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pending_answer::HostEvent;
-
-use serde::Deserialize;
-use serde_json::json;
+use session_log::{EventBody, InboxTarget, LogVisitor, Record, Scanned, SpliceEdit};
 use tokio::sync::Notify;
 use user_questions::{Agent, AgentHandle, AgentId, HostError, ScopeId, SessionRef, UserMessage};
-use user_questions_projection::{Scanned, SessionHeader};
 
-use super::journal::{Journal, JournalError};
-use crate::store::LogVisitor;
-
-const NEXT_TURN: &str = "next-turn";
-const NEXT_STEP: &str = "next-step";
+use crate::journal::{Journal, JournalError};
 
 #[derive(Default)]
 struct Queues {
@@ -29,16 +22,15 @@ struct Queues {
 }
 
 impl Queues {
-    fn target(&mut self, target: &str) -> Option<&mut Vec<UserMessage>> {
+    fn target(&mut self, target: InboxTarget) -> &mut Vec<UserMessage> {
         match target {
-            NEXT_TURN => Some(&mut self.next_turn),
-            NEXT_STEP => Some(&mut self.next_step),
-            _ => None,
+            InboxTarget::NextTurn => &mut self.next_turn,
+            InboxTarget::NextStep => &mut self.next_step,
         }
     }
 }
 
-/// The agent of a [`Host`](super::Host) session. See the [module docs](self).
+/// The agent of a [`Host`](crate::Host) session. See the [module docs](self).
 pub struct HostAgent {
     id: AgentId,
     session: SessionRef,
@@ -48,7 +40,7 @@ pub struct HostAgent {
 }
 
 impl HostAgent {
-    pub(super) fn new(id: &str, session: SessionRef, journal: Arc<Journal>) -> Arc<Self> {
+    pub(crate) fn new(id: &str, session: SessionRef, journal: Arc<Journal>) -> Arc<Self> {
         Arc::new(Self {
             id: AgentId::from(id),
             session,
@@ -59,18 +51,20 @@ impl HostAgent {
     }
 
     fn queues(&self) -> MutexGuard<'_, Queues> {
-        crate::sync::lock(&self.queues)
+        self.queues.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Replays the inbox edits read from the log; returns how many messages are queued.
-    pub(super) fn restore(&self, restore: &Restore) -> usize {
+    pub(crate) fn restore(&self, restore: &Restore) -> usize {
         let mut queues = self.queues();
-        for splice in &restore.splices {
-            if let Some(queue) = queues.target(&splice.target) {
-                let start = splice.start.min(queue.len());
-                let end = start.saturating_add(splice.removed_count).min(queue.len());
-                queue.splice(start..end, splice.inserted.iter().cloned());
-            }
+        for (target, splice) in &restore.splices {
+            let queue = queues.target(*target);
+            let start = usize::try_from(splice.start)
+                .unwrap_or(usize::MAX)
+                .min(queue.len());
+            let removed = usize::try_from(splice.removed_count).unwrap_or(usize::MAX);
+            let end = start.saturating_add(removed).min(queue.len());
+            queue.splice(start..end, splice.inserted.iter().cloned());
         }
         queues.next_turn.len() + queues.next_step.len()
     }
@@ -83,7 +77,7 @@ impl HostAgent {
     /// Takes every next-turn message for `turn`: logs the removal, then reports each claim to late
     /// answers, all under the queue lock, so no `answer` can slip a second reply in between
     /// (a reply restored from the log has no reservation until its claim is reported).
-    pub(super) fn claim_next_turn(
+    pub(crate) fn claim_next_turn(
         &self,
         me: &AgentHandle,
         turn: u64,
@@ -92,15 +86,12 @@ impl HostAgent {
         if queues.next_turn.is_empty() {
             return Ok(Vec::new());
         }
-        self.journal.commit(
-            "agent/inbox/spliced",
-            &json!({
-                "target": NEXT_TURN,
-                "start": 0,
-                "removedCount": queues.next_turn.len(),
-                "inserted": [],
-            }),
-        )?;
+        self.journal.commit(Record::inbox_splice(
+            InboxTarget::NextTurn,
+            0,
+            queues.next_turn.len(),
+            Vec::new(),
+        ))?;
         let claimed = std::mem::take(&mut queues.next_turn);
         self.report_claims(me, &claimed, turn);
         Ok(claimed)
@@ -108,7 +99,7 @@ impl HostAgent {
 
     /// Takes the next-turn message with this id for `turn`, if queued, as
     /// [`HostAgent::claim_next_turn`] does; other messages stay queued.
-    pub(super) fn claim_one(
+    pub(crate) fn claim_one(
         &self,
         me: &AgentHandle,
         message_id: &str,
@@ -118,10 +109,12 @@ impl HostAgent {
         let Some(at) = queues.next_turn.iter().position(|m| m.id == message_id) else {
             return Ok(None);
         };
-        self.journal.commit(
-            "agent/inbox/spliced",
-            &json!({ "target": NEXT_TURN, "start": at, "removedCount": 1, "inserted": [] }),
-        )?;
+        self.journal.commit(Record::inbox_splice(
+            InboxTarget::NextTurn,
+            at,
+            1,
+            Vec::new(),
+        ))?;
         let claimed = queues.next_turn.remove(at);
         self.report_claims(me, std::slice::from_ref(&claimed), turn);
         Ok(Some(claimed))
@@ -173,14 +166,12 @@ impl Agent for HostAgent {
     /// is queued, and a failure to log leaves the queue unchanged and is returned to the caller.
     fn followup(&self, message: UserMessage) -> Result<(), HostError> {
         let mut queues = self.queues();
-        self.journal.commit(
-            "agent/inbox/spliced",
-            &json!({
-                "target": NEXT_TURN,
-                "start": queues.next_turn.len(),
-                "inserted": [&message],
-            }),
-        )?;
+        self.journal.commit(Record::inbox_splice(
+            InboxTarget::NextTurn,
+            queues.next_turn.len(),
+            0,
+            vec![message.clone()],
+        ))?;
         queues.next_turn.push(message);
         drop(queues);
         self.input.notify_one();
@@ -188,45 +179,16 @@ impl Agent for HostAgent {
     }
 }
 
-/// One logged inbox edit.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Splice {
-    target: String,
-    #[serde(default)]
-    start: usize,
-    #[serde(default)]
-    removed_count: usize,
-    #[serde(default)]
-    inserted: Vec<UserMessage>,
-}
-
-#[derive(Deserialize)]
-struct SpliceRecord {
-    data: Splice,
-}
-
-#[derive(Deserialize)]
-struct TurnRecord {
-    data: TurnData,
-}
-
-#[derive(Deserialize)]
-struct TurnData {
-    turn: u64,
-}
-
-/// What the host restores from a log while the store opens it: inbox edits and the last turn.
+/// What a host restores from a log while the store opens it: inbox edits and the last turn, read
+/// from the typed events of the open's own scan.
 #[derive(Debug, Default)]
 pub struct Restore {
-    splices: Vec<Splice>,
+    splices: Vec<(InboxTarget, SpliceEdit)>,
     /// The highest `turn/start` turn seen.
     pub last_turn: u64,
 }
 
 impl LogVisitor for Restore {
-    fn header(&mut self, _header: &SessionHeader) {}
-
     fn line(&mut self, line: &Scanned<'_>) {
         let Scanned::Record(record) = line else {
             return;
@@ -234,21 +196,34 @@ impl LogVisitor for Restore {
         let Some(event) = record.record.event() else {
             return;
         };
-        match event.event_type() {
-            "agent/inbox/spliced" => match serde_json::from_slice::<SpliceRecord>(record.raw) {
-                Ok(splice) => self.splices.push(splice.data),
-                Err(error) => tracing::warn!(
-                    line = record.line,
-                    %error,
-                    "an inbox edit cannot be read; the inbox is restored without it"
-                ),
-            },
-            "turn/start" => {
-                if let Ok(turn) = serde_json::from_slice::<TurnRecord>(record.raw) {
-                    self.last_turn = self.last_turn.max(turn.data.turn);
+        match &event.body {
+            EventBody::InboxSpliced(splice) => {
+                let target = splice.target.as_deref().and_then(InboxTarget::parse);
+                match (target, &splice.edit) {
+                    (Some(target), Some(edit)) => self.splices.push((target, edit.clone())),
+                    // An edit of another queue is not ours to restore.
+                    (None, Some(_)) => {}
+                    (_, None) => tracing::warn!(
+                        line = record.line,
+                        "an inbox edit cannot be read; the inbox is restored without it"
+                    ),
                 }
             }
-            _ => {}
+            EventBody::TurnStart(start) => {
+                if let Some(turn) = start.turn {
+                    self.last_turn = self.last_turn.max(turn);
+                }
+            }
+            EventBody::RequestHeader(_)
+            | EventBody::ToolCall(_)
+            | EventBody::ToolResult(_)
+            | EventBody::Dispatch(_)
+            | EventBody::UserMessage(_)
+            | EventBody::StepStart(_)
+            | EventBody::StepEnd(_)
+            | EventBody::TurnEnd(_)
+            | EventBody::EndSeed(_)
+            | EventBody::Other(_) => {}
         }
     }
 }

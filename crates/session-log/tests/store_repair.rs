@@ -4,16 +4,14 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod store_common;
-
 use std::fs;
 
-use ask_user_cli::store::{
-    LogWriter, OpenCall, StepRef, TOOL_OUTCOME_UNKNOWN_TEXT, read_log, repair_interrupted,
+use ask_user_testkit::logs::{
+    TIME, append_raw, call, ev, finished_log, full_fold, lt_log, reply, result, session, temp_log,
 };
 use serde_json::{Value, json};
-use store_common::{
-    TIME, append_raw, call, ev, finished_log, full_fold, lt_log, reply, result, session, temp_log,
+use session_log::{
+    LogWriter, OpenCall, StepRecord, TOOL_OUTCOME_UNKNOWN_TEXT, read_log, repair_interrupted,
 };
 use user_questions_projection::ActiveState;
 
@@ -53,7 +51,7 @@ fn a_dangling_timed_call_becomes_continued_after_repair() {
             step: Some(1),
         }]
     );
-    assert_eq!(report.interrupted.steps, [StepRef { turn: 1, step: 1 }]);
+    assert_eq!(report.interrupted.steps, [StepRecord { turn: 1, step: 1 }]);
     assert_eq!(report.interrupted.turns, [1]);
     let before = fs::read(&path).unwrap();
 
@@ -61,7 +59,7 @@ fn a_dangling_timed_call_becomes_continued_after_repair() {
     assert_eq!(repair.results.len(), 1);
     assert_eq!(repair.results[0].call.call_id, "ask-timed");
     assert_eq!(repair.results[0].result_seq, 4);
-    assert_eq!(repair.closed_steps, [StepRef { turn: 1, step: 1 }]);
+    assert_eq!(repair.closed_steps, [StepRecord { turn: 1, step: 1 }]);
     assert_eq!(repair.closed_turns, [1]);
     assert!(writer.interrupted().is_empty());
     assert_eq!(writer.next_seq(), 7);
@@ -229,7 +227,7 @@ fn open_steps_and_turns_without_dangling_calls_are_closed() {
     drop(writer);
     let (_writer, _, repair) = LogWriter::open_repaired(&path).unwrap();
     assert!(repair.results.is_empty());
-    assert_eq!(repair.closed_steps, [StepRef { turn: 1, step: 2 }]);
+    assert_eq!(repair.closed_steps, [StepRecord { turn: 1, step: 2 }]);
     assert_eq!(repair.closed_turns, [1]);
     assert_eq!(
         lines_after(&path, 6),
@@ -338,7 +336,7 @@ fn a_legacy_call_is_repaired_but_never_enters_the_view() {
                     1,
                     "ask-legacy",
                     "ask_user_question",
-                    &store_common::scope_arguments(),
+                    &ask_user_testkit::logs::scope_arguments(),
                 ),
             ),
         ])

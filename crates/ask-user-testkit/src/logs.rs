@@ -1,17 +1,13 @@
-//! Fixtures shared by the store tests: real logs in temporary directories, events of the shapes
-//! SPEC §7.5 gives, and the full fold every faster path must equal.
-// Test code stops at its first broken expectation (unwrap and expect are assertions); not
-// every test binary uses every shared helper.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
-// Fixture builders take JSON values by value so that call sites can pass `json!` literals.
-#![allow(clippy::needless_pass_by_value)]
+//! Session-log fixtures: real logs in temporary directories, events of the shapes SPEC §7.5
+//! gives (with fixed times, so bytes are reproducible), and the full fold every faster path must
+//! equal.
 
 use std::fs;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use ask_user_cli::store::{LogEvent, LogWriter, NewSession};
 use serde_json::{Value, json};
+use session_log::{LogEvent, LogWriter, NewSession};
 use user_questions_projection::{FoldedLog, fold_log};
 
 /// The fixed `time` of fixture events, so that log bytes are reproducible.

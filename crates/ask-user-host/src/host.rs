@@ -1,0 +1,693 @@
+//! Host sessions: one agent each, whose every step is durable in a [`SessionStore`].
+//!
+//! A [`HostRuntime`] is what a process holds once: the store, the user-questions seam and its
+//! agent registry, the tool (legacy or timed), late answers and the live projections. It serves
+//! many sessions at once ([`HostRuntime::create`], [`HostRuntime::open`]); each [`Host`] is one
+//! live session with its agent (a root, or a child of an owner) and its durable inbox. Every event
+//! goes through the session's [`Journal`]: appended durably first, then applied to the
+//! projection, then reported to late answers as
+//! [`HostEvent::Committed`](pending_answer::HostEvent::Committed), in log order.
+//!
+//! What a turn looks like in the log, as the reference writes it: `agent/inbox/spliced` (a queued
+//! message, e.g. a late reply), `turn/start`, `agent/inbox/spliced` (the turn claims the queue),
+//! `step/start`, `user/message` (admission), `request/header`, `tool/call`, `tool/result`,
+//! `step/end`, `turn/end`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use pending_answer::{InMemoryProjectionHost, LateAnswers, ProjectionHost};
+use serde_json::json;
+use session_log::{
+    JsonlStore, MemoryStore, NewSession, OpenReport, Record, RepairReport, SessionStore,
+    SessionWriter, StoreError, ToolResultRecord, repair_interrupted,
+};
+use tool_ask_user::{AskUserConfig, AskUserTool, ToolContext, ToolOutcome};
+use user_questions::{
+    AgentHandle, AgentRegistry, CallId, CancellationToken, HostBindings, InMemoryAgentRegistry,
+    SessionId, SessionRef, UserMessage, UserQuestions, UserQuestionsConfig, same_agent,
+};
+use user_questions_projection::UserQuestionsState;
+
+use crate::agent::{HostAgent, Restore};
+use crate::checkpoint::{CheckpointPolicy, load_projection};
+use crate::journal::{Journal, JournalError};
+
+/// Where a single-session host keeps its session log ([`Host::open`]).
+#[derive(Clone, Debug)]
+pub enum LogTarget {
+    /// In memory only (a [`MemoryStore`] of its own).
+    Memory,
+    /// Create a new log at this path (it must not exist).
+    Create(PathBuf),
+    /// Open this log for write (resume repair runs first), or create it if it does not exist.
+    OpenOrCreate(PathBuf),
+    /// Open this existing log for write (resume repair runs first).
+    Open(PathBuf),
+}
+
+/// What opening a session found in an existing log.
+#[derive(Debug, Default)]
+pub struct Resumed {
+    /// The open report: findings (corrupt lines, torn tail, gaps) and what was left unfinished.
+    pub report: Option<OpenReport>,
+    /// What resume repair appended.
+    pub repair: Option<RepairReport>,
+    /// Messages restored into the inbox from `agent/inbox/spliced` records.
+    pub restored_inbox: usize,
+}
+
+/// How to build a single-session host with [`Host::open`].
+#[derive(Clone)]
+pub struct HostOptions {
+    /// The tool configuration (`None`: legacy).
+    pub tool: Option<AskUserConfig>,
+    /// Where the log lives.
+    pub log: LogTarget,
+    /// The id of a new session (ignored when an existing log is opened).
+    pub session_id: SessionId,
+    /// The agent's id.
+    pub agent_id: String,
+    /// The agent registry to enter the agent in (default: a registry of its own).
+    pub registry: Option<Arc<InMemoryAgentRegistry>>,
+    /// The agent that owns this one: the agent is entered as a live child of `owner` (and then
+    /// may not ask the person, SPEC §4.4) instead of as a live root.
+    pub owner: Option<AgentHandle>,
+}
+
+impl std::fmt::Debug for HostOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostOptions")
+            .field("tool", &self.tool)
+            .field("log", &self.log)
+            .field("session_id", &self.session_id)
+            .field("agent_id", &self.agent_id)
+            .field("registry", &self.registry.is_some())
+            .field("owner", &self.owner.as_ref().map(|o| o.id().clone()))
+            .finish()
+    }
+}
+
+impl HostOptions {
+    /// Options for a host with the given tool config and log.
+    pub fn new(tool: Option<AskUserConfig>, log: LogTarget) -> Self {
+        Self {
+            tool,
+            log,
+            session_id: new_session_id(),
+            agent_id: "root".to_owned(),
+            registry: None,
+            owner: None,
+        }
+    }
+}
+
+/// A fresh session id: `session-<UUID v4>`.
+pub fn new_session_id() -> SessionId {
+    SessionId::from(format!("session-{}", pending_answer::new_message_id()))
+}
+
+/// How to start one session in a [`HostRuntime`].
+#[derive(Clone)]
+pub struct SessionOptions {
+    /// The id of a new session (ignored when an existing log is opened).
+    pub session_id: SessionId,
+    /// The agent's id. In a runtime shared by several sessions each live agent needs its own id,
+    /// since the registry knows agents by id.
+    pub agent_id: String,
+    /// The agent that owns this one (entered as a live child instead of a live root).
+    pub owner: Option<AgentHandle>,
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("session_id", &self.session_id)
+            .field("agent_id", &self.agent_id)
+            .field("owner", &self.owner.as_ref().map(|o| o.id().clone()))
+            .finish()
+    }
+}
+
+impl Default for SessionOptions {
+    /// A fresh session id and the agent id `root`.
+    fn default() -> Self {
+        Self {
+            session_id: new_session_id(),
+            agent_id: "root".to_owned(),
+            owner: None,
+        }
+    }
+}
+
+impl SessionOptions {
+    /// A new session with this id, whose agent has the same id.
+    pub fn named(id: impl Into<SessionId>) -> Self {
+        let session_id = id.into();
+        Self {
+            agent_id: session_id.as_str().to_owned(),
+            session_id,
+            owner: None,
+        }
+    }
+}
+
+/// An error of the host: the log, or an inconsistent configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The session log failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Committing an event failed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The tool configuration is invalid.
+    #[error("invalid tool configuration: {0}")]
+    Config(String),
+}
+
+impl HostError {
+    /// A stable code for the command line.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Store(error) => error.code(),
+            Self::Journal(error) => error.code(),
+            Self::Config(_) => "BAD_CONFIG",
+        }
+    }
+}
+
+/// What a process holds once for all its sessions. Cloning gives another handle to the same
+/// runtime. See the [module docs](self).
+#[derive(Clone)]
+pub struct HostRuntime {
+    inner: Arc<RuntimeInner>,
+}
+
+struct RuntimeInner {
+    store: Arc<dyn SessionStore>,
+    seam: UserQuestions,
+    tool: AskUserTool,
+    late: LateAnswers,
+    projections: Arc<InMemoryProjectionHost>,
+    registry: Arc<InMemoryAgentRegistry>,
+}
+
+impl std::fmt::Debug for HostRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostRuntime")
+            .field("tool", self.inner.tool.config())
+            .field("registry", &self.inner.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostRuntime {
+    /// A runtime over `store` with the tool configuration `tool` (`None`: legacy) and an agent
+    /// registry of its own.
+    pub fn new(
+        store: impl SessionStore + 'static,
+        tool: Option<AskUserConfig>,
+    ) -> Result<Self, HostError> {
+        Self::with_registry(Arc::new(store), tool, InMemoryAgentRegistry::new())
+    }
+
+    /// A runtime over a shared store, entering its agents in `registry`.
+    pub fn with_registry(
+        store: Arc<dyn SessionStore>,
+        tool: Option<AskUserConfig>,
+        registry: Arc<InMemoryAgentRegistry>,
+    ) -> Result<Self, HostError> {
+        let seam = UserQuestions::new(
+            UserQuestionsConfig::default(),
+            HostBindings::with_registry(registry.clone()),
+        )
+        .map_err(|e| HostError::Config(e.to_string()))?;
+        let tool =
+            AskUserTool::new(seam.clone(), tool).map_err(|e| HostError::Config(e.to_string()))?;
+        let projections = InMemoryProjectionHost::new();
+        let late = LateAnswers::new(&seam, Some(projections.clone() as Arc<dyn ProjectionHost>));
+        Ok(Self {
+            inner: Arc::new(RuntimeInner {
+                store,
+                seam,
+                tool,
+                late,
+                projections,
+                registry,
+            }),
+        })
+    }
+
+    /// The seam (register answerers here).
+    pub fn seam(&self) -> &UserQuestions {
+        &self.inner.seam
+    }
+
+    /// The tool the model is offered.
+    pub fn tool(&self) -> &AskUserTool {
+        &self.inner.tool
+    }
+
+    /// Late answers, for every session of the runtime.
+    pub fn late_answers(&self) -> &LateAnswers {
+        &self.inner.late
+    }
+
+    /// The session store.
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.inner.store
+    }
+
+    /// The agent registry.
+    pub fn registry(&self) -> &Arc<InMemoryAgentRegistry> {
+        &self.inner.registry
+    }
+
+    /// Creates the session log `name` and starts its session.
+    pub fn create(&self, name: &str, options: SessionOptions) -> Result<Host, HostError> {
+        let writer = self
+            .inner
+            .store
+            .create(name, &NewSession::new(options.session_id.clone()))?;
+        Ok(self
+            .start(name, writer, None, &Restore::default(), options)
+            .0)
+    }
+
+    /// Opens the existing session log `name` for write and starts its session: resume repair runs
+    /// first, the inbox is restored from the log, and the projection is loaded from its
+    /// checkpoint (or refolded) and the checkpoint refreshed.
+    pub fn open(&self, name: &str, options: SessionOptions) -> Result<(Host, Resumed), HostError> {
+        let store = &*self.inner.store;
+        let mut restore = Restore::default();
+        let (mut writer, report) = store.open(name, &mut restore)?;
+        let repair = repair_interrupted(writer.as_mut())?;
+        let load = load_projection(store, name, CheckpointPolicy::Refresh)?;
+        let (host, restored_inbox) = self.start(name, writer, Some(load.state), &restore, options);
+        let resumed = Resumed {
+            report: Some(report),
+            repair: Some(repair),
+            restored_inbox,
+        };
+        Ok((host, resumed))
+    }
+
+    /// Opens the session log `name` if it exists, or creates it.
+    pub fn open_or_create(
+        &self,
+        name: &str,
+        options: SessionOptions,
+    ) -> Result<(Host, Resumed), HostError> {
+        if self.inner.store.exists(name)? {
+            self.open(name, options)
+        } else {
+            Ok((self.create(name, options)?, Resumed::default()))
+        }
+    }
+
+    fn start(
+        &self,
+        name: &str,
+        writer: Box<dyn SessionWriter>,
+        state: Option<UserQuestionsState>,
+        restore: &Restore,
+        options: SessionOptions,
+    ) -> (Host, usize) {
+        let inner = &self.inner;
+        let session: SessionRef = Arc::new(HostSession {
+            id: writer.header().id.clone(),
+        });
+        if let Some(state) = state {
+            inner.projections.seed(&session, state);
+        }
+        let journal = Journal::new(
+            writer,
+            session.clone(),
+            inner.projections.clone(),
+            inner.late.clone(),
+        );
+        let SessionOptions {
+            agent_id, owner, ..
+        } = options;
+        let agent = HostAgent::new(&agent_id, session, journal.clone());
+        let restored = agent.restore(restore);
+        match &owner {
+            Some(owner) => inner
+                .registry
+                .enter_child(agent.clone() as AgentHandle, owner),
+            None => inner.registry.enter_root(agent.clone() as AgentHandle),
+        }
+        let host = Host {
+            runtime: self.clone(),
+            name: name.to_owned(),
+            agent,
+            journal,
+            position: Mutex::new(Position {
+                turn: restore.last_turn,
+                ..Position::default()
+            }),
+        };
+        (host, restored)
+    }
+}
+
+/// Turn and step counters.
+#[derive(Debug, Default)]
+struct Position {
+    turn: u64,
+    step: u64,
+    in_turn: bool,
+    in_step: bool,
+    header_logged: bool,
+}
+
+/// One live session: one agent (a live root, or a child of an owner) and its session log, in a
+/// [`HostRuntime`] that may serve other sessions too. Dropping it takes its agent out of the
+/// registry and gives up the log. See the [module docs](self).
+pub struct Host {
+    runtime: HostRuntime,
+    name: String,
+    agent: Arc<HostAgent>,
+    journal: Arc<Journal>,
+    position: Mutex<Position>,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        // The registry holds the agent (and so the journal and the log's writer) strongly; a
+        // session that ends must leave it, unless another agent took its id since.
+        let registry = &self.runtime.inner.registry;
+        let me = self.agent.clone() as AgentHandle;
+        let ours =
+            AgentRegistry::get(&**registry, me.id()).is_some_and(|live| same_agent(&live, &me));
+        if ours {
+            registry.exit(me.id());
+        }
+    }
+}
+
+impl Host {
+    /// Opens (or creates) one session in a runtime of its own: the store is the log file's
+    /// directory ([`JsonlStore`]) or a [`MemoryStore`] for [`LogTarget::Memory`]. For an existing
+    /// log, resume repair runs first, the inbox is restored from the log, and the projection is
+    /// loaded from its checkpoint (or refolded) and the checkpoint refreshed.
+    pub fn open(options: HostOptions) -> Result<(Self, Resumed), HostError> {
+        let registry = options.registry.clone().unwrap_or_default();
+        let (store, name): (Arc<dyn SessionStore>, String) = match &options.log {
+            LogTarget::Memory => (
+                Arc::new(MemoryStore::new()),
+                options.session_id.as_str().to_owned(),
+            ),
+            LogTarget::Create(path) | LogTarget::OpenOrCreate(path) | LogTarget::Open(path) => {
+                let (store, name) = JsonlStore::for_file(path)?;
+                (Arc::new(store), name)
+            }
+        };
+        let runtime = HostRuntime::with_registry(store, options.tool, registry)?;
+        let session = SessionOptions {
+            session_id: options.session_id,
+            agent_id: options.agent_id,
+            owner: options.owner,
+        };
+        match &options.log {
+            LogTarget::Memory | LogTarget::Create(_) => {
+                Ok((runtime.create(&name, session)?, Resumed::default()))
+            }
+            LogTarget::OpenOrCreate(_) => runtime.open_or_create(&name, session),
+            LogTarget::Open(_) => runtime.open(&name, session),
+        }
+    }
+
+    /// The runtime this session belongs to.
+    pub fn runtime(&self) -> &HostRuntime {
+        &self.runtime
+    }
+
+    /// The seam (register answerers here).
+    pub fn seam(&self) -> &UserQuestions {
+        self.runtime.seam()
+    }
+
+    /// The tool the model is offered.
+    pub fn tool(&self) -> &AskUserTool {
+        self.runtime.tool()
+    }
+
+    /// Late answers.
+    pub fn late_answers(&self) -> &LateAnswers {
+        self.runtime.late_answers()
+    }
+
+    /// The log's name in the runtime's store.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The session's live agent (a root, or a child when the host was opened with an owner).
+    pub fn agent(&self) -> AgentHandle {
+        self.agent.clone()
+    }
+
+    /// The agent with its inbox.
+    pub fn host_agent(&self) -> &Arc<HostAgent> {
+        &self.agent
+    }
+
+    /// The live session instance.
+    pub fn session(&self) -> SessionRef {
+        self.journal.session().clone()
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> SessionId {
+        self.journal.session().id().clone()
+    }
+
+    /// Where the log lives: its path in a [`JsonlStore`], `memory:<name>` in a [`MemoryStore`].
+    pub fn location(&self) -> PathBuf {
+        self.journal.location()
+    }
+
+    /// The log's path, when the session's store keeps files.
+    pub fn log_path(&self) -> Option<PathBuf> {
+        Some(self.location()).filter(|path| !path.starts_with("memory:"))
+    }
+
+    /// The `userQuestions` projection as it stands.
+    pub fn projection(&self) -> UserQuestionsState {
+        self.runtime
+            .inner
+            .projections
+            .user_questions(self.journal.session())
+            .unwrap_or_else(|| UserQuestionsState::new(0))
+    }
+
+    fn position(&self) -> MutexGuard<'_, Position> {
+        self.position.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts a turn: `turn/start`, then the turn claims the whole next-turn inbox (each claimed
+    /// message is reported as [`HostEvent::InboxClaimed`](pending_answer::HostEvent::InboxClaimed)). Returns the claimed messages, to be
+    /// admitted with [`Host::admit`].
+    pub fn begin_turn(&self) -> Result<Vec<UserMessage>, HostError> {
+        let turn = self.start_turn()?;
+        Ok(self.agent.claim_next_turn(&self.agent(), turn)?)
+    }
+
+    /// Starts a turn that claims only the queued message `message_id` (a late reply); other
+    /// queued messages stay for a later turn.
+    pub fn begin_turn_with(&self, message_id: &str) -> Result<Option<UserMessage>, HostError> {
+        let turn = self.start_turn()?;
+        Ok(self.agent.claim_one(&self.agent(), message_id, turn)?)
+    }
+
+    /// Logs `turn/start` for the next turn; the counters move only once it is durable.
+    fn start_turn(&self) -> Result<u64, HostError> {
+        let turn = self.position().turn + 1;
+        self.journal.commit(Record::turn_start(turn))?;
+        let mut position = self.position();
+        position.turn = turn;
+        position.step = 0;
+        position.in_turn = true;
+        position.in_step = false;
+        Ok(turn)
+    }
+
+    /// Starts a step.
+    pub fn begin_step(&self) -> Result<(), HostError> {
+        let (turn, step) = {
+            let position = self.position();
+            (position.turn, position.step + 1)
+        };
+        self.journal.commit(Record::step_start(turn, step))?;
+        let mut position = self.position();
+        position.step = step;
+        position.in_step = true;
+        Ok(())
+    }
+
+    /// Admits a claimed message: logs it as `user/message` (the projection settles a late reply).
+    pub fn admit(&self, message: &UserMessage) -> Result<(), HostError> {
+        self.journal.commit(Record::UserMessage(message.clone()))?;
+        Ok(())
+    }
+
+    /// Logs the `request/header` snapshot with the tool list the model is offered (SPEC §7.6):
+    /// `initial` the first time in a fresh log, `resume` the first time after reopening.
+    pub fn log_request_header(&self) -> Result<(), HostError> {
+        if self.position().header_logged {
+            return Ok(());
+        }
+        let reason = if self.journal.resumed() {
+            "resume"
+        } else {
+            "initial"
+        };
+        let tool = serde_json::to_value(self.tool().definition()).map_err(|source| {
+            JournalError::Data {
+                event_type: "request/header".to_owned(),
+                source,
+            }
+        })?;
+        self.journal.commit(Record::request_header(
+            json!({ "provider": "reference-host", "model": "scripted" }),
+            vec![tool],
+            reason,
+        ))?;
+        self.position().header_logged = true;
+        Ok(())
+    }
+
+    /// Logs an assistant message with one text block.
+    pub fn assistant_text(&self, text: &str) -> Result<(), HostError> {
+        let (turn, step) = {
+            let position = self.position();
+            (position.turn, position.step)
+        };
+        self.journal
+            .commit(Record::assistant_text(turn, step, text))?;
+        Ok(())
+    }
+
+    /// Runs one `ask_user_question` call as a tool runtime does (SPEC §5.7): logs `tool/call`
+    /// with the raw arguments, executes the tool with the agent and `cancel`, applies E-ABORT,
+    /// and logs `tool/result`. Returns the outcome the model reads.
+    ///
+    /// Cancel safety: cancel through `cancel`, not by dropping the future, so the result is
+    /// logged; a dropped future leaves the call without a result, which resume repair turns into
+    /// `TOOL_OUTCOME_UNKNOWN` on the next open.
+    pub async fn call_tool(
+        &self,
+        call_id: &CallId,
+        arguments: &str,
+        cancel: CancellationToken,
+    ) -> Result<ToolOutcome, HostError> {
+        let (turn, step) = {
+            let position = self.position();
+            (position.turn, position.step)
+        };
+        self.journal.commit(Record::tool_call(
+            turn,
+            step,
+            call_id.clone(),
+            user_questions::TOOL_NAME,
+            arguments,
+        ))?;
+        let ctx = ToolContext::new(call_id.clone())
+            .with_agent(self.agent())
+            .with_cancel(cancel.clone());
+        let outcome = self
+            .tool()
+            .execute(arguments, ctx)
+            .await
+            .abort_if_cancelled(&cancel);
+        let message_id = format!("msg-{}", pending_answer::new_message_id());
+        self.journal.commit(Record::ToolResult(result_record(
+            &outcome, turn, step, message_id, call_id,
+        )))?;
+        Ok(outcome)
+    }
+
+    /// Ends the step.
+    pub fn end_step(&self) -> Result<(), HostError> {
+        let (turn, step) = {
+            let position = self.position();
+            if !position.in_step {
+                return Ok(());
+            }
+            (position.turn, position.step)
+        };
+        self.journal.commit(Record::step_end(turn, step))?;
+        self.position().in_step = false;
+        Ok(())
+    }
+
+    /// Ends the turn with `reason.kind` (`completed`, `aborted`, …).
+    pub fn end_turn(&self, reason: &str) -> Result<(), HostError> {
+        self.end_step()?;
+        let turn = {
+            let position = self.position();
+            if !position.in_turn {
+                return Ok(());
+            }
+            position.turn
+        };
+        self.journal.commit(Record::turn_end(turn, reason))?;
+        self.position().in_turn = false;
+        Ok(())
+    }
+
+    /// Resolves when input (a late reply, for example) is queued for the next turn. Cancel safe.
+    pub async fn wait_for_input(&self) {
+        self.agent.wait_for_input().await;
+    }
+
+    /// Refreshes the projection checkpoint of the log.
+    pub fn checkpoint(&self) -> Result<(), HostError> {
+        load_projection(
+            &**self.runtime.store(),
+            &self.name,
+            CheckpointPolicy::Refresh,
+        )?;
+        Ok(())
+    }
+}
+
+/// The live session instance: it only knows its id (identity by pointer).
+struct HostSession {
+    id: SessionId,
+}
+
+impl user_questions::Session for HostSession {
+    fn id(&self) -> &SessionId {
+        &self.id
+    }
+}
+
+/// The `tool/result` record of a tool outcome (SPEC §7.5): the text the model reads, `isError`,
+/// the typed error's `{name, code}` and the `meta` the model never sees.
+fn result_record(
+    outcome: &ToolOutcome,
+    turn: u64,
+    step: u64,
+    message_id: String,
+    call_id: &CallId,
+) -> ToolResultRecord {
+    let record = ToolResultRecord::new(
+        Some(turn),
+        Some(step),
+        message_id,
+        call_id.clone(),
+        outcome.text.clone(),
+        outcome.is_error,
+    )
+    .with_meta(outcome.meta.clone());
+    match &outcome.error {
+        Some(error) => record.with_error(
+            error.name.clone(),
+            user_questions::ErrorCode::parse(&error.code),
+        ),
+        None => record,
+    }
+}

@@ -1,0 +1,34 @@
+//! A reusable host for the `ask_user_question` path: sessions whose every step is durable in a
+//! [`SessionStore`](session_log::SessionStore), many at once in one process.
+//!
+//! * [`HostRuntime`]: the store, the seam and its agent registry, the tool, late answers and the
+//!   live projections, held once per process; [`HostRuntime::create`] and [`HostRuntime::open`]
+//!   start sessions (resume repair, inbox restore and the projection checkpoint on open).
+//! * [`Host`]: one live session: turns, steps, tool calls and admissions, each committed through
+//!   its [`Journal`] (durable append, projection, late answers, in log order).
+//! * [`HostAgent`]: the session's agent, whose inbox is edited only through logged
+//!   `agent/inbox/spliced` records.
+//! * [`load_projection`]: the projection of a log from its checkpoint or by a refold.
+//!
+//! It knows no files, terminals or processes: stores and surfaces plug in.
+
+#![warn(missing_docs)]
+
+mod agent;
+mod checkpoint;
+mod host;
+mod journal;
+
+pub use agent::{HostAgent, Restore};
+pub use checkpoint::{
+    Checkpoint, CheckpointPolicy, CheckpointWrite, ProjectionLoad, ProjectionSource, RefoldReason,
+    StaleReason, load_projection,
+};
+pub use host::{
+    Host, HostError, HostOptions, HostRuntime, LogTarget, Resumed, SessionOptions, new_session_id,
+};
+pub use journal::{Journal, JournalError};
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,0 +1,74 @@
+//! The session log as a layer of its own (SPEC §7, §9.6): the typed records a host writes, the
+//! tolerant one-pass reader every consumer reads them back with, and the storage seam.
+//!
+//! * **Writing**: [`Record`] has one typed constructor per event type this workspace writes
+//!   (`turn/start`, `step/start`, `tool/call`, `tool/result`, `user/message`,
+//!   `agent/inbox/spliced`, `turn/end`, …, and [`Record::Other`] for anything else, verbatim);
+//!   [`Record::into_event`] gives the [`LogEvent`] envelope, [`NewSession`] the header record.
+//!   The bytes are the reference's.
+//! * **Reading**: [`SessionHeader`] and its [`CutRule`]; [`SessionEvent::from_record`] decodes one
+//!   record in one pass, without recursion, never failing on valid JSON; [`LogScanner`] reads a
+//!   whole log from any [`std::io::BufRead`], assigning `seq`s and reporting corrupt lines, lossy
+//!   lines, seq gaps and a torn tail, resumable from a [`ScanPosition`]. [`Tracker`] follows what a
+//!   log leaves unfinished, and [`repair_interrupted`] appends what resume repair owes (§7.6).
+//! * **Storing**: [`SessionStore`] and [`SessionWriter`], with the JSONL file store
+//!   ([`JsonlStore`], [`LogWriter`]) and the in-memory store ([`MemoryStore`]).
+//!
+//! ```
+//! use session_log::{MemoryStore, NewSession, Record, SessionStore};
+//!
+//! let store = MemoryStore::new();
+//! let mut writer = store.create("s1", &NewSession::new("s1")).unwrap();
+//! let event = Record::turn_start(1).into_event(writer.next_seq()).unwrap();
+//! let read_back = writer.append(&[event]).unwrap();
+//! assert_eq!(read_back[0].event_type(), "turn/start");
+//! let report = store.read("s1", &mut ()).unwrap();
+//! assert_eq!(report.scan.end.expected_seq, 1);
+//! ```
+
+#![warn(missing_docs)]
+
+mod decode;
+mod envelope;
+mod event;
+mod header;
+mod lenient;
+mod readers;
+mod record;
+mod repair;
+mod scan;
+mod store;
+mod text;
+
+pub use decode::{CHUNK_EVENT_TYPE, CorruptReason, DecodedRecord};
+pub use envelope::{LogEvent, NewSession, SESSION_FORMAT_VERSION, now_ms};
+pub use event::{
+    Dispatch, DispatchKind, EndSeed, EventBody, InboxSplice, OtherEvent, RequestHeader,
+    ResultError, ResultLayout, SessionEvent, SourceInfo, SpliceEdit, StepRef, ToolCall, ToolResult,
+    TurnEnd, TurnStart, UserMessageEvent,
+};
+pub use header::{CutRule, HeaderError, MAX_INHERITED_EVENT_COUNT, SessionHeader};
+pub use readers::{TextReading, questions_from_arguments};
+pub use record::{
+    AssistantMessage, AssistantMessageRecord, EndSeedRecord, ErrorRecord, InboxSpliceRecord,
+    InboxTarget, Record, RequestHeaderRecord, RequestSnapshot, StepRecord, TextBlock,
+    ToolCallRecord, ToolMessage, ToolResultRecord, TurnEndReason, TurnEndRecord, TurnRecord,
+};
+pub use repair::{
+    Interrupted, OpenCall, RepairReport, RepairedCall, TOOL_OUTCOME_UNKNOWN_TEXT, Tracker,
+    UnidentifiedCall, repair_interrupted,
+};
+pub use scan::{
+    CorruptLine, LogFinding, LogScanner, LossyLine, OpenError, ScanPosition, ScanReport, Scanned,
+    ScannedRecord, SeqGap, TornTail, seq_after_record,
+};
+pub use store::{
+    AnchorMismatch, CHECKPOINT_SUFFIX, JsonlStore, LogAnchor, LogFile, LogVisitor, LogWriter,
+    MemoryStore, OpenReport, RecordSpan, SessionStore, SessionWriter, StagedCheckpoint, StoreError,
+    checkpoint_path, read_log, read_log_with, sha256_hex, stage_checkpoint, write_checkpoint,
+    writer_is_live,
+};
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,0 +1,277 @@
+//! Resume repair (SPEC §7.6): after a crash, every logged `tool/call` without a `tool/result` gets
+//! a synthetic `TOOL_OUTCOME_UNKNOWN` result, and the step and turn the process was in are closed
+//! (`step/end`, `turn/end` with `reason.kind: "interrupted"`). Append-only: nothing is rewritten.
+//!
+//! A [`Tracker`] follows what is unfinished from the decoded events alone (`turn`/`step` are part
+//! of the typed bodies), while a store reads a log and while a writer appends, so knowing what to
+//! repair costs no extra pass and no second parser. A timed `ask_user_question` call interrupted
+//! this way becomes *continued* in the projection (§8.7) and answerable late.
+
+use std::collections::HashMap;
+
+use user_questions::ErrorCode;
+
+use crate::event::{EventBody, SessionEvent};
+use crate::record::{Record, StepRecord, ToolResultRecord};
+use crate::store::{SessionWriter, StoreError};
+
+/// The text of the synthetic result (gist G21), in our own words.
+pub const TOOL_OUTCOME_UNKNOWN_TEXT: &str = "The outcome of this tool call is unknown: the process \
+stopped after the call was logged and before its result was logged. Only read-only or idempotent \
+operations are safe to repeat. If the call may have had side effects, verify the external state \
+or ask the person before repeating it; never repeat it blindly.";
+
+/// A logged `tool/call` with no `tool/result` after it (yet).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenCall {
+    /// `callId`.
+    pub call_id: String,
+    /// `name`, when it is a string.
+    pub name: Option<String>,
+    /// The call's `seq`.
+    pub seq: u64,
+    /// Its 1-based physical line.
+    pub line: u64,
+    /// `data.turn`, when it is a non-negative integer.
+    pub turn: Option<u64>,
+    /// `data.step`, when it is a non-negative integer.
+    pub step: Option<u64>,
+}
+
+/// A `tool/call` without a string `callId`: no result can ever name it, so it cannot be repaired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnidentifiedCall {
+    /// Its 1-based physical line.
+    pub line: u64,
+    /// Its `seq`.
+    pub seq: u64,
+}
+
+/// What a log leaves unfinished at its end: calls without results, steps and turns without ends.
+/// In a log no process is writing (the writer holds the lock), all of it was interrupted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Interrupted {
+    /// Calls without a result, in log order.
+    pub calls: Vec<OpenCall>,
+    /// Steps started and not ended, in the order they started.
+    pub steps: Vec<StepRecord>,
+    /// Turns started and not ended, in the order they started.
+    pub turns: Vec<u64>,
+    /// Calls that carry no string `callId`.
+    pub unidentified_calls: Vec<UnidentifiedCall>,
+}
+
+impl Interrupted {
+    /// Whether the log left nothing unfinished that repair would append for.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty() && self.steps.is_empty() && self.turns.is_empty()
+    }
+}
+
+/// Tracks unfinished work while records are read or written, in log order.
+#[derive(Clone, Debug, Default)]
+pub struct Tracker {
+    calls: HashMap<String, OpenCall>,
+    steps: Vec<StepRecord>,
+    turns: Vec<u64>,
+    unidentified: Vec<UnidentifiedCall>,
+}
+
+impl Tracker {
+    /// Observes one event read from (or written to) `line`, in log order.
+    pub fn observe(&mut self, line: u64, event: &SessionEvent) {
+        match &event.body {
+            EventBody::ToolCall(call) => match &call.call_id {
+                Some(call_id) => {
+                    self.calls.insert(
+                        call_id.as_str().to_owned(),
+                        OpenCall {
+                            call_id: call_id.as_str().to_owned(),
+                            name: call.name.clone(),
+                            seq: event.seq,
+                            line,
+                            turn: call.turn,
+                            step: call.step,
+                        },
+                    );
+                }
+                None => self.unidentified.push(UnidentifiedCall {
+                    line,
+                    seq: event.seq,
+                }),
+            },
+            EventBody::ToolResult(result) => {
+                if let Some(call_id) = &result.call_id {
+                    self.calls.remove(call_id.as_str());
+                }
+            }
+            EventBody::TurnEnd(end) => {
+                if let Some(turn) = end.turn {
+                    // A turn's end also ends whatever steps of it were left open.
+                    self.turns.retain(|t| *t != turn);
+                    self.steps.retain(|s| s.turn != turn);
+                }
+            }
+            EventBody::TurnStart(start) => {
+                if let Some(turn) = start.turn
+                    && !self.turns.contains(&turn)
+                {
+                    self.turns.push(turn);
+                }
+            }
+            EventBody::StepStart(at) => {
+                if let (Some(turn), Some(step)) = (at.turn, at.step) {
+                    let step = StepRecord { turn, step };
+                    if !self.steps.contains(&step) {
+                        self.steps.push(step);
+                    }
+                }
+            }
+            EventBody::StepEnd(at) => {
+                if let (Some(turn), Some(step)) = (at.turn, at.step) {
+                    self.steps.retain(|s| *s != StepRecord { turn, step });
+                }
+            }
+            EventBody::RequestHeader(_)
+            | EventBody::Dispatch(_)
+            | EventBody::UserMessage(_)
+            | EventBody::InboxSpliced(_)
+            | EventBody::EndSeed(_)
+            | EventBody::Other(_) => {}
+        }
+    }
+
+    /// What is unfinished now.
+    pub fn interrupted(&self) -> Interrupted {
+        let mut calls: Vec<OpenCall> = self.calls.values().cloned().collect();
+        calls.sort_by_key(|c| (c.seq, c.line));
+        Interrupted {
+            calls,
+            steps: self.steps.clone(),
+            turns: self.turns.clone(),
+            unidentified_calls: self.unidentified.clone(),
+        }
+    }
+}
+
+/// A call that received a synthetic result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepairedCall {
+    /// The call.
+    pub call: OpenCall,
+    /// The `seq` of its synthetic `tool/result`.
+    pub result_seq: u64,
+}
+
+/// What [`repair_interrupted`] appended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepairReport {
+    /// Calls that received a `TOOL_OUTCOME_UNKNOWN` result, in log order.
+    pub results: Vec<RepairedCall>,
+    /// Steps closed with `step/end`.
+    pub closed_steps: Vec<StepRecord>,
+    /// Turns closed with `turn/end` (`reason.kind: "interrupted"`).
+    pub closed_turns: Vec<u64>,
+    /// Calls without a string `callId`, which cannot be repaired (reported on every repair).
+    pub unidentified_calls: Vec<UnidentifiedCall>,
+}
+
+impl RepairReport {
+    /// Whether nothing was appended.
+    pub fn is_empty(&self) -> bool {
+        self.results.is_empty() && self.closed_steps.is_empty() && self.closed_turns.is_empty()
+    }
+}
+
+/// Resume repair (SPEC §7.6): appends, in one durable batch, a synthetic `tool/result` for every
+/// call without a result (`isError: true`, one text block [`TOOL_OUTCOME_UNKNOWN_TEXT`],
+/// `error: {"name":"ToolOutcomeUnknownError","code":"TOOL_OUTCOME_UNKNOWN"}`, a fresh
+/// `message.id`, the call's `turn` and `step`), then `step/end` for every open step and `turn/end`
+/// with `reason.kind: "interrupted"` for every open turn.
+///
+/// Call it right after opening a log for write, before the host appends anything: under the
+/// writer's lock no other process is writing, so whatever the log leaves unfinished was
+/// interrupted. Later, the calls the host itself has in flight are not interrupted, and repairing
+/// them would be wrong. It is idempotent: a second call finds nothing and appends nothing.
+///
+/// The synthetic result's `message.id` is `interrupted-tool-result-<callId>-<seq>`, unique in the
+/// log because the `seq` is. It carries `sourceEventSeqs: [<call seq>]` and
+/// `surfaceOp: "append"`, as the reference host's repair does. When the call has no readable
+/// `turn` or `step`, that key is left out rather than invented.
+pub fn repair_interrupted(writer: &mut dyn SessionWriter) -> Result<RepairReport, StoreError> {
+    let interrupted = writer.interrupted();
+    let location = writer.location().display().to_string();
+    let mut report = RepairReport {
+        unidentified_calls: interrupted.unidentified_calls.clone(),
+        ..RepairReport::default()
+    };
+    for call in &report.unidentified_calls {
+        tracing::warn!(
+            location = %location,
+            line = call.line,
+            seq = call.seq,
+            "a tool call without a string callId cannot receive a repair result"
+        );
+    }
+    if interrupted.is_empty() {
+        return Ok(report);
+    }
+    let mut seq = writer.next_seq();
+    let mut events = Vec::new();
+    for call in interrupted.calls {
+        events.push(synthetic_result(seq, &call)?);
+        report.results.push(RepairedCall {
+            call,
+            result_seq: seq,
+        });
+        seq += 1;
+    }
+    for step in interrupted.steps.iter().rev() {
+        events.push(Record::step_end(step.turn, step.step).into_event(seq)?);
+        report.closed_steps.push(*step);
+        seq += 1;
+    }
+    for turn in interrupted.turns.iter().rev() {
+        events.push(Record::turn_end(*turn, "interrupted").into_event(seq)?);
+        report.closed_turns.push(*turn);
+        seq += 1;
+    }
+    writer.append(&events)?;
+    for repaired in &report.results {
+        tracing::warn!(
+            location = %location,
+            call_id = %repaired.call.call_id,
+            call_seq = repaired.call.seq,
+            result_seq = repaired.result_seq,
+            "resume repair: tool call had no result; appended TOOL_OUTCOME_UNKNOWN"
+        );
+    }
+    for step in &report.closed_steps {
+        tracing::warn!(location = %location, turn = step.turn, step = step.step,
+            "resume repair: closed an interrupted step");
+    }
+    for turn in &report.closed_turns {
+        tracing::warn!(location = %location, turn,
+            "resume repair: closed an interrupted turn");
+    }
+    Ok(report)
+}
+
+/// The synthetic `tool/result` for `call`, newest layout (§7.5).
+fn synthetic_result(seq: u64, call: &OpenCall) -> Result<crate::LogEvent, serde_json::Error> {
+    let record = ToolResultRecord::new(
+        call.turn,
+        call.step,
+        format!("interrupted-tool-result-{}-{seq}", call.call_id),
+        call.call_id.as_str().into(),
+        TOOL_OUTCOME_UNKNOWN_TEXT,
+        true,
+    )
+    .with_error(
+        ErrorCode::ToolOutcomeUnknown.error_name(),
+        ErrorCode::ToolOutcomeUnknown,
+    );
+    Ok(Record::ToolResult(record)
+        .into_event(seq)?
+        .with_source_event_seqs(vec![call.seq]))
+}

@@ -1,0 +1,247 @@
+//! Checkpoint anchors (SPEC §9.6): what ties a checkpoint to one point of one log (the session id,
+//! the header's hash, the byte length and event count there, and the hash of the record that ends
+//! there), and how a store checks one against its bytes. The checks run over any `Read + Seek`,
+//! so the file store and the in-memory store share them.
+
+use std::cmp::Ordering;
+use std::fmt::Write as _;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::decode::CorruptReason;
+use crate::header::SessionHeader;
+use crate::scan::{LogScanner, ScanPosition, seq_after_record};
+
+/// The buffer size for reading logs: large enough that reading costs few system calls.
+pub(crate) const READ_BUFFER: usize = 1 << 16;
+
+/// Where a checkpoint stands in its log, as the checkpoint document's `log` object writes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LogAnchor {
+    /// The log's session id (header `id`).
+    pub session_id: String,
+    /// Lowercase hex SHA-256 of the header line (line end included).
+    pub header_hash: String,
+    /// Events in the log before `byte_length` (a packed row counts one per member).
+    pub event_count: u64,
+    /// The offset just past the last record covered (a line end).
+    pub byte_length: u64,
+    /// SHA-256 of the line that ends at `byte_length` (the header line when no record precedes).
+    pub last_record_hash: String,
+}
+
+/// Where the last record of a scan lies: its byte offset and length (line end included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordSpan {
+    /// The record's first byte.
+    pub byte_offset: u64,
+    /// Its length, line end included.
+    pub len: usize,
+}
+
+/// Why an anchor does not fit the log (SPEC §9.6).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AnchorMismatch {
+    /// It is for another session.
+    #[error("checkpoint of another session ({found:?})")]
+    SessionId {
+        /// Its `sessionId`.
+        found: String,
+    },
+    /// The log's header is not the one it was taken on.
+    #[error("the log's header does not match the checkpoint's headerHash")]
+    HeaderHash,
+    /// The log is shorter than the anchor (e.g. a torn tail was cut).
+    #[error("checkpoint byteLength {byte_length} is past the end of the log ({log_length} bytes)")]
+    PastEnd {
+        /// Its `byteLength`.
+        byte_length: u64,
+        /// The log's length.
+        log_length: u64,
+    },
+    /// `byteLength` does not end a line after the header (or `eventCount` is not 0 at the header).
+    #[error("checkpoint byteLength {byte_length} is not the end of a record")]
+    NotAtRecordEnd {
+        /// Its `byteLength`.
+        byte_length: u64,
+    },
+    /// The line ending at `byteLength` is not the record the anchor was taken after.
+    #[error("the record ending at byteLength does not match the checkpoint's lastRecordHash")]
+    LastRecordHash,
+    /// The line ending at `byteLength` hashes right but is not a record.
+    #[error("the line ending at byteLength is not a record: {0}")]
+    NotARecord(CorruptReason),
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for byte in &digest {
+        // Writing to a `String` cannot fail.
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+/// The header line (line end included) and the header it holds.
+fn header_of<R: Read + Seek>(source: &mut R) -> io::Result<(Vec<u8>, Option<SessionHeader>)> {
+    source.seek(SeekFrom::Start(0))?;
+    let mut line = Vec::new();
+    BufReader::new(&mut *source).read_until(b'\n', &mut line)?;
+    let header = LogScanner::open(line.as_slice())
+        .ok()
+        .map(|(header, _)| header);
+    Ok((line, header))
+}
+
+/// Checks `anchor` against a log of `log_length` bytes read from `source`.
+pub(crate) fn resolve<R: Read + Seek>(
+    source: &mut R,
+    log_length: u64,
+    anchor: &LogAnchor,
+) -> io::Result<Result<(SessionHeader, ScanPosition), AnchorMismatch>> {
+    let (header_line, header) = header_of(source)?;
+    let header_hash = sha256_hex(&header_line);
+    let header_end = header_line.len() as u64;
+    let header = match header {
+        Some(header) if header.id.as_str() == anchor.session_id => header,
+        _ => {
+            return Ok(Err(AnchorMismatch::SessionId {
+                found: anchor.session_id.clone(),
+            }));
+        }
+    };
+    if anchor.header_hash != header_hash {
+        return Ok(Err(AnchorMismatch::HeaderHash));
+    }
+    if anchor.byte_length > log_length {
+        return Ok(Err(AnchorMismatch::PastEnd {
+            byte_length: anchor.byte_length,
+            log_length,
+        }));
+    }
+    let not_at_end = AnchorMismatch::NotAtRecordEnd {
+        byte_length: anchor.byte_length,
+    };
+    let expected_seq = match anchor.byte_length.cmp(&header_end) {
+        Ordering::Less => return Ok(Err(not_at_end)),
+        Ordering::Equal => {
+            if anchor.event_count != 0 {
+                return Ok(Err(not_at_end));
+            }
+            if anchor.last_record_hash != header_hash {
+                return Ok(Err(AnchorMismatch::LastRecordHash));
+            }
+            0
+        }
+        Ordering::Greater => {
+            let Some(line) = line_ending_at(source, header_end, anchor.byte_length)? else {
+                return Ok(Err(not_at_end));
+            };
+            if sha256_hex(&line) != anchor.last_record_hash {
+                return Ok(Err(AnchorMismatch::LastRecordHash));
+            }
+            match seq_after_record(&line, anchor.event_count) {
+                Ok(seq) => seq,
+                Err(reason) => return Ok(Err(AnchorMismatch::NotARecord(reason))),
+            }
+        }
+    };
+    Ok(Ok((
+        header,
+        ScanPosition {
+            byte_offset: anchor.byte_length,
+            line: 0,
+            expected_seq,
+            events: anchor.event_count,
+        },
+    )))
+}
+
+/// The anchor at `end`, whose last record is `last`.
+pub(crate) fn anchor_at<R: Read + Seek>(
+    source: &mut R,
+    end: ScanPosition,
+    last: Option<RecordSpan>,
+) -> io::Result<Option<LogAnchor>> {
+    let (header_line, header) = header_of(source)?;
+    let Some(header) = header else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the log has no readable header",
+        ));
+    };
+    let header_hash = sha256_hex(&header_line);
+    let (byte_length, event_count, last_record_hash) = match last {
+        None => (header_line.len() as u64, 0, header_hash.clone()),
+        Some(span) => {
+            let mut line = vec![0; span.len];
+            source.seek(SeekFrom::Start(span.byte_offset))?;
+            source.read_exact(&mut line)?;
+            if seq_after_record(&line, end.events) != Ok(end.expected_seq) {
+                return Ok(None);
+            }
+            (end.byte_offset, end.events, sha256_hex(&line))
+        }
+    };
+    Ok(Some(LogAnchor {
+        session_id: header.id.as_str().to_owned(),
+        header_hash,
+        event_count,
+        byte_length,
+        last_record_hash,
+    }))
+}
+
+/// The line that ends at `end` (its `\n` included), read backwards in blocks; `None` when the byte
+/// before `end` is not a `\n`. The line starts after the previous `\n`, and never before `start`
+/// (the end of the header).
+fn line_ending_at<R: Read + Seek>(
+    source: &mut R,
+    start: u64,
+    end: u64,
+) -> io::Result<Option<Vec<u8>>> {
+    let mut blocks: Vec<Vec<u8>> = Vec::new();
+    let mut pos = end;
+    while pos > start {
+        let block_start = pos.saturating_sub(READ_BUFFER as u64).max(start);
+        let mut block = vec![0; usize::try_from(pos - block_start).unwrap_or(usize::MAX)];
+        source.seek(SeekFrom::Start(block_start))?;
+        source.read_exact(&mut block)?;
+        let search = if pos == end {
+            match block.split_last() {
+                Some((b'\n', rest)) => rest,
+                _ => return Ok(None),
+            }
+        } else {
+            &block[..]
+        };
+        if let Some(i) = memchr::memrchr(b'\n', search) {
+            blocks.push(block[i + 1..].to_vec());
+            break;
+        }
+        blocks.push(block);
+        pos = block_start;
+    }
+    blocks.reverse();
+    Ok(Some(blocks.concat()))
+}
+
+/// Physical lines before `end`: the line ends in the first `end` bytes.
+pub(crate) fn count_lines<R: Read + Seek>(source: &mut R, end: u64) -> io::Result<u64> {
+    source.seek(SeekFrom::Start(0))?;
+    let mut reader = source.take(end);
+    let mut block = vec![0; READ_BUFFER];
+    let mut lines = 0;
+    loop {
+        let n = reader.read(&mut block)?;
+        if n == 0 {
+            return Ok(lines);
+        }
+        lines += memchr::memchr_iter(b'\n', &block[..n]).count() as u64;
+    }
+}

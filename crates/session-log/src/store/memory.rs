@@ -1,0 +1,304 @@
+//! The in-memory store: the [`SessionStore`] contract over byte buffers. Each log is exactly the
+//! bytes a JSONL file would hold, read by the same scanner, so findings, positions and anchors
+//! are the file store's. "Durable" means "in this process's memory": nothing survives the
+//! process, which is what tests and throw-away sessions want.
+
+use std::collections::HashMap;
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use super::anchor::{self, AnchorMismatch, LogAnchor, RecordSpan};
+use super::{
+    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError, encode_batch, scan_log,
+    scan_on, warn_findings,
+};
+use crate::envelope::{LogEvent, NewSession};
+use crate::event::SessionEvent;
+use crate::header::SessionHeader;
+use crate::repair::{Interrupted, Tracker};
+use crate::scan::{ScanPosition, ScanReport};
+
+/// Session logs in memory. Cloning gives another handle to the same logs. See the
+/// [module docs](self).
+#[derive(Clone, Debug, Default)]
+pub struct MemoryStore {
+    logs: Arc<Mutex<HashMap<String, Arc<Mutex<MemoryLog>>>>>,
+}
+
+#[derive(Debug, Default)]
+struct MemoryLog {
+    bytes: Vec<u8>,
+    writer: bool,
+    checkpoint: Option<Vec<u8>>,
+    torn_tails: Vec<(u64, Vec<u8>)>,
+}
+
+/// Locks a mutex, recovering from poisoning: no critical section here can leave a log half
+/// changed (each edit is one `Vec` operation after every check).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The bytes of the log `name`, as a JSONL file of it would hold them.
+    pub fn bytes(&self, name: &str) -> Option<Vec<u8>> {
+        self.log(name).map(|log| lock(&log).bytes.clone())
+    }
+
+    /// Puts a log in place as the given bytes (a log copied from elsewhere, or one with a torn
+    /// tail or corrupt lines, as a crash or another writer could leave it), replacing any log and
+    /// checkpoint of that name.
+    pub fn insert_bytes(&self, name: &str, bytes: Vec<u8>) {
+        let log = MemoryLog {
+            bytes,
+            ..MemoryLog::default()
+        };
+        lock(&self.logs).insert(name.to_owned(), Arc::new(Mutex::new(log)));
+    }
+
+    /// The torn tails cut from the log `name` by opens for write: each one's byte offset and bytes.
+    pub fn torn_tails(&self, name: &str) -> Vec<(u64, Vec<u8>)> {
+        self.log(name)
+            .map(|log| lock(&log).torn_tails.clone())
+            .unwrap_or_default()
+    }
+
+    fn log(&self, name: &str) -> Option<Arc<Mutex<MemoryLog>>> {
+        lock(&self.logs).get(name).cloned()
+    }
+
+    fn existing(&self, name: &str) -> Result<Arc<Mutex<MemoryLog>>, StoreError> {
+        self.log(name).ok_or_else(|| {
+            StoreError::io(
+                "open",
+                &self.location(name),
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such session log"),
+            )
+        })
+    }
+
+    /// Runs `f` over a copy of the log's bytes, so that no lock is held while a visitor runs.
+    fn with_bytes<T>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&Path, &[u8]) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let bytes = lock(&*self.existing(name)?).bytes.clone();
+        f(&self.location(name), &bytes)
+    }
+}
+
+impl SessionStore for MemoryStore {
+    fn location(&self, name: &str) -> PathBuf {
+        PathBuf::from(format!("memory:{name}"))
+    }
+
+    fn exists(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.log(name).is_some())
+    }
+
+    fn create(
+        &self,
+        name: &str,
+        session: &NewSession,
+    ) -> Result<Box<dyn SessionWriter>, StoreError> {
+        {
+            let mut logs = lock(&self.logs);
+            if logs.contains_key(name) {
+                return Err(StoreError::Exists {
+                    path: self.location(name),
+                });
+            }
+            let log = MemoryLog {
+                bytes: session.header_line().into_bytes(),
+                ..MemoryLog::default()
+            };
+            logs.insert(name.to_owned(), Arc::new(Mutex::new(log)));
+        }
+        let (writer, _) = self.open(name, &mut ())?;
+        Ok(writer)
+    }
+
+    fn open(
+        &self,
+        name: &str,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<(Box<dyn SessionWriter>, OpenReport), StoreError> {
+        let log = self.existing(name)?;
+        let location = self.location(name);
+        let bytes = {
+            let mut guard = lock(&log);
+            if guard.writer {
+                return Err(StoreError::Locked { path: location });
+            }
+            guard.writer = true;
+            guard.bytes.clone()
+        };
+        // From here on this open owns the log; a failure gives the ownership back.
+        let release = |log: &Mutex<MemoryLog>| lock(log).writer = false;
+        let (header, scan, tracker) = match scan_log(&location, bytes.as_slice(), visitor) {
+            Ok(scanned) => scanned,
+            Err(error) => {
+                release(&log);
+                return Err(error);
+            }
+        };
+        let torn_tail_saved_to = scan.torn_tail.map(|torn| {
+            let mut guard = lock(&log);
+            let start = usize::try_from(torn.byte_offset)
+                .unwrap_or(usize::MAX)
+                .min(guard.bytes.len());
+            let tail = guard.bytes.split_off(start);
+            guard.torn_tails.push((torn.byte_offset, tail));
+            PathBuf::from(format!("memory:{name}.torn-{}", torn.byte_offset))
+        });
+        let report = OpenReport {
+            header: header.clone(),
+            scan,
+            torn_tail_saved_to,
+            interrupted: tracker.interrupted(),
+        };
+        warn_findings(&location, &report);
+        let writer = MemoryWriter {
+            log,
+            location,
+            header,
+            position: report.scan.end,
+            tracker,
+        };
+        Ok((Box::new(writer), report))
+    }
+
+    fn read(&self, name: &str, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
+        self.with_bytes(name, |location, bytes| {
+            let (header, scan, tracker) = scan_log(location, bytes, visitor)?;
+            let report = OpenReport {
+                header,
+                scan,
+                torn_tail_saved_to: None,
+                interrupted: tracker.interrupted(),
+            };
+            warn_findings(location, &report);
+            Ok(report)
+        })
+    }
+
+    fn scan_from(
+        &self,
+        name: &str,
+        at: ScanPosition,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<ScanReport, StoreError> {
+        self.with_bytes(name, |location, bytes| {
+            let start = usize::try_from(at.byte_offset)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
+            scan_on(location, &bytes[start..], at, visitor)
+        })
+    }
+
+    fn line_of(&self, name: &str, byte_offset: u64) -> Result<u64, StoreError> {
+        self.with_bytes(name, |location, bytes| {
+            anchor::count_lines(&mut Cursor::new(bytes), byte_offset)
+                .map_err(|e| StoreError::io("read", location, e))
+        })
+    }
+
+    fn is_writing(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(lock(&*self.existing(name)?).writer)
+    }
+
+    fn resolve_anchor(
+        &self,
+        name: &str,
+        anchor: &LogAnchor,
+    ) -> Result<Result<(SessionHeader, ScanPosition), AnchorMismatch>, StoreError> {
+        self.with_bytes(name, |location, bytes| {
+            anchor::resolve(&mut Cursor::new(bytes), bytes.len() as u64, anchor)
+                .map_err(|e| StoreError::io("read", location, e))
+        })
+    }
+
+    fn anchor_at(
+        &self,
+        name: &str,
+        end: ScanPosition,
+        last: Option<RecordSpan>,
+    ) -> Result<Option<LogAnchor>, StoreError> {
+        self.with_bytes(name, |location, bytes| {
+            anchor::anchor_at(&mut Cursor::new(bytes), end, last)
+                .map_err(|e| StoreError::io("read", location, e))
+        })
+    }
+
+    fn load_checkpoint(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(lock(&*self.existing(name)?).checkpoint.clone())
+    }
+
+    fn save_checkpoint(&self, name: &str, document: &[u8]) -> Result<PathBuf, StoreError> {
+        lock(&*self.existing(name)?).checkpoint = Some(document.to_vec());
+        Ok(PathBuf::from(format!("memory:{name}.checkpoint")))
+    }
+}
+
+/// The writer of one in-memory log; dropping it gives up ownership.
+struct MemoryWriter {
+    log: Arc<Mutex<MemoryLog>>,
+    location: PathBuf,
+    header: SessionHeader,
+    position: ScanPosition,
+    tracker: Tracker,
+}
+
+impl Drop for MemoryWriter {
+    fn drop(&mut self) {
+        lock(&self.log).writer = false;
+    }
+}
+
+impl SessionWriter for MemoryWriter {
+    fn append(&mut self, events: &[LogEvent]) -> Result<Vec<SessionEvent>, StoreError> {
+        let Some((batch, written)) = encode_batch(self.position.expected_seq, events)? else {
+            return Ok(Vec::new());
+        };
+        lock(&self.log).bytes.extend_from_slice(batch.as_bytes());
+        for event in &written {
+            self.position.line += 1;
+            self.tracker.observe(self.position.line, event);
+        }
+        self.position.byte_offset += batch.len() as u64;
+        self.position.expected_seq += events.len() as u64;
+        self.position.events += events.len() as u64;
+        Ok(written)
+    }
+
+    fn next_seq(&self) -> u64 {
+        self.position.expected_seq
+    }
+
+    fn position(&self) -> ScanPosition {
+        self.position
+    }
+
+    fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    fn location(&self) -> &Path {
+        &self.location
+    }
+
+    fn interrupted(&self) -> Interrupted {
+        self.tracker.interrupted()
+    }
+
+    fn is_poisoned(&self) -> bool {
+        false
+    }
+}

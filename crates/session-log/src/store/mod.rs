@@ -1,0 +1,461 @@
+//! The storage seam (SPEC §9.6): [`SessionStore`] holds session logs by name, and a
+//! [`SessionWriter`] is the single writer of one of them. Two implementations:
+//!
+//! * [`JsonlStore`]: one JSONL file per session in a directory (format §7), with every durability
+//!   rule of §9.6: the header published atomically (temporary file, `fsync`, no-replace link,
+//!   directory `fsync`); an exclusive advisory lock per writer; `sync_data` before an append is
+//!   acknowledged; a failed batch truncated away, and a writer that cannot truncate poisoned; a
+//!   torn tail saved to a sidecar before it is cut; checkpoints replaced atomically.
+//! * [`MemoryStore`]: the same contract over byte buffers in memory, for tests and for hosts
+//!   that need no durability.
+//!
+//! Both read through the one [`LogScanner`](crate::LogScanner), so every store agrees on what a
+//! record, a `seq` and a finding are. A checkpoint is an opaque document to a store; what it
+//! checks is the [`LogAnchor`] the document names (the log's identity, length and last record).
+//!
+//! The contract every implementation must meet is one test suite (`ask-user-testkit`'s
+//! `store_contract`), run against each store.
+
+mod anchor;
+mod file;
+mod jsonl;
+mod memory;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::envelope::{LogEvent, NewSession};
+use crate::event::SessionEvent;
+use crate::header::{HeaderError, SessionHeader};
+use crate::repair::{Interrupted, Tracker};
+use crate::scan::{OpenError, ScanPosition, ScanReport, Scanned};
+
+pub use anchor::{AnchorMismatch, LogAnchor, RecordSpan, sha256_hex};
+pub use file::LogFile;
+pub use jsonl::{
+    CHECKPOINT_SUFFIX, JsonlStore, LogWriter, StagedCheckpoint, checkpoint_path, read_log,
+    read_log_with, stage_checkpoint, write_checkpoint, writer_is_live,
+};
+pub use memory::MemoryStore;
+
+/// Session logs by name. See the [module docs](self).
+///
+/// A name is what the store maps to a log: a file name in the store's directory for
+/// [`JsonlStore`], any string for [`MemoryStore`]. Every method is synchronous; none holds a lock
+/// across a call into the caller's visitor other than the log's own.
+pub trait SessionStore: Send + Sync {
+    /// Where the log `name` lives, for messages (a path, or `memory:<name>`).
+    fn location(&self, name: &str) -> PathBuf;
+
+    /// Whether a log of this name exists.
+    fn exists(&self, name: &str) -> Result<bool, StoreError>;
+
+    /// Creates a new log whose only line is `session`'s header record and returns its writer
+    /// ([`StoreError::Exists`] if there is one already). The header is durable before it returns.
+    fn create(
+        &self,
+        name: &str,
+        session: &NewSession,
+    ) -> Result<Box<dyn SessionWriter>, StoreError>;
+
+    /// Opens a log for write with exclusive ownership ([`StoreError::Locked`] while another writer
+    /// holds it): scans it once, showing every line to `visitor`, saves a torn tail aside and cuts
+    /// it. It does not repair (see [`repair_interrupted`](crate::repair_interrupted)).
+    fn open(
+        &self,
+        name: &str,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<(Box<dyn SessionWriter>, OpenReport), StoreError>;
+
+    /// Reads a log without taking ownership and without changing anything (a torn tail is
+    /// reported and left), showing every line to `visitor`.
+    fn read(&self, name: &str, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError>;
+
+    /// Reads on from `at` (a record boundary an earlier scan or a checkpoint gave) to the end,
+    /// read-only, showing every line to `visitor`. Line numbers in the report and the visitor are
+    /// counted from `at.line` (a checkpoint's position has line 0; see
+    /// [`SessionStore::line_of`]).
+    fn scan_from(
+        &self,
+        name: &str,
+        at: ScanPosition,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<ScanReport, StoreError>;
+
+    /// The number of physical lines before `byte_offset` (to turn line numbers counted from a
+    /// checkpoint into physical ones).
+    fn line_of(&self, name: &str, byte_offset: u64) -> Result<u64, StoreError>;
+
+    /// Whether a writer holds the log now. Never modifies the log.
+    fn is_writing(&self, name: &str) -> Result<bool, StoreError>;
+
+    /// Checks `anchor` against the log (SPEC §9.6): same session, same header, `byte_length`
+    /// within the log at the end of the record the anchor hashes. `Ok(Ok((header, position)))`
+    /// gives the log's header and where to resume (line 0); `Ok(Err(_))` says why the anchor is
+    /// stale.
+    fn resolve_anchor(
+        &self,
+        name: &str,
+        anchor: &LogAnchor,
+    ) -> Result<Result<(SessionHeader, ScanPosition), AnchorMismatch>, StoreError>;
+
+    /// The anchor of the log at `end` (a scan's end position), whose last record is `last` (`None`:
+    /// no record after the header). `Ok(None)` when that position cannot be anchored: its last
+    /// record has no explicit `seq` and follows a gap, so the next `seq` could not be recovered.
+    fn anchor_at(
+        &self,
+        name: &str,
+        end: ScanPosition,
+        last: Option<RecordSpan>,
+    ) -> Result<Option<LogAnchor>, StoreError>;
+
+    /// The checkpoint document saved for the log, if any.
+    fn load_checkpoint(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Replaces the log's checkpoint document atomically (a reader sees the old one or the new
+    /// one) and returns where it lives.
+    fn save_checkpoint(&self, name: &str, document: &[u8]) -> Result<PathBuf, StoreError>;
+}
+
+/// The single writer of one log. Appends are durable before they are acknowledged.
+pub trait SessionWriter: Send {
+    /// Appends `events` as one durable batch (SPEC §9.6). The first `seq` must be
+    /// [`SessionWriter::next_seq`] and the batch contiguous; each event must be one record line
+    /// that reads back as itself ([`LogEvent::to_line`]). Nothing of a refused or failed batch
+    /// stays in the log; a writer that cannot undo a failed batch is poisoned and refuses every
+    /// later append. An empty batch writes nothing.
+    ///
+    /// Returns the appended events as the log reader decodes them, so a host feeds its live
+    /// projection exactly what a replay would see.
+    fn append(&mut self, events: &[LogEvent]) -> Result<Vec<SessionEvent>, StoreError>;
+
+    /// The `seq` the next appended event must carry.
+    fn next_seq(&self) -> u64;
+
+    /// Where the log ends now.
+    fn position(&self) -> ScanPosition;
+
+    /// The header record.
+    fn header(&self) -> &SessionHeader;
+
+    /// Where the log lives, for messages.
+    fn location(&self) -> &Path;
+
+    /// What the log leaves unfinished now, counting what this writer appended.
+    fn interrupted(&self) -> Interrupted;
+
+    /// Whether a failed rollback poisoned the writer.
+    fn is_poisoned(&self) -> bool;
+}
+
+/// What opening a log found (SPEC §9.6). Every finding is also a `tracing` warning.
+#[derive(Clone, Debug)]
+pub struct OpenReport {
+    /// The header record.
+    pub header: SessionHeader,
+    /// Corrupt lines (skipped, never deleted), lossy lines, seq gaps, the torn tail, and where
+    /// the last complete line ended (`end`: byte offset, physical lines, expected next `seq`,
+    /// decoded events).
+    pub scan: ScanReport,
+    /// Where an open for write saved the torn tail before cutting it
+    /// (`<log name>.torn-<byte offset>`); `None` when there was none or the open was read-only.
+    pub torn_tail_saved_to: Option<PathBuf>,
+    /// What the log leaves unfinished (calls without results, open steps and turns). For a log no
+    /// process is writing, that is what resume repair would append for.
+    pub interrupted: Interrupted,
+}
+
+impl OpenReport {
+    /// Whether the scan found nothing to report (a log left unfinished is not a finding).
+    pub fn is_clean(&self) -> bool {
+        self.scan.is_clean()
+    }
+}
+
+/// Sees every complete line while a log is scanned, in one pass with the store's own scan: a host
+/// folds the projection or restores its inbox without reading the log twice.
+pub trait LogVisitor {
+    /// The header record, before any line.
+    fn header(&mut self, header: &SessionHeader) {
+        let _ = header;
+    }
+
+    /// One complete line after the header: a record, or a corrupt line that is skipped.
+    fn line(&mut self, scanned: &Scanned<'_>);
+}
+
+/// The visitor that looks at nothing.
+impl LogVisitor for () {
+    fn line(&mut self, _: &Scanned<'_>) {}
+}
+
+/// Scans a whole log from its start: the header, then every line, tracking what is unfinished.
+pub(crate) fn scan_log<R: io::BufRead>(
+    location: &Path,
+    reader: R,
+    visitor: &mut dyn LogVisitor,
+) -> Result<(SessionHeader, ScanReport, Tracker), StoreError> {
+    let (header, mut scanner) =
+        crate::LogScanner::open(reader).map_err(|e| StoreError::open(location, e))?;
+    visitor.header(&header);
+    let mut tracker = Tracker::default();
+    while let Some(scanned) = scanner
+        .next_line()
+        .map_err(|e| StoreError::io("read", location, e))?
+    {
+        if let Scanned::Record(record) = &scanned
+            && let Some(event) = record.record.event()
+        {
+            tracker.observe(record.line, event);
+        }
+        visitor.line(&scanned);
+    }
+    Ok((header, scanner.into_report(), tracker))
+}
+
+/// Scans on from `at`, read-only.
+pub(crate) fn scan_on<R: io::BufRead>(
+    location: &Path,
+    reader: R,
+    at: ScanPosition,
+    visitor: &mut dyn LogVisitor,
+) -> Result<ScanReport, StoreError> {
+    let mut scanner = crate::LogScanner::resume(reader, at);
+    while let Some(scanned) = scanner
+        .next_line()
+        .map_err(|e| StoreError::io("read", location, e))?
+    {
+        visitor.line(&scanned);
+    }
+    Ok(scanner.into_report())
+}
+
+/// Checks a batch for an append at `expected_seq` (first `seq`, contiguity, each event one record
+/// that reads back as itself) and renders its lines: `None` for an empty batch.
+pub(crate) fn encode_batch(
+    expected_seq: u64,
+    events: &[LogEvent],
+) -> Result<Option<(String, Vec<SessionEvent>)>, StoreError> {
+    let Some(first) = events.first() else {
+        return Ok(None);
+    };
+    if first.seq != expected_seq {
+        return Err(StoreError::SeqMismatch {
+            expected: expected_seq,
+            found: first.seq,
+        });
+    }
+    let mut batch = String::new();
+    let mut written = Vec::with_capacity(events.len());
+    for (index, event) in events.iter().enumerate() {
+        let expected = first.seq.checked_add(index as u64);
+        if expected != Some(event.seq) {
+            return Err(StoreError::NotContiguous {
+                index,
+                expected: expected.unwrap_or(u64::MAX),
+                found: event.seq,
+            });
+        }
+        let (line, decoded) = event.to_line().map_err(|reason| StoreError::InvalidEvent {
+            seq: event.seq,
+            reason,
+        })?;
+        written.push(decoded);
+        batch.push_str(&line);
+    }
+    Ok(Some((batch, written)))
+}
+
+/// Turns every finding of an open into a `tracing` warning.
+pub(crate) fn warn_findings(path: &Path, report: &OpenReport) {
+    let path = path.display();
+    if report.header.version.is_none() {
+        tracing::warn!(%path, "the session header has no version; read as 0");
+    }
+    for corrupt in &report.scan.corrupt_lines {
+        tracing::warn!(
+            %path,
+            line = corrupt.line,
+            byte_offset = corrupt.byte_offset,
+            len = corrupt.len,
+            reason = %corrupt.reason,
+            "corrupt line skipped (kept in the file)"
+        );
+    }
+    for lossy in &report.scan.lossy_lines {
+        tracing::warn!(
+            %path,
+            line = lossy.line,
+            byte_offset = lossy.byte_offset,
+            "invalid UTF-8 read lossily"
+        );
+    }
+    for gap in &report.scan.seq_gaps {
+        tracing::warn!(
+            %path,
+            line = gap.line,
+            expected = gap.expected,
+            found = gap.found,
+            "seq gap"
+        );
+    }
+    if let Some(torn) = report.scan.torn_tail {
+        if let Some(sidecar) = &report.torn_tail_saved_to {
+            tracing::warn!(
+                %path,
+                byte_offset = torn.byte_offset,
+                len = torn.len,
+                sidecar = %sidecar.display(),
+                "torn tail saved to the sidecar and truncated"
+            );
+        } else {
+            tracing::warn!(
+                %path,
+                byte_offset = torn.byte_offset,
+                len = torn.len,
+                "torn tail ignored (read-only open)"
+            );
+        }
+    }
+}
+
+/// Why a store operation failed. Findings in a log (corrupt lines, a torn tail, …) are not errors:
+/// they are reported in the [`OpenReport`]. A stale checkpoint is not an error either.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file system operation failed.
+    #[error("cannot {op} {}: {source}", path.display())]
+    Io {
+        /// What was being done (`"open"`, `"read"`, …).
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The header record is missing or unreadable: the file cannot be identified as a session log.
+    #[error("{}: {source}", path.display())]
+    Header {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the header.
+        #[source]
+        source: HeaderError,
+    },
+    /// Creating a log whose file already exists.
+    #[error("session log {} already exists", path.display())]
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Another writer holds the log's lock.
+    #[error("session log {} is already open for write by another process", path.display())]
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The batch does not start at the log's next `seq`. Nothing was written.
+    #[error("append refused: the log's next seq is {expected}, the batch starts at {found}")]
+    SeqMismatch {
+        /// The log's next `seq`.
+        expected: u64,
+        /// The first event's `seq`.
+        found: u64,
+    },
+    /// The batch's `seq`s are not contiguous. Nothing was written.
+    #[error("append refused: event {index} of the batch has seq {found}, expected {expected}")]
+    NotContiguous {
+        /// The event's index in the batch.
+        index: usize,
+        /// The `seq` it should carry.
+        expected: u64,
+        /// The `seq` it carries.
+        found: u64,
+    },
+    /// An event that is not one readable JSON record line. Nothing was written.
+    #[error("append refused: the event with seq {seq} is not a valid record: {reason}")]
+    InvalidEvent {
+        /// The event's `seq`.
+        seq: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Writing or syncing a batch failed. The batch is not in the log: it was truncated away,
+    /// unless `rollback` holds the truncation's own failure, in which case the writer is poisoned.
+    #[error("appending to {} failed: {source}{}", path.display(), RollbackNote(rollback.as_ref()))]
+    AppendFailed {
+        /// The file.
+        path: PathBuf,
+        /// The write or sync failure.
+        #[source]
+        source: io::Error,
+        /// The failure of truncating back, if that failed too.
+        rollback: Option<io::Error>,
+    },
+    /// An earlier append could not be rolled back; this writer refuses every append.
+    #[error(
+        "the writer of {} is poisoned: a failed append could not be rolled back; reopen the log",
+        path.display()
+    )]
+    Poisoned {
+        /// The file.
+        path: PathBuf,
+    },
+    /// An event could not be serialised.
+    #[error("cannot serialise an event: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Appends the rollback failure to an append error's message, when there is one.
+struct RollbackNote<'a>(Option<&'a io::Error>);
+
+impl fmt::Display for RollbackNote<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(e) => write!(
+                f,
+                "; truncating back also failed ({e}), so the writer is poisoned"
+            ),
+            None => f.write_str("; the partial batch was truncated away"),
+        }
+    }
+}
+
+impl StoreError {
+    /// A stable code for each kind of failure, for messages and exit codes.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Io { .. } => "LOG_IO",
+            Self::Header { .. } => "LOG_HEADER",
+            Self::Exists { .. } => "LOG_EXISTS",
+            Self::Locked { .. } => "LOG_LOCKED",
+            Self::SeqMismatch { .. } => "SEQ_MISMATCH",
+            Self::NotContiguous { .. } => "SEQ_NOT_CONTIGUOUS",
+            Self::InvalidEvent { .. } | Self::Json(_) => "INVALID_EVENT",
+            Self::AppendFailed { .. } => "APPEND_FAILED",
+            Self::Poisoned { .. } => "WRITER_POISONED",
+        }
+    }
+
+    /// An I/O failure of `op` on `path`.
+    pub fn io(op: &'static str, path: &Path, source: io::Error) -> Self {
+        Self::Io {
+            op,
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    /// A log that could not be opened (its header, or reading it).
+    pub fn open(path: &Path, error: OpenError) -> Self {
+        match error {
+            OpenError::Header(source) => Self::Header {
+                path: path.to_owned(),
+                source,
+            },
+            OpenError::Io(source) => Self::io("read", path, source),
+        }
+    }
+}
