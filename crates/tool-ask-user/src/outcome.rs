@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use user_questions::{Answered, AskError, CallId, ErrorCode, UserQuestionError};
 
-use crate::timed::PendingResult;
+use crate::pending::PendingResult;
 
 /// The outcome of one tool call, ready for the model and for the log.
 #[derive(Clone, Debug, PartialEq)]
