@@ -287,13 +287,13 @@ impl UserQuestions {
             Err(error) => {
                 let error = if let Some(end) = wait.end() {
                     end_error(end)
-                } else if error.code() == Some(ErrorCode::NoProvider.as_str()) {
+                } else if is_code(&error, &ErrorCode::NoProvider) {
                     // Nobody is connected: hold until the window closes (bounded by the deadline).
                     end_error(wait.ended().await)
                 } else {
                     error
                 };
-                if error.code() == Some(ErrorCode::AskTimedOut.as_str()) {
+                if is_code(&error, &ErrorCode::AskTimedOut) {
                     Ok(TimedOutcome::Pending {
                         call_id: call_id.clone(),
                     })
@@ -692,15 +692,20 @@ impl<'a> Lifecycle<'a> {
 impl Drop for Lifecycle<'_> {
     fn drop(&mut self) {
         self.finish(QuestionEventKind::Cancelled {
-            code: Some(ErrorCode::AskAborted.as_str().to_owned()),
+            code: Some(ErrorCode::AskAborted),
         });
     }
 }
 
 fn cancelled(error: &AskError) -> QuestionEventKind {
     QuestionEventKind::Cancelled {
-        code: error.code().map(str::to_owned),
+        code: error.as_question().map(|typed| typed.error_code().clone()),
     }
+}
+
+/// Whether `error` is a typed error with this code.
+fn is_code(error: &AskError, code: &ErrorCode) -> bool {
+    error.as_question().is_some_and(|typed| typed.is(code))
 }
 
 fn end_error(end: WaitEnd) -> AskError {

@@ -14,7 +14,8 @@ use common::*;
 use tokio::sync::Notify;
 use tokio::time::advance;
 use user_questions::{
-    AskRequest, CancellationToken, QuestionEventKind, TimedAskRequest, TimedOutcome,
+    AskError, AskRequest, CancellationToken, ErrorCode, QuestionEventKind, TimedAskRequest,
+    TimedOutcome,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -263,7 +264,7 @@ async fn concurrent_asks_drain_the_registry() {
     for task in tasks {
         match task.await.unwrap() {
             Ok(TimedOutcome::Answered(_)) => answered += 1,
-            Err(e) if e.code() == Some("ASK_ABORTED") => aborted += 1,
+            Err(AskError::Question(e)) if e.is(&ErrorCode::AskAborted) => aborted += 1,
             other => panic!("{other:?}"),
         }
     }
