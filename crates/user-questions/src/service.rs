@@ -392,24 +392,18 @@ impl UserQuestions {
         self.inner.events.publish(event);
     }
 
-    /// The number of registered foreground waits (test visibility, SPEC §4.7.2).
-    #[doc(hidden)]
+    /// The number of foreground waits registered now: one per `ask_timed` call that is still
+    /// running (SPEC §4.7.2). Every wait is unregistered when its call ends, however it ends, and
+    /// shutdown drops them all.
+    ///
+    /// A host exports it as a metric (timed questions waiting for a person), or checks that it is
+    /// back to 0 once no timed call runs: a leak check (the "no timers left" check of SPEC §12).
     pub fn live_waits(&self) -> usize {
         lock(&self.inner.waits)
             .by_agent
             .values()
             .map(|entry| entry.calls.len())
             .sum()
-    }
-
-    /// The registered wait of `agent` under `call_id` (test visibility).
-    #[doc(hidden)]
-    pub fn wait_of(&self, agent: &AgentHandle, call_id: &CallId) -> Option<TimedQuestionWait> {
-        lock(&self.inner.waits)
-            .by_agent
-            .get(&agent_key(agent))
-            .and_then(|entry| entry.calls.get(call_id))
-            .map(|live| live.wait.clone())
     }
 
     /// The number of registered answerers. A host that registers the tool but no answerer should

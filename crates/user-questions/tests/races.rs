@@ -104,7 +104,7 @@ async fn run_timed(steps: &[Step], claim_first: bool) {
             .await
     });
     settle().await;
-    let wait = w.seam.wait_of(&w.r, &call("race")).expect("registered");
+    assert_eq!(w.seam.live_waits(), 1, "registered");
     let mut claim = if claim_first {
         Some(w.seam.attach_wait(&w.r, &call("race")).unwrap().unwrap())
     } else {
@@ -139,10 +139,13 @@ async fn run_timed(steps: &[Step], claim_first: bool) {
         }
     };
     assert_eq!(outcome, expected, "{steps:?} claim={claim_first}");
+    if let Some(claim) = &claim {
+        assert!(claim.end().is_some(), "{steps:?}: the wait ended");
+    }
     drop(claim);
     assert_eq!(w.seam.live_waits(), 0, "{steps:?}");
-    assert!(!wait.has_timer(), "{steps:?}");
-    assert!(wait.end().is_some());
+    settle().await;
+    assert_eq!(alive_tasks(), 0, "{steps:?}: no timer is left");
     assert_eq!(*ui.dropped.lock().unwrap(), 1, "the answerer future ended");
     let terminal: Vec<_> = events
         .drain()
