@@ -12,7 +12,7 @@ use std::time::Duration;
 use ask_user_cli::host::{Host, HostOptions, LogTarget};
 use tool_ask_user::AskUserConfig;
 use user_questions::{
-    AnswerBatch, AnswerItem, AskError, CallId, CancellationToken, InMemoryAgentRegistry,
+    AnswerBatch, AnswerItem, AskError, CallId, CancellationToken, ErrorCode, InMemoryAgentRegistry,
     Provenance, RegisterOptions, ScriptedAnswerer, SessionId,
 };
 use user_questions_projection::{ActiveState, fold_log};
@@ -112,7 +112,7 @@ async fn i1_a_child_agent_cannot_ask_and_reports_the_question_instead() {
         let final_result = if outcome
             .error
             .as_ref()
-            .is_some_and(|e| e.code == "DELEGATED_CALLER")
+            .is_some_and(|e| e.code == ErrorCode::DelegatedCaller)
         {
             format!("Not decided (needs the person): {question}")
         } else {

@@ -316,9 +316,12 @@ impl LateAnswers {
             .map(|entry| entry.reservation.clone())
     }
 
-    /// The number of live session instances holding reservations (test visibility: reservations
-    /// of dropped instances are gone).
-    #[doc(hidden)]
+    /// The number of live session instances that hold at least one reservation, i.e. that have a
+    /// late reply queued or claimed and not yet admitted (SPEC §4.9). A dropped session instance is
+    /// never counted: its reservations go with it.
+    ///
+    /// A host exports it as a metric (sessions with a late reply in flight), or checks it for
+    /// leaks: it falls back to 0 once every reply is admitted or released, or its session dropped.
     pub fn reserved_sessions(&self) -> usize {
         let mut reservations = lock(&self.inner.reservations);
         reservations.purge();

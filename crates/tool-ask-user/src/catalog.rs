@@ -8,7 +8,8 @@
 use user_questions::{ErrorCode, TOOL_NAME};
 
 use crate::config::{AskUserConfig, ConfigError};
-use crate::definition::{ToolDefinition, definition};
+use crate::definition::ToolDefinition;
+use crate::tool::definition;
 
 /// What the catalog shows for this crate.
 #[derive(Clone, Copy, Debug)]

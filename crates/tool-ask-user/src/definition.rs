@@ -1,11 +1,8 @@
-//! The tool definition a host offers the model (SPEC §5.1, §5.2), built from a configuration
-//! without a seam, so the catalog generator can build it too (SPEC §10).
+//! The tool definition a host offers the model (SPEC §5.1, §5.2): the type only. Each mode module
+//! (`legacy.rs`, `timed.rs`) builds its own; `tool.rs` picks one for a configuration.
 
 use serde::Serialize;
 use serde_json::Value;
-
-use crate::config::{AskUserConfig, AskUserMode, ConfigError};
-use crate::{legacy, timed};
 
 /// One `ask_user_question` definition: name, description, parameters and output schemas.
 ///
@@ -35,15 +32,4 @@ impl ToolDefinition {
             .and_then(Value::as_object)
             .is_some_and(|properties| properties.contains_key("timeout"))
     }
-}
-
-/// The definition for a configuration: the legacy one, or the timed one whose `timeout`
-/// description states the configured default. Fails when the timeout is out of range (in both
-/// modes, SPEC §2.1).
-pub fn definition(config: &AskUserConfig) -> Result<ToolDefinition, ConfigError> {
-    config.validate()?;
-    Ok(match config.mode {
-        AskUserMode::Legacy => legacy::definition(),
-        AskUserMode::Timed => timed::definition(config.timeout),
-    })
 }

@@ -7,8 +7,9 @@
 //!
 //! This module shares no argument type, description or mapping code with the timed definition
 //! (`timed.rs`), so work on the timed tool cannot change it. What both use is infrastructure: the
-//! schema generator (`schema.rs`), the schema-driven argument check (`args.rs`) and the result
-//! rendering (`outcome.rs`), whose output the snapshots pin as well.
+//! schema generator (`schema.rs`), the schema-driven argument check (`args.rs`), the result
+//! rendering (`outcome.rs`), whose output the snapshots pin as well, and the plain types
+//! `ToolDefinition` and `ToolContext`.
 //!
 //! Behaviour: it always waits for an answer or an error and never reports pending; its requests
 //! carry no wait key; `multi_select` maps to `multiSelect`; extra keys are dropped.
@@ -18,10 +19,10 @@ use serde::Deserialize;
 use user_questions::{AskRequest, Question, QuestionOption, TOOL_NAME, UserQuestions};
 
 use crate::args;
+use crate::context::ToolContext;
 use crate::definition::ToolDefinition;
 use crate::outcome::ToolOutcome;
 use crate::schema::schema_of;
-use crate::tool::ToolContext;
 
 /// The tool description (gist G1). **Frozen.**
 pub(crate) const DESCRIPTION: &str = "Ask the person a short question when you need confirmation, a choice among options, or a missing fact to go on.";

@@ -41,9 +41,11 @@
 mod args;
 mod catalog;
 mod config;
+mod context;
 mod definition;
 mod legacy;
 mod outcome;
+mod pending;
 mod registry;
 mod schema;
 mod timed;
@@ -54,11 +56,12 @@ pub use config::{
     AskUserConfig, AskUserMode, ConfigError, DEFAULT_TIMEOUT_SECS, INDEFINITE_TIMEOUT,
     MAX_TIMEOUT_SECS, is_valid_timeout,
 };
-pub use definition::{ToolDefinition, definition};
+pub use context::ToolContext;
+pub use definition::ToolDefinition;
 pub use outcome::{ErrorInfo, ToolOutcome, ToolResultData};
+pub use pending::PENDING_NOTICE;
 pub use registry::{RegistryError, ToolGuard, ToolRegistry};
-pub use timed::PENDING_NOTICE;
-pub use tool::{AskUserTool, ToolContext};
+pub use tool::{AskUserTool, definition};
 pub use user_questions::TOOL_NAME;
 
 #[doc = include_str!("../README.md")]

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use user_questions::{Answered, AskError, CallId, ErrorCode, UserQuestionError};
 
-use crate::timed::PendingResult;
+use crate::pending::PendingResult;
 
 /// The outcome of one tool call, ready for the model and for the log.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,8 +35,8 @@ pub struct ToolOutcome {
 pub struct ErrorInfo {
     /// `UserQuestionError`, `ToolArgsError` or `AbortError`.
     pub name: String,
-    /// The stable code, e.g. `NO_PROVIDER`.
-    pub code: String,
+    /// The stable code, e.g. `NO_PROVIDER`; serialised as its string.
+    pub code: ErrorCode,
 }
 
 impl ToolOutcome {
@@ -95,7 +95,7 @@ impl ToolOutcome {
             value: None,
             error: Some(ErrorInfo {
                 name: error.error_code().error_name().to_owned(),
-                code: error.code().to_owned(),
+                code: error.error_code().clone(),
             }),
             meta: None,
         }

@@ -4,7 +4,8 @@
 //!
 //! Its schema declares the `timeout` property, which is how the projection tells a timed session
 //! from a legacy one (SPEC §8.3). It shares no argument type, description or mapping code with the
-//! legacy definition (`legacy.rs`).
+//! legacy definition (`legacy.rs`). The pending result value and its notice live in `pending.rs`,
+//! shared with the rendering.
 //!
 //! Execution order (SPEC §5.3): check the arguments; check `timeout` (E-T1); check the question
 //! limits before any dispatch, so a repeated id registers no wait and reaches no answerer; then a
@@ -12,25 +13,23 @@
 //! `ask` keyed by the call id.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use user_questions::{
-    AskRequest, CallId, Question, QuestionOption, TOOL_NAME, TimedAskRequest, TimedOutcome,
-    UserQuestions, WaitKey, check_question_limits,
+    AskRequest, Question, QuestionOption, TOOL_NAME, TimedAskRequest, TimedOutcome, UserQuestions,
+    WaitKey, check_question_limits,
 };
 
 use crate::args;
 use crate::config::{INDEFINITE_TIMEOUT, is_valid_timeout};
+use crate::context::ToolContext;
 use crate::definition::ToolDefinition;
 use crate::outcome::ToolOutcome;
+use crate::pending::PendingResult;
 use crate::schema::schema_of;
-use crate::tool::ToolContext;
 
 /// The tool description (gist G10). At most 200 characters (SPEC §10).
 pub(crate) const DESCRIPTION: &str = "Ask the person 1-4 short, plain, self-contained questions on facts you lack, their preferences or decisions. Skipped: empty selected, no custom. Pending: no answers in time; they may still reply.";
-
-/// The pending notice (gist G20): the `message` of the pending result.
-pub const PENDING_NOTICE: &str = "No answer arrived before the timeout. This is pending, not a skipped answer, and not permission. Continue with useful independent work. The person can still answer: the reply will arrive as a user message of kind answer_to_pending_question with this callId and the original questions.";
 
 /// Stands for the configured default in the `timeout` description.
 const DEFAULT_PLACEHOLDER: &str = "{default}";
@@ -72,31 +71,6 @@ struct ArgOption {
     label: String,
     /// What choosing this option implies.
     description: Option<String>,
-}
-
-/// The pending result value (SPEC §5.6): key order `pending, callId, message`.
-#[derive(Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct PendingResult<'a> {
-    /// True when the foreground wait ended before an answer batch was submitted. The questions can
-    /// still be answered; this is not a skipped answer.
-    #[schemars(extend("enum" = [true]))]
-    pending: bool,
-    /// The tool call whose questions are still pending.
-    #[serde(rename = "callId")]
-    call_id: &'a str,
-    /// How to continue while the questions stay answerable.
-    message: &'a str,
-}
-
-impl<'a> PendingResult<'a> {
-    pub(crate) fn new(call_id: &'a CallId) -> Self {
-        Self {
-            pending: true,
-            call_id: call_id.as_str(),
-            message: PENDING_NOTICE,
-        }
-    }
 }
 
 /// The answers result value (output schema; not model-facing).

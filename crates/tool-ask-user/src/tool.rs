@@ -1,64 +1,33 @@
-//! The tool object a host registers and calls: [`AskUserTool`], with the execution context
-//! [`ToolContext`] (SPEC §5.1, §5.3).
+//! The tool object a host registers and calls, [`AskUserTool`], and [`definition`] (SPEC §5.1,
+//! §5.3): the one place that chooses between the modes.
+//!
+//! Everything else sits below it: the mode modules (`legacy.rs`, `timed.rs`) build their own
+//! definition and run their own execution, on leaf modules that import no mode module
+//! (`definition.rs`, `context.rs`, `outcome.rs`, `pending.rs`, `args.rs`, `schema.rs`,
+//! `config.rs`).
 
 use std::fmt;
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
-use user_questions::{AgentHandle, CallId, TOOL_NAME, UserQuestions};
+use user_questions::{TOOL_NAME, UserQuestions};
 
 use crate::config::{AskUserConfig, AskUserMode, ConfigError};
-use crate::definition::{ToolDefinition, definition};
+use crate::context::ToolContext;
+use crate::definition::ToolDefinition;
 use crate::outcome::ToolOutcome;
 use crate::registry::{RegistryError, ToolGuard, ToolRegistry};
 use crate::{legacy, timed};
 
-/// What the host knows about one execution: the call id, the calling agent (when there is one)
-/// and the call's cancellation token.
-#[derive(Clone)]
-pub struct ToolContext {
-    /// The model's tool-call id, or the sub-call id of a programmatic dispatch.
-    pub call_id: CallId,
-    /// The exact calling agent; `None` for an agentless execution.
-    pub agent: Option<AgentHandle>,
-    /// Cancelled when the call or its turn is cancelled.
-    pub cancel: CancellationToken,
-}
-
-impl ToolContext {
-    /// An agentless context with a fresh token.
-    pub fn new(call_id: impl Into<CallId>) -> Self {
-        Self {
-            call_id: call_id.into(),
-            agent: None,
-            cancel: CancellationToken::new(),
-        }
-    }
-
-    /// Names the calling agent.
-    #[must_use]
-    pub fn with_agent(mut self, agent: AgentHandle) -> Self {
-        self.agent = Some(agent);
-        self
-    }
-
-    /// Uses this token for the call.
-    #[must_use]
-    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
-        self.cancel = cancel;
-        self
-    }
-}
-
-impl fmt::Debug for ToolContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolContext")
-            .field("call_id", &self.call_id)
-            .field("agent", &self.agent.as_ref().map(|a| a.id().clone()))
-            .field("cancelled", &self.cancel.is_cancelled())
-            .finish()
-    }
+/// The definition for a configuration: the legacy one, or the timed one whose `timeout`
+/// description states the configured default. Fails when the timeout is out of range (in both
+/// modes, SPEC §2.1). Needs no seam, so hosts and the catalog generator can call it.
+pub fn definition(config: &AskUserConfig) -> Result<ToolDefinition, ConfigError> {
+    config.validate()?;
+    Ok(match config.mode {
+        AskUserMode::Legacy => legacy::definition(),
+        AskUserMode::Timed => timed::definition(config.timeout),
+    })
 }
 
 /// The `ask_user_question` tool on top of a seam, in the mode its configuration chooses. Cheap to

@@ -5,13 +5,15 @@
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use common::*;
 use tokio::sync::Notify;
-use tool_ask_user::{CATALOG, ToolOutcome};
-use user_questions::{AnswerBatch, AnswerItem, CallId, CancellationToken, UserQuestionError};
+use tool_ask_user::{CATALOG, ErrorInfo, ToolOutcome};
+use user_questions::{
+    AnswerBatch, AnswerItem, CallId, CancellationToken, ErrorCode, UserQuestionError,
+};
 
 const GO: &str =
     r#"{"questions":[{"id":"go","question":"Go?","options":[{"label":"yes"},{"label":"no"}]}]}"#;
@@ -71,21 +73,22 @@ async fn rendered_successes() {
 async fn rendered_errors_cover_every_catalogued_code() {
     let outcomes = error_outcomes(&world()).await;
     let mut text = String::new();
-    let mut produced = BTreeSet::new();
+    let mut produced = HashSet::new();
     for (label, outcome) in &outcomes {
         assert!(outcome.is_error, "{label}: {outcome:?}");
         assert!(outcome.text.starts_with("Error: "), "{label}");
         if let Some(info) = &outcome.error {
-            assert!(label.starts_with(&info.code), "{label}: {info:?}");
+            // Each label starts with the code it produces, so the snapshot reads by code.
+            assert!(label.starts_with(info.code.as_str()), "{label}: {info:?}");
             produced.insert(info.code.clone());
         }
         text.push_str(&describe(label, outcome));
     }
     insta::assert_snapshot!("errors", text);
-    let catalogued: BTreeSet<String> = CATALOG
+    let catalogued: HashSet<ErrorCode> = CATALOG
         .variants
         .iter()
-        .flat_map(|v| v.error_codes.iter().map(|c| c.as_str().to_owned()))
+        .flat_map(|v| v.error_codes.iter().cloned())
         .collect();
     assert_eq!(
         produced, catalogued,
@@ -227,4 +230,20 @@ async fn tool_result_event_data() {
     assert_eq!(data["message"]["toolCallId"], "call_go");
     assert_eq!(data["message"]["content"][0]["text"], failed.text.as_str());
     assert_eq!(data["error"]["code"], "NO_PROVIDER");
+}
+
+/// Error info carries the code typed and serialises it as the SPEC's string (SPEC §3.3); a host
+/// reading its own log back gets the same value.
+#[test]
+fn error_info_code_is_typed_on_the_wire_as_its_string() {
+    let info = ErrorInfo {
+        name: "UserQuestionError".into(),
+        code: ErrorCode::NoProvider,
+    };
+    let json = serde_json::to_string(&info).unwrap();
+    assert_eq!(json, r#"{"name":"UserQuestionError","code":"NO_PROVIDER"}"#);
+    assert_eq!(serde_json::from_str::<ErrorInfo>(&json).unwrap(), info);
+    let foreign: ErrorInfo =
+        serde_json::from_str(r#"{"name":"UserQuestionError","code":"UI_GONE"}"#).unwrap();
+    assert_eq!(foreign.code, ErrorCode::Other("UI_GONE".into()));
 }

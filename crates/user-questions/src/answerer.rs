@@ -137,11 +137,6 @@ impl<'a> Next<'a> {
         }
         Ok(answered)
     }
-
-    /// How many answerers are left after this point.
-    pub fn remaining(&self) -> usize {
-        self.chain.len()
-    }
 }
 
 struct Registration {

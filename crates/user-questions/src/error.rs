@@ -7,6 +7,8 @@
 use std::error::Error as StdError;
 use std::fmt;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use crate::ids::CallId;
 use crate::util::quoted;
 
@@ -15,6 +17,10 @@ pub type BoxError = Box<dyn StdError + Send + Sync>;
 
 /// An error code. The known codes are SPEC §3.2's; answerers may use codes of their own
 /// ([`ErrorCode::Other`]), which the seam passes through unchanged.
+///
+/// On the wire it is its `SCREAMING_SNAKE` string ([`ErrorCode::as_str`]); it deserialises with
+/// [`ErrorCode::parse`], so a code of our own reads back as its variant and any other string as
+/// [`ErrorCode::Other`]. Compare codes as values, never as strings.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
     /// The request was cancelled before or while waiting, or the seam shut down.
@@ -161,6 +167,19 @@ impl ErrorCode {
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorCode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let code = String::deserialize(deserializer)?;
+        Ok(Self::parse(&code))
     }
 }
 

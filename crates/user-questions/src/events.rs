@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::broadcast;
 
+use crate::error::ErrorCode;
 use crate::ids::{AgentId, CallId, SessionId};
 use crate::vocab::{Provenance, Question, WaitKey};
 
@@ -57,7 +58,7 @@ pub enum QuestionEventKind {
     /// Any other end.
     Cancelled {
         /// The error code; `None` for a foreign error.
-        code: Option<String>,
+        code: Option<ErrorCode>,
     },
 }
 
@@ -230,7 +231,7 @@ fn trace_event(event: &QuestionEvent) {
         ),
         QuestionEventKind::Cancelled { code } => tracing::info!(
             target: "user_questions::lifecycle",
-            event = name, ask_id, call_id, agent_id, session_id, code = code.as_deref(),
+            event = name, ask_id, call_id, agent_id, session_id, code = code.as_ref().map(ErrorCode::as_str),
         ),
     }
     tracing::debug!(target: "user_questions::lifecycle", detail = ?event.kind);

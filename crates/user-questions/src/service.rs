@@ -287,13 +287,13 @@ impl UserQuestions {
             Err(error) => {
                 let error = if let Some(end) = wait.end() {
                     end_error(end)
-                } else if error.code() == Some(ErrorCode::NoProvider.as_str()) {
+                } else if is_code(&error, &ErrorCode::NoProvider) {
                     // Nobody is connected: hold until the window closes (bounded by the deadline).
                     end_error(wait.ended().await)
                 } else {
                     error
                 };
-                if error.code() == Some(ErrorCode::AskTimedOut.as_str()) {
+                if is_code(&error, &ErrorCode::AskTimedOut) {
                     Ok(TimedOutcome::Pending {
                         call_id: call_id.clone(),
                     })
@@ -392,24 +392,18 @@ impl UserQuestions {
         self.inner.events.publish(event);
     }
 
-    /// The number of registered foreground waits (test visibility, SPEC §4.7.2).
-    #[doc(hidden)]
+    /// The number of foreground waits registered now: one per `ask_timed` call that is still
+    /// running (SPEC §4.7.2). Every wait is unregistered when its call ends, however it ends, and
+    /// shutdown drops them all.
+    ///
+    /// A host exports it as a metric (timed questions waiting for a person), or checks that it is
+    /// back to 0 once no timed call runs: a leak check (the "no timers left" check of SPEC §12).
     pub fn live_waits(&self) -> usize {
         lock(&self.inner.waits)
             .by_agent
             .values()
             .map(|entry| entry.calls.len())
             .sum()
-    }
-
-    /// The registered wait of `agent` under `call_id` (test visibility).
-    #[doc(hidden)]
-    pub fn wait_of(&self, agent: &AgentHandle, call_id: &CallId) -> Option<TimedQuestionWait> {
-        lock(&self.inner.waits)
-            .by_agent
-            .get(&agent_key(agent))
-            .and_then(|entry| entry.calls.get(call_id))
-            .map(|live| live.wait.clone())
     }
 
     /// The number of registered answerers. A host that registers the tool but no answerer should
@@ -692,15 +686,20 @@ impl<'a> Lifecycle<'a> {
 impl Drop for Lifecycle<'_> {
     fn drop(&mut self) {
         self.finish(QuestionEventKind::Cancelled {
-            code: Some(ErrorCode::AskAborted.as_str().to_owned()),
+            code: Some(ErrorCode::AskAborted),
         });
     }
 }
 
 fn cancelled(error: &AskError) -> QuestionEventKind {
     QuestionEventKind::Cancelled {
-        code: error.code().map(str::to_owned),
+        code: error.as_question().map(|typed| typed.error_code().clone()),
     }
+}
+
+/// Whether `error` is a typed error with this code.
+fn is_code(error: &AskError, code: &ErrorCode) -> bool {
+    error.as_question().is_some_and(|typed| typed.is(code))
 }
 
 fn end_error(end: WaitEnd) -> AskError {

@@ -244,8 +244,13 @@ impl TimedQuestionWait {
         lock(&self.shared.state).claims
     }
 
-    /// Whether a host timer is armed (test visibility, SPEC §4.7.2).
-    #[doc(hidden)]
+    /// Whether the host countdown runs now: true while the wait is open, unclaimed and its timer
+    /// is armed; false while a claim holds it, and once it has ended or its private token is
+    /// cancelled (SPEC §4.7.2).
+    ///
+    /// A host that runs a wait of its own ([`TimedQuestionWait::new`]) uses it to show whether the
+    /// window is counting down or held by a claim, and to check that ending the wait disarmed its
+    /// timer (the "no timers left" check of SPEC §12).
     pub fn has_timer(&self) -> bool {
         self.shared.has_timer()
     }

@@ -614,6 +614,19 @@ fn error_codes_are_stable() {
     assert_eq!(ErrorCode::NoProvider.error_name(), "UserQuestionError");
 }
 
+#[test]
+fn error_codes_serialise_as_their_string() {
+    for code in ErrorCode::KNOWN
+        .into_iter()
+        .chain([ErrorCode::Other("UI_GONE".into())])
+    {
+        let json = serde_json::to_string(&code).unwrap();
+        assert_eq!(json, format!("\"{}\"", code.as_str()));
+        assert_eq!(serde_json::from_str::<ErrorCode>(&json).unwrap(), code);
+    }
+    assert!(serde_json::from_str::<ErrorCode>("42").is_err());
+}
+
 #[tokio::test]
 async fn answerer_codes_outside_the_taxonomy_pass_through() {
     let seam = bare_seam();

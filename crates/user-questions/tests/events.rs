@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::*;
 use user_questions::{
-    AnswerPath, AskRequest, CancellationToken, QuestionEvent, QuestionEventKind, Received,
-    TimedAskRequest, UserQuestionsConfig, WaitMode,
+    AnswerPath, AskRequest, CancellationToken, ErrorCode, QuestionEvent, QuestionEventKind,
+    Received, TimedAskRequest, UserQuestionsConfig, WaitMode,
 };
 
 fn names(events: &[QuestionEvent]) -> Vec<&'static str> {
@@ -106,7 +106,7 @@ async fn x8_cancelled_and_foreign() {
     assert_eq!(
         got[1].kind,
         QuestionEventKind::Cancelled {
-            code: Some("ASK_ABORTED".into())
+            code: Some(ErrorCode::AskAborted)
         }
     );
     drop(guard);

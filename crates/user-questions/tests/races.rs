@@ -14,7 +14,8 @@ use common::*;
 use tokio::sync::Notify;
 use tokio::time::advance;
 use user_questions::{
-    AskRequest, CancellationToken, QuestionEventKind, TimedAskRequest, TimedOutcome,
+    AskError, AskRequest, CancellationToken, ErrorCode, QuestionEventKind, TimedAskRequest,
+    TimedOutcome,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +104,7 @@ async fn run_timed(steps: &[Step], claim_first: bool) {
             .await
     });
     settle().await;
-    let wait = w.seam.wait_of(&w.r, &call("race")).expect("registered");
+    assert_eq!(w.seam.live_waits(), 1, "registered");
     let mut claim = if claim_first {
         Some(w.seam.attach_wait(&w.r, &call("race")).unwrap().unwrap())
     } else {
@@ -138,10 +139,13 @@ async fn run_timed(steps: &[Step], claim_first: bool) {
         }
     };
     assert_eq!(outcome, expected, "{steps:?} claim={claim_first}");
+    if let Some(claim) = &claim {
+        assert!(claim.end().is_some(), "{steps:?}: the wait ended");
+    }
     drop(claim);
     assert_eq!(w.seam.live_waits(), 0, "{steps:?}");
-    assert!(!wait.has_timer(), "{steps:?}");
-    assert!(wait.end().is_some());
+    settle().await;
+    assert_eq!(alive_tasks(), 0, "{steps:?}: no timer is left");
     assert_eq!(*ui.dropped.lock().unwrap(), 1, "the answerer future ended");
     let terminal: Vec<_> = events
         .drain()
@@ -263,7 +267,7 @@ async fn concurrent_asks_drain_the_registry() {
     for task in tasks {
         match task.await.unwrap() {
             Ok(TimedOutcome::Answered(_)) => answered += 1,
-            Err(e) if e.code() == Some("ASK_ABORTED") => aborted += 1,
+            Err(AskError::Question(e)) if e.is(&ErrorCode::AskAborted) => aborted += 1,
             other => panic!("{other:?}"),
         }
     }

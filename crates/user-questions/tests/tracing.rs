@@ -9,7 +9,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::*;
-use user_questions::{AskRequest, Question};
+use user_questions::{AskRequest, Question, UserQuestionError};
 
 fn numbered(n: usize) -> Vec<Question> {
     (0..n)
@@ -30,6 +30,27 @@ async fn x5_warns_above_recommended() {
         text.contains("WARN") && text.contains("recommended"),
         "{text}"
     );
+}
+
+/// The `cancelled` lifecycle event logs its code as the stable string at info level (SPEC §9.4).
+#[tokio::test]
+async fn cancelled_event_logs_the_code_string() {
+    let seam = bare_seam();
+    let _g =
+        TestAnswerer::new(Behaviour::Typed(UserQuestionError::ask_cancelled)).register(&seam, "ui");
+    let (writer, lines) = capture();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(writer)
+        .with_ansi(false)
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    assert!(seam.ask(AskRequest::new([q_scope()])).await.is_err());
+    let text = lines.lock().unwrap().clone();
+    let cancelled = text
+        .lines()
+        .find(|line| line.contains("INFO") && line.contains("event=\"cancelled\""))
+        .unwrap_or_else(|| panic!("no cancelled event in:\n{text}"));
+    assert!(cancelled.contains("code=\"ASK_CANCELLED\""), "{cancelled}");
 }
 
 fn capture() -> (

@@ -75,6 +75,14 @@ pub fn call(id: &str) -> CallId {
     CallId::from(id)
 }
 
+/// The tasks alive on the test's runtime. The seam spawns nothing but wait timers, so once a
+/// test's own tasks have ended, 0 means no timer is left (SPEC §12, "no timers left").
+pub fn alive_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
 /// What a test answerer does with a request.
 pub enum Behaviour {
     /// Answer each question with its first option label (`answeredBy: human`).
