@@ -1,8 +1,7 @@
 //! The reference host of the `ask_user_question` workspace: the durable JSONL session-log store
-//! and the projection checkpoint cache ([`store`], SPEC §9.6), and the interactive terminal
-//! answering surface ([`terminal`]): an answerer that shows each question as a card, with a live
-//! countdown for timed questions, and passes questions on when there is no terminal, so headless
-//! runs fail closed.
+//! and the projection checkpoint cache ([`store`], SPEC §9.6), the host that puts them together
+//! ([`host`]), and the `ask-user` commands ([`cli`]). The interactive terminal answering surface
+//! lives in the `ask-user-terminal` crate; it is re-exported here as [`terminal`].
 
 #![warn(missing_docs)]
 
@@ -10,7 +9,7 @@ pub mod cli;
 pub mod host;
 pub mod store;
 mod sync;
-pub mod terminal;
+pub use ask_user_terminal as terminal;
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

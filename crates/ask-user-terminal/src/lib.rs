@@ -67,6 +67,8 @@
 //! fails closed: `NO_PROVIDER` for blocking requests, `pending` at the deadline for timed ones.
 //! If the terminal fails while a card shows, its request is passed on the same way.
 
+#![warn(missing_docs)]
+
 mod answerer;
 mod card;
 mod countdown;
@@ -74,6 +76,7 @@ mod desk;
 mod keys;
 mod render;
 mod screen;
+mod sync;
 
 pub use answerer::{LateAnswer, LateAnswerHandler, TerminalAnswerer, TerminalOptions};
 pub use card::{CardAction, CardState, Draft, Editor};
@@ -81,3 +84,7 @@ pub use countdown::{Countdown, format_secs};
 pub use keys::Key;
 pub use render::{CardView, Clock, CloseMode, ReminderView, Scene, buffer_text, render_screen};
 pub use screen::{Display, VirtualTerminal, is_interactive_terminal};
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -13,9 +13,9 @@ use user_questions::{
     WaitKey, WeakUserQuestions, async_trait,
 };
 
-use super::countdown::Countdown;
-use super::desk::{CardEnd, Command, Desk, NewCard, Shared, Waiting};
-use super::screen::Display;
+use crate::countdown::Countdown;
+use crate::desk::{CardEnd, Command, Desk, NewCard, Shared, Waiting};
+use crate::screen::Display;
 
 /// A late answer: the person answered a question after its timed window had closed (the tool
 /// result was already `pending`). The host delivers it, typically with

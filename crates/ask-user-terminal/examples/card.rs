@@ -1,7 +1,7 @@
 //! Shows a question card in this terminal and prints the outcome as the model would read it.
 //!
 //! ```text
-//! cargo run -p ask-user-cli --example card -- QUESTIONS.json [--timed MS | --indefinite] [--call-id ID]
+//! cargo run -p ask-user-terminal --example card -- QUESTIONS.json [--timed MS | --indefinite] [--call-id ID]
 //! ```
 //!
 //! `QUESTIONS.json` holds questions in the service vocabulary:
@@ -27,7 +27,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use ask_user_cli::terminal::{TerminalAnswerer, TerminalOptions};
+use ask_user_terminal::{TerminalAnswerer, TerminalOptions};
 use tokio::sync::mpsc;
 use user_questions::{
     AgentHandle, AskRequest, CallId, HostBindings, InMemoryAgent, InMemoryAgentRegistry,

@@ -18,12 +18,12 @@ use user_questions::{
     AgentHandle, AnswerBatch, CallId, Provenance, Question, QuestionLimits, WaitClaim,
 };
 
-use super::answerer::{LateAnswer, LateAnswerHandler};
-use super::card::{CardAction, CardState};
-use super::countdown::Countdown;
-use super::keys::Key;
-use super::render::{CardView, Clock, CloseMode, ReminderView, Scene};
-use super::screen::{Display, Input, OpenScreen};
+use crate::answerer::{LateAnswer, LateAnswerHandler};
+use crate::card::{CardAction, CardState};
+use crate::countdown::Countdown;
+use crate::keys::Key;
+use crate::render::{CardView, Clock, CloseMode, ReminderView, Scene};
+use crate::screen::{Display, Input, OpenScreen};
 
 /// How a foreground request is keyed, and what the card holds for it.
 pub(crate) enum Waiting {

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ask_user_cli::terminal::{
+use ask_user_terminal::{
     Display, Key, LateAnswer, TerminalAnswerer, TerminalOptions, VirtualTerminal,
 };
 use tokio::task::JoinHandle;
