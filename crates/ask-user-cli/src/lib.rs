@@ -5,8 +5,9 @@
 #![warn(missing_docs)]
 
 pub mod cli;
-mod sync;
-pub mod terminal;
+/// The interactive terminal answering surface, now the `ask-user-terminal` crate; re-exported
+/// here, where the commands use it.
+pub use ask_user_terminal as terminal;
 
 /// The reference host, now the reusable `ask-user-host` crate; re-exported here, where the
 /// commands use it.

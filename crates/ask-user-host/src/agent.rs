@@ -6,11 +6,12 @@
 //! messages from the log, and a late reply queued before a crash is still queued after it (which is
 //! what keeps the one-reply rule across restarts, SPEC §4.9).
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pending_answer::HostEvent;
 use session_log::{EventBody, InboxTarget, LogVisitor, Record, Scanned, SpliceEdit};
 use tokio::sync::Notify;
+use user_questions::sync::lock_unpoisoned;
 use user_questions::{Agent, AgentHandle, AgentId, HostError, ScopeId, SessionRef, UserMessage};
 
 use crate::journal::{Journal, JournalError};
@@ -51,7 +52,7 @@ impl HostAgent {
     }
 
     fn queues(&self) -> MutexGuard<'_, Queues> {
-        self.queues.lock().unwrap_or_else(PoisonError::into_inner)
+        lock_unpoisoned(&self.queues)
     }
 
     /// Replays the inbox edits read from the log; returns how many messages are queued.

@@ -14,7 +14,7 @@
 //! `step/end`, `turn/end`.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pending_answer::{InMemoryProjectionHost, LateAnswers, ProjectionHost};
 use serde_json::json;
@@ -23,6 +23,7 @@ use session_log::{
     SessionWriter, StoreError, ToolResultRecord, repair_interrupted,
 };
 use tool_ask_user::{AskUserConfig, AskUserTool, ToolContext, ToolOutcome};
+use user_questions::sync::lock_unpoisoned;
 use user_questions::{
     AgentHandle, AgentRegistry, CallId, CancellationToken, HostBindings, InMemoryAgentRegistry,
     SessionId, SessionRef, UserMessage, UserQuestions, UserQuestionsConfig, same_agent,
@@ -484,7 +485,7 @@ impl Host {
     }
 
     fn position(&self) -> MutexGuard<'_, Position> {
-        self.position.lock().unwrap_or_else(PoisonError::into_inner)
+        lock_unpoisoned(&self.position)
     }
 
     /// Starts a turn: `turn/start`, then the turn claims the whole next-turn inbox (each claimed
@@ -684,10 +685,7 @@ fn result_record(
     )
     .with_meta(outcome.meta.clone());
     match &outcome.error {
-        Some(error) => record.with_error(
-            error.name.clone(),
-            user_questions::ErrorCode::parse(&error.code),
-        ),
+        Some(error) => record.with_error(error.name.clone(), error.code.clone()),
         None => record,
     }
 }

@@ -6,11 +6,12 @@
 //! under one lock, so the projection and the reservations see events in log order.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pending_answer::{HostEvent, InMemoryProjectionHost, LateAnswers};
 use session_log::{Record, SessionEvent, SessionWriter, StoreError};
 use user_questions::SessionRef;
+use user_questions::sync::lock_unpoisoned;
 
 /// Committing an event failed; nothing was acknowledged.
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +76,7 @@ impl Journal {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock_unpoisoned(&self.state)
     }
 
     /// Reports a host event that is not a commit (an inbox claim or discard) to late answers.

@@ -13,6 +13,9 @@
 //!   ([`HostEvent`]): a discarded reply, or a turn that ends without admitting it, makes the
 //!   question answerable again; an admitted reply settles it in the projection and is reported as
 //!   `answered` with path `late` in the seam's event stream.
+//! * [`LateAnswerSink`] is the contract an answering surface uses to hand over a late answer
+//!   ([`LateSubmission`]) and learn why it was not taken ([`LateRefusal`]); [`LateAnswers`]
+//!   implements it.
 //! * [`ProjectionHost`] gives the projection state of a live session; [`InMemoryProjectionHost`]
 //!   keeps it in memory for tests and the reference host.
 //!
@@ -24,6 +27,7 @@
 mod host;
 mod late;
 mod reply;
+mod sink;
 mod util;
 
 pub use host::{HostEvent, InMemoryProjectionHost, ProjectionHost};
@@ -32,6 +36,7 @@ pub use reply::{
     LateReply, REPLY_OUTCOME, REPLY_TEXT_KIND, is_reply_for, new_message_id, read_reply,
     reply_message, reply_text,
 };
+pub use sink::{LateAnswerSink, LateRefusal, LateSubmission};
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

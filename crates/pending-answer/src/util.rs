@@ -1,16 +1,12 @@
 //! Small helpers: poison-tolerant locking and session-instance identity (SPEC §0.3).
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 
 use user_questions::{Session, SessionRef};
 
-/// Locks a mutex, recovering from poisoning.
-///
-/// Every critical section in this crate leaves its map consistent before anything in it can panic
-/// (none of them calls into the host), so the data behind a poisoned lock is still valid.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+// Every critical section in this crate leaves its map consistent before anything in it can panic
+// (none of them calls into the host), so the data behind a poisoned lock is still valid.
+pub(crate) use user_questions::sync::lock_unpoisoned as lock;
 
 /// The map key of a live session instance: the address of the data it points to (vtables are
 /// ignored, as in `same_session`).

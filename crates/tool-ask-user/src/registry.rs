@@ -3,7 +3,10 @@
 //! registry, which also maps names to executors.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
+
+// No critical section here can leave the list half-changed.
+use user_questions::sync::lock_unpoisoned as lock;
 
 use crate::definition::ToolDefinition;
 
@@ -120,9 +123,4 @@ impl fmt::Debug for ToolGuard {
             .field("registered", &self.id.is_some())
             .finish_non_exhaustive()
     }
-}
-
-/// Locks the list, recovering from poisoning: no critical section here can leave it half-changed.
-fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(PoisonError::into_inner)
 }

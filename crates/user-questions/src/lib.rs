@@ -43,6 +43,7 @@ mod host;
 mod ids;
 mod scripted;
 mod service;
+pub mod sync;
 mod util;
 mod validate;
 mod vocab;

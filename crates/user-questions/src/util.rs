@@ -1,14 +1,8 @@
 //! Small helpers shared by the modules of this crate.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
-/// Locks a mutex, recovering from poisoning.
-///
-/// Every critical section in this crate leaves its data consistent before it can panic (none of
-/// them calls into user code), so the data behind a poisoned lock is still valid.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+// Every critical section in this crate leaves its data consistent before it can panic (none of
+// them calls into user code), so the data behind a poisoned lock is still valid.
+pub(crate) use crate::sync::lock_unpoisoned as lock;
 
 /// Wall-clock Unix milliseconds, for lifecycle events only (deadlines use the monotonic clock).
 pub(crate) fn now_unix_ms() -> i64 {

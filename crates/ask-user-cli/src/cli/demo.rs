@@ -21,7 +21,7 @@ use super::ask::interrupt_on_ctrl_c;
 use super::{CliError, Exit};
 use crate::host::{Host, HostOptions, LogTarget};
 use crate::store::now_ms;
-use crate::terminal::{LateAnswer, TerminalAnswerer, TerminalOptions, is_interactive_terminal};
+use crate::terminal::{TerminalAnswerer, TerminalOptions, is_interactive_terminal};
 
 /// The demo's tool call id.
 pub const DEMO_CALL_ID: &str = "call_demo_1";
@@ -160,19 +160,9 @@ impl Demo {
             );
         }
         // Late submissions from the card go through LateAnswers into the agent's durable inbox.
-        let late = host.late_answers().clone();
         let terminal = TerminalAnswerer::new(
             host.seam(),
-            TerminalOptions::new().on_late_answer(move |answer: LateAnswer| {
-                let agent = answer.agent.ok_or("this question has no agent to answer")?;
-                match late.answer(&agent, &answer.call_id, answer.answers, answer.provenance) {
-                    Ok(true) => Ok(()),
-                    Ok(false) => {
-                        Err("This question is no longer waiting for an answer.".to_owned())
-                    }
-                    Err(error) => Err(error.to_string()),
-                }
-            }),
+            TerminalOptions::new().on_late_answer(host.late_answers().clone()),
         );
         guards.push(terminal.register(host.seam()));
         let cancel = CancellationToken::new();

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use super::anchor::{self, AnchorMismatch, LogAnchor, RecordSpan};
 use super::{
@@ -34,11 +34,9 @@ struct MemoryLog {
     torn_tails: Vec<(u64, Vec<u8>)>,
 }
 
-/// Locks a mutex, recovering from poisoning: no critical section here can leave a log half
-/// changed (each edit is one `Vec` operation after every check).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+// No critical section here can leave a log half changed (each edit is one `Vec` operation after
+// every check), so the data behind a poisoned lock is still valid.
+use user_questions::sync::lock_unpoisoned as lock;
 
 impl MemoryStore {
     /// An empty store.

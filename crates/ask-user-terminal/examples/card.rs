@@ -1,7 +1,7 @@
 //! Shows a question card in this terminal and prints the outcome as the model would read it.
 //!
 //! ```text
-//! cargo run -p ask-user-cli --example card -- QUESTIONS.json [--timed MS | --indefinite] [--call-id ID]
+//! cargo run -p ask-user-terminal --example card -- QUESTIONS.json [--timed MS | --indefinite] [--call-id ID]
 //! ```
 //!
 //! `QUESTIONS.json` holds questions in the service vocabulary:
@@ -27,7 +27,8 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use ask_user_cli::terminal::{TerminalAnswerer, TerminalOptions};
+use ask_user_terminal::{TerminalAnswerer, TerminalOptions};
+use pending_answer::{LateRefusal, LateSubmission};
 use tokio::sync::mpsc;
 use user_questions::{
     AgentHandle, AskRequest, CallId, HostBindings, InMemoryAgent, InMemoryAgentRegistry,
@@ -118,10 +119,10 @@ async fn main() -> ExitCode {
     let (late_tx, mut late_rx) = mpsc::unbounded_channel();
     let answerer = TerminalAnswerer::new(
         &seam,
-        TerminalOptions::new().on_late_answer(move |late| {
-            late_tx
-                .send(late.answers)
-                .map_err(|_| "Nobody is waiting for late answers any more.".to_owned())
+        TerminalOptions::new().on_late_answer(move |late: LateSubmission| {
+            late_tx.send(late.answers).map_err(|_| {
+                LateRefusal::Undelivered("Nobody is waiting for late answers any more.".into())
+            })
         }),
     );
     let _guard = answerer.register(&seam);

@@ -2,7 +2,7 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ask_user_cli::terminal::{CardAction, CardState, Key};
+use ask_user_terminal::{CardAction, CardState, Key};
 use proptest::prelude::*;
 use user_questions::{Question, QuestionLimits, QuestionOption, validate_answers};
 

@@ -12,7 +12,7 @@
 
 use user_questions::{AnswerBatch, AnswerItem, Question, QuestionLimits, validate_answers};
 
-use super::keys::Key;
+use crate::keys::Key;
 
 /// What the host should do after a key.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,58 +4,25 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use pending_answer::LateAnswerSink;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use user_questions::{
-    AgentHandle, AnswerBatch, AnswerRequest, Answered, Answerer, AnswererError, AnswererGuard,
-    CallId, Next, Provenance, QuestionLimits, RegisterOptions, UserQuestionError, UserQuestions,
-    WaitKey, WeakUserQuestions, async_trait,
+    AnswerRequest, Answered, Answerer, AnswererError, AnswererGuard, CallId, Next, QuestionLimits,
+    RegisterOptions, UserQuestionError, UserQuestions, WaitKey, WeakUserQuestions, async_trait,
 };
 
-use super::countdown::Countdown;
-use super::desk::{CardEnd, Command, Desk, NewCard, Shared, Waiting};
-use super::screen::Display;
-
-/// A late answer: the person answered a question after its timed window had closed (the tool
-/// result was already `pending`). The host delivers it, typically with
-/// `LateAnswers::answer(agent, call_id, answers, provenance)` (SPEC §4.8).
-#[derive(Clone)]
-pub struct LateAnswer {
-    /// The call whose questions were answered.
-    pub call_id: CallId,
-    /// The agent that asked.
-    pub agent: Option<AgentHandle>,
-    /// The answers, validated against the questions as shown (SPEC §9.2).
-    pub answers: AnswerBatch,
-    /// `{"answerer": <this answerer's name>, "answeredBy": "human"}`.
-    pub provenance: Provenance,
-}
-
-impl fmt::Debug for LateAnswer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LateAnswer")
-            .field("call_id", &self.call_id)
-            .field("agent", &self.agent.as_ref().map(|a| a.id().clone()))
-            .field("answers", &self.answers)
-            .field("provenance", &self.provenance)
-            .finish()
-    }
-}
-
-/// Receives late answers. `Ok(())` means the host took the answer and the card closes;
-/// `Err(message)` keeps the card open and shows the message to the person (for example "a reply
-/// to this question is already queued", or "this question is no longer waiting").
-///
-/// It is called on the answerer's task, so it must return promptly.
-pub type LateAnswerHandler = Arc<dyn Fn(LateAnswer) -> Result<(), String> + Send + Sync>;
+use crate::countdown::Countdown;
+use crate::desk::{CardEnd, Command, Desk, NewCard, Shared, Waiting};
+use crate::screen::Display;
 
 /// How to build a [`TerminalAnswerer`].
 #[derive(Clone)]
 pub struct TerminalOptions {
     name: String,
     display: Display,
-    on_late_answer: Option<LateAnswerHandler>,
+    on_late_answer: Option<Arc<dyn LateAnswerSink>>,
 }
 
 impl Default for TerminalOptions {
@@ -79,7 +46,7 @@ impl fmt::Debug for TerminalOptions {
 }
 
 impl TerminalOptions {
-    /// Named `terminal`, on the process's terminal, with no late-answer handler.
+    /// Named `terminal`, on the process's terminal, with no late-answer sink.
     pub fn new() -> Self {
         Self::default()
     }
@@ -109,15 +76,16 @@ impl TerminalOptions {
         self
     }
 
-    /// Keeps a timed question on screen after its window closed and hands its answer to
-    /// `handler`. Without a handler, a card whose window closes is taken down with a one-line
-    /// note, and the question is left to other surfaces.
+    /// Keeps a timed question on screen after its window closed and submits its answer to
+    /// `sink`, typically the host's `LateAnswers` (SPEC §4.8). When the sink takes the answer the
+    /// card closes; when it refuses, the card stays open and shows the refusal's message to the
+    /// person. The sink is called on the answerer's task, so it must return promptly.
+    ///
+    /// Without a sink, a card whose window closes is taken down with a one-line note, and the
+    /// question is left to other surfaces.
     #[must_use]
-    pub fn on_late_answer(
-        mut self,
-        handler: impl Fn(LateAnswer) -> Result<(), String> + Send + Sync + 'static,
-    ) -> Self {
-        self.on_late_answer = Some(Arc::new(handler));
+    pub fn on_late_answer(mut self, sink: impl LateAnswerSink + 'static) -> Self {
+        self.on_late_answer = Some(Arc::new(sink));
         self
     }
 }
@@ -131,7 +99,7 @@ pub struct TerminalAnswerer {
     name: String,
     display: Display,
     limits: QuestionLimits,
-    on_late: Option<LateAnswerHandler>,
+    on_late: Option<Arc<dyn LateAnswerSink>>,
     shared: Arc<Shared>,
     desk: Mutex<Option<DeskHandle>>,
     next_id: AtomicU64,
@@ -200,7 +168,7 @@ impl TerminalAnswerer {
 
     /// The calls whose pending questions are still on this terminal, answerable late.
     pub fn late_calls(&self) -> Vec<CallId> {
-        crate::sync::lock(&self.shared.late).clone()
+        user_questions::sync::lock_unpoisoned(&self.shared.late).clone()
     }
 
     /// Takes down the pending card of `call_id` (for example when the question was settled
@@ -212,7 +180,7 @@ impl TerminalAnswerer {
     }
 
     fn running_desk(&self) -> Option<mpsc::UnboundedSender<Command>> {
-        let desk = crate::sync::lock(&self.desk);
+        let desk = user_questions::sync::lock_unpoisoned(&self.desk);
         desk.as_ref()
             .filter(|d| !d.commands.is_closed())
             .map(|d| d.commands.clone())
@@ -221,7 +189,7 @@ impl TerminalAnswerer {
     /// The desk's command channel, starting the desk task on first use (or after its runtime
     /// went away).
     fn desk(&self) -> mpsc::UnboundedSender<Command> {
-        let mut desk = crate::sync::lock(&self.desk);
+        let mut desk = user_questions::sync::lock_unpoisoned(&self.desk);
         if let Some(running) = desk.as_ref().filter(|d| !d.commands.is_closed()) {
             return running.commands.clone();
         }

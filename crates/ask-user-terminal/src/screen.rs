@@ -24,8 +24,8 @@ use ratatui::crossterm::terminal::{
 use ratatui::layout::Rect;
 use tokio::sync::{mpsc, watch};
 
-use super::keys::Key;
-use super::render::{Scene, buffer_text, render_screen};
+use crate::keys::Key;
+use crate::render::{Scene, buffer_text, render_screen};
 
 /// Something that happened at the keyboard or to the terminal.
 #[derive(Debug)]
@@ -179,7 +179,7 @@ impl OpenScreen {
     }
 }
 
-use crate::sync::lock;
+use user_questions::sync::lock_unpoisoned as lock;
 
 /// Whether this process's terminal is in our raw mode / alternate screen now.
 static TTY_ACTIVE: AtomicBool = AtomicBool::new(false);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use ask_user_cli::terminal::{Countdown, format_secs};
+use ask_user_terminal::{Countdown, format_secs};
 use tokio::time::{Instant, advance};
 
 const MS: Duration = Duration::from_millis(1);

@@ -8,16 +8,15 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ask_user_cli::terminal::{
-    Display, Key, LateAnswer, TerminalAnswerer, TerminalOptions, VirtualTerminal,
-};
+use ask_user_terminal::{Display, Key, TerminalAnswerer, TerminalOptions, VirtualTerminal};
+use pending_answer::{LateRefusal, LateSubmission};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, advance};
 use user_questions::{
     AgentHandle, AnswerBatch, AnswerItem, AnsweredBy, AnswererGuard, AskError, AskRequest, CallId,
     CancellationToken, HostBindings, InMemoryAgent, InMemoryAgentRegistry, InMemorySession,
     Provenance, Question, QuestionEventKind, QuestionOption, TimedAskRequest, TimedOutcome,
-    UserQuestions, UserQuestionsConfig, WaitKey,
+    UserQuestionError, UserQuestions, UserQuestionsConfig, WaitKey,
 };
 
 fn scope() -> Question {
@@ -34,15 +33,15 @@ fn confirm() -> Question {
         .with_options([QuestionOption::new("yes"), QuestionOption::new("no")])
 }
 
-type LateReplies = Arc<Mutex<VecDeque<Result<(), String>>>>;
+type LateReplies = Arc<Mutex<VecDeque<Result<(), LateRefusal>>>>;
 
 struct Host {
     seam: UserQuestions,
     agent: AgentHandle,
     vt: VirtualTerminal,
     terminal: Arc<TerminalAnswerer>,
-    late: Arc<Mutex<Vec<LateAnswer>>>,
-    /// What the late-answer handler answers next (`Ok` when empty).
+    late: Arc<Mutex<Vec<LateSubmission>>>,
+    /// What the late-answer sink answers next (`Ok` when empty).
     late_replies: LateReplies,
     _guard: AnswererGuard,
 }
@@ -66,7 +65,7 @@ fn host_with(late_handler: bool) -> Host {
     let mut options = TerminalOptions::new().with_display(Display::virtual_terminal(vt.clone()));
     if late_handler {
         let (late, replies) = (Arc::clone(&late), Arc::clone(&late_replies));
-        options = options.on_late_answer(move |answer| {
+        options = options.on_late_answer(move |answer: LateSubmission| {
             let reply = replies.lock().unwrap().pop_front().unwrap_or(Ok(()));
             if reply.is_ok() {
                 late.lock().unwrap().push(answer);
@@ -365,10 +364,12 @@ async fn a_late_submission_goes_to_the_late_answer_handler() {
     host.late_replies
         .lock()
         .unwrap()
-        .push_back(Err("A reply to this question is already queued.".into()));
+        .push_back(Err(LateRefusal::Rejected(UserQuestionError::reply_queued(
+            &CallId::from("ask-timed"),
+        ))));
     host.press(&[Key::Char('1'), Key::Enter]);
     // The host refused it: the card stays and says why.
-    let screen = see(&host.vt, "already queued").await;
+    let screen = see(&host.vt, "already waiting to be admitted").await;
     assert!(screen.contains("Proceed?"), "{screen}");
     assert!(host.late.lock().unwrap().is_empty());
     host.press(&[Key::Enter]);
@@ -387,6 +388,29 @@ async fn a_late_submission_goes_to_the_late_answer_handler() {
     assert_eq!(late[0].provenance, terminal_human());
     assert!(host.terminal.late_calls().is_empty());
     assert!(!host.vt.is_open());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_late_answer_shows_the_refusal_as_it_is() {
+    let host = host();
+    let ask = host.ask_timed(vec![confirm()], 1000);
+    see(&host.vt, "closes in").await;
+    assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
+    see(&host.vt, "pending: answer any time").await;
+    for (refusal, message) in [
+        (
+            LateRefusal::NotWaiting,
+            "This question is no longer waiting for an answer.",
+        ),
+        (LateRefusal::NoAgent, "this question has no agent to answer"),
+    ] {
+        host.late_replies.lock().unwrap().push_back(Err(refusal));
+        host.press(&[Key::Char('1'), Key::Enter]);
+        let screen = see(&host.vt, message).await;
+        assert!(screen.contains("Proceed?"), "{screen}");
+    }
+    assert!(host.late.lock().unwrap().is_empty());
+    assert_eq!(host.terminal.late_calls(), vec![CallId::from("ask-timed")]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -11,8 +11,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Padding, Paragraph, Widget};
 use unicode_width::UnicodeWidthStr;
 
-use super::card::{CardState, Draft};
-use super::countdown::format_secs;
+use crate::card::{CardState, Draft};
+use crate::countdown::format_secs;
 
 /// What the card's clock shows in its top-right corner.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

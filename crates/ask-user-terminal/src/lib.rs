@@ -38,8 +38,10 @@
 //! `remaining_ms()`. If the wait has already expired (no claim) it passes the question on. When
 //! the countdown reaches zero, the request ends with `ASK_TIMED_OUT` (the tool reports
 //! `pending`) and the card stays on screen, marked pending: a later submission goes to the
-//! host's [late-answer handler](TerminalOptions::on_late_answer). The claim is kept until the
-//! seam has taken the outcome, so an overdue host timer cannot beat a submitted answer.
+//! host's [late-answer sink](TerminalOptions::on_late_answer) (a
+//! [`LateAnswerSink`](pending_answer::LateAnswerSink), typically the host's `LateAnswers`); if
+//! the sink refuses it, the card stays and shows the refusal's message. The claim is kept until
+//! the seam has taken the outcome, so an overdue host timer cannot beat a submitted answer.
 //!
 //! # Closing a card (`Esc`)
 //!
@@ -67,6 +69,8 @@
 //! fails closed: `NO_PROVIDER` for blocking requests, `pending` at the deadline for timed ones.
 //! If the terminal fails while a card shows, its request is passed on the same way.
 
+#![warn(missing_docs)]
+
 mod answerer;
 mod card;
 mod countdown;
@@ -75,9 +79,13 @@ mod keys;
 mod render;
 mod screen;
 
-pub use answerer::{LateAnswer, LateAnswerHandler, TerminalAnswerer, TerminalOptions};
+pub use answerer::{TerminalAnswerer, TerminalOptions};
 pub use card::{CardAction, CardState, Draft, Editor};
 pub use countdown::{Countdown, format_secs};
 pub use keys::Key;
 pub use render::{CardView, Clock, CloseMode, ReminderView, Scene, buffer_text, render_screen};
 pub use screen::{Display, VirtualTerminal, is_interactive_terminal};
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

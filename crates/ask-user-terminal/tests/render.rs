@@ -2,7 +2,7 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ask_user_cli::terminal::{
+use ask_user_terminal::{
     CardState, CardView, Clock, CloseMode, Key, ReminderView, Scene, buffer_text, render_screen,
 };
 use insta::assert_snapshot;

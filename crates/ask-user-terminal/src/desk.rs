@@ -3,7 +3,7 @@
 //! Answer calls hand their card to the desk and wait for how it ended. The desk shows one card at
 //! a time (the oldest foreground card not hidden, else the oldest pending one), runs the local
 //! countdowns, and keeps a timed card on screen after its window closed, as a pending question
-//! whose answer goes to the host's late-answer handler. It takes the screen over only while it
+//! whose answer goes to the host's late-answer sink. It takes the screen over only while it
 //! has cards, and gives it back (raw mode off, normal screen) as soon as it has none.
 
 use std::future::{Future, pending};
@@ -12,18 +12,18 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
+use pending_answer::{LateAnswerSink, LateSubmission};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 use user_questions::{
     AgentHandle, AnswerBatch, CallId, Provenance, Question, QuestionLimits, WaitClaim,
 };
 
-use super::answerer::{LateAnswer, LateAnswerHandler};
-use super::card::{CardAction, CardState};
-use super::countdown::Countdown;
-use super::keys::Key;
-use super::render::{CardView, Clock, CloseMode, ReminderView, Scene};
-use super::screen::{Display, Input, OpenScreen};
+use crate::card::{CardAction, CardState};
+use crate::countdown::Countdown;
+use crate::keys::Key;
+use crate::render::{CardView, Clock, CloseMode, ReminderView, Scene};
+use crate::screen::{Display, Input, OpenScreen};
 
 /// How a foreground request is keyed, and what the card holds for it.
 pub(crate) enum Waiting {
@@ -83,7 +83,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     fn set_late(&self, call_id: &CallId, late: bool) {
-        let mut calls = crate::sync::lock(&self.late);
+        let mut calls = user_questions::sync::lock_unpoisoned(&self.late);
         calls.retain(|c| c != call_id);
         if late {
             calls.push(call_id.clone());
@@ -152,7 +152,7 @@ pub(crate) struct Desk {
     pub(crate) display: Display,
     pub(crate) limits: QuestionLimits,
     pub(crate) name: String,
-    pub(crate) on_late: Option<LateAnswerHandler>,
+    pub(crate) on_late: Option<Arc<dyn LateAnswerSink>>,
     pub(crate) shared: Arc<Shared>,
     cards: Vec<Card>,
     screen: Option<OpenScreen>,
@@ -170,7 +170,7 @@ impl Desk {
         display: Display,
         limits: QuestionLimits,
         name: String,
-        on_late: Option<LateAnswerHandler>,
+        on_late: Option<Arc<dyn LateAnswerSink>>,
         shared: Arc<Shared>,
     ) -> Self {
         Self {
@@ -363,18 +363,19 @@ impl Desk {
             let Some(on_late) = &self.on_late else {
                 return;
             };
-            let late = LateAnswer {
+            let late = LateSubmission {
                 call_id: call_id.clone(),
                 agent: agent.clone(),
                 answers: batch,
                 provenance: Provenance::human(self.name.clone()),
             };
-            match on_late(late) {
+            match on_late.submit(late) {
                 Ok(()) => {
                     let card = self.cards.remove(at);
                     self.forget_late(&card);
                 }
-                Err(message) => self.cards[at].state.set_notice(message),
+                // The refusal's message is written for the person: shown as it is.
+                Err(refusal) => self.cards[at].state.set_notice(refusal.to_string()),
             }
             return;
         }
