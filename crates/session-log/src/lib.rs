@@ -39,6 +39,7 @@ mod repair;
 mod scan;
 mod store;
 mod text;
+mod unfinished;
 
 pub use decode::{CHUNK_EVENT_TYPE, CorruptReason, DecodedRecord};
 pub use envelope::{LogEvent, NewSession, SESSION_FORMAT_VERSION, now_ms};
@@ -54,10 +55,7 @@ pub use record::{
     InboxTarget, Record, RequestHeaderRecord, RequestSnapshot, StepRecord, TextBlock,
     ToolCallRecord, ToolMessage, ToolResultRecord, TurnEndReason, TurnEndRecord, TurnRecord,
 };
-pub use repair::{
-    Interrupted, OpenCall, RepairReport, RepairedCall, TOOL_OUTCOME_UNKNOWN_TEXT, Tracker,
-    UnidentifiedCall, repair_interrupted,
-};
+pub use repair::{RepairReport, RepairedCall, TOOL_OUTCOME_UNKNOWN_TEXT, repair_interrupted};
 pub use scan::{
     CorruptLine, LogFinding, LogScanner, LossyLine, OpenError, ScanPosition, ScanReport, Scanned,
     ScannedRecord, SeqGap, TornTail, seq_after_record,
@@ -68,6 +66,7 @@ pub use store::{
     checkpoint_path, read_log, read_log_with, sha256_hex, stage_checkpoint, write_checkpoint,
     writer_is_live,
 };
+pub use unfinished::{Interrupted, OpenCall, Tracker, UnidentifiedCall};
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

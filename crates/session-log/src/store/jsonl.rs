@@ -15,8 +15,9 @@ use super::{
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
 use crate::header::SessionHeader;
-use crate::repair::{Interrupted, RepairReport, Tracker, repair_interrupted};
+use crate::repair::{RepairReport, repair_interrupted};
 use crate::scan::{ScanPosition, ScanReport, TornTail};
+use crate::unfinished::{Interrupted, Tracker};
 
 /// What follows the log's file name in its checkpoint's name.
 pub const CHECKPOINT_SUFFIX: &str = ".userQuestions.checkpoint.json";

@@ -16,8 +16,8 @@ use super::{
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
 use crate::header::SessionHeader;
-use crate::repair::{Interrupted, Tracker};
 use crate::scan::{ScanPosition, ScanReport};
+use crate::unfinished::{Interrupted, Tracker};
 
 /// Session logs in memory. Cloning gives another handle to the same logs. See the
 /// [module docs](self).

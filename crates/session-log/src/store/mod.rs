@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
 use crate::header::{HeaderError, SessionHeader};
-use crate::repair::{Interrupted, Tracker};
 use crate::scan::{OpenError, ScanPosition, ScanReport, Scanned};
+use crate::unfinished::{Interrupted, Tracker};
 
 pub use anchor::{AnchorMismatch, LogAnchor, RecordSpan, sha256_hex};
 pub use file::LogFile;
