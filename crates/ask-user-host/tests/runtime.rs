@@ -36,7 +36,11 @@ async fn ask_unanswered(host: &Host, call: &CallId) {
         .call_tool(call, SCOPE_ARGS, CancellationToken::new())
         .await
         .unwrap();
-    assert!(outcome.text.starts_with(r#"{"pending":true"#), "{}", outcome.text);
+    assert!(
+        outcome.text.starts_with(r#"{"pending":true"#),
+        "{}",
+        outcome.text
+    );
     host.end_turn("completed").unwrap();
     assert_eq!(
         host.projection().continued(call.as_str()).map(|q| q.state),
@@ -63,8 +67,12 @@ fn answer_late(host: &Host, call: &CallId) {
 
 async fn two_sessions_share_the_seam_and_keep_their_own_logs(store: Arc<dyn SessionStore>) {
     let runtime = runtime(store.clone());
-    let a = runtime.create("a.jsonl", SessionOptions::named("a")).unwrap();
-    let b = runtime.create("b.jsonl", SessionOptions::named("b")).unwrap();
+    let a = runtime
+        .create("a.jsonl", SessionOptions::named("a"))
+        .unwrap();
+    let b = runtime
+        .create("b.jsonl", SessionOptions::named("b"))
+        .unwrap();
     let call = CallId::from("ask-1");
     ask_unanswered(&a, &call).await;
     ask_unanswered(&b, &call).await;
@@ -75,16 +83,23 @@ async fn two_sessions_share_the_seam_and_keep_their_own_logs(store: Arc<dyn Sess
     assert!(a.projection().view().active.is_empty());
     assert_eq!(b.projection().view().active.len(), 1);
     assert!(b.projection().view().settled.is_empty());
-    let again = runtime
-        .late_answers()
-        .answer(&a.agent(), &call, tool_only(), Provenance::human("test"));
-    assert!(matches!(again, Ok(false)), "settled exactly once: {again:?}");
+    let again =
+        runtime
+            .late_answers()
+            .answer(&a.agent(), &call, tool_only(), Provenance::human("test"));
+    assert!(
+        matches!(again, Ok(false)),
+        "settled exactly once: {again:?}"
+    );
 
     // Each log holds its own session, and resumes to the same projection.
     let (a_events, b_events) = (a.location(), b.location());
     assert_ne!(a_events, b_events);
     drop((a, b));
-    let again = runtime.open("a.jsonl", SessionOptions::named("a")).unwrap().0;
+    let again = runtime
+        .open("a.jsonl", SessionOptions::named("a"))
+        .unwrap()
+        .0;
     assert_eq!(again.projection().view().settled.len(), 1);
     let (b_again, resumed) = runtime.open("b.jsonl", SessionOptions::named("b")).unwrap();
     assert!(resumed.repair.unwrap().is_empty());
@@ -95,7 +110,9 @@ async fn two_sessions_share_the_seam_and_keep_their_own_logs(store: Arc<dyn Sess
 
 async fn a_session_that_ends_leaves_the_registry_and_its_log(store: Arc<dyn SessionStore>) {
     let runtime = runtime(store.clone());
-    let host = runtime.create("s.jsonl", SessionOptions::named("s")).unwrap();
+    let host = runtime
+        .create("s.jsonl", SessionOptions::named("s"))
+        .unwrap();
     let agent = host.agent();
     assert!(runtime.registry().get(agent.id()).is_some());
     assert!(store.is_writing("s.jsonl").unwrap());
@@ -105,7 +122,10 @@ async fn a_session_that_ends_leaves_the_registry_and_its_log(store: Arc<dyn Sess
         runtime.registry().get(&"s".into()).is_none(),
         "the agent left the registry"
     );
-    assert!(!store.is_writing("s.jsonl").unwrap(), "the log is free again");
+    assert!(
+        !store.is_writing("s.jsonl").unwrap(),
+        "the log is free again"
+    );
     let (reopened, _) = runtime.open("s.jsonl", SessionOptions::named("s")).unwrap();
     assert!(runtime.registry().get(reopened.agent().id()).is_some());
 }
@@ -116,7 +136,9 @@ async fn an_interrupted_call_is_repaired_and_answerable_after_reopening(
     let call = CallId::from("ask-crash");
     {
         let runtime = runtime(store.clone());
-        let host = runtime.create("c.jsonl", SessionOptions::named("c")).unwrap();
+        let host = runtime
+            .create("c.jsonl", SessionOptions::named("c"))
+            .unwrap();
         host.begin_turn().unwrap();
         host.begin_step().unwrap();
         host.log_request_header().unwrap();

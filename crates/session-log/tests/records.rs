@@ -58,7 +58,13 @@ fn every_constructor_writes_the_reference_bytes() {
         r#"{"type":"turn/end","seq":3,"time":1782000000000,"data":{"turn":1,"reason":{"kind":"interrupted"}}}"#,
     );
     check(
-        Record::tool_call(1, 2, CallId::from("c1"), "ask_user_question", r#"{"questions":[]}"#),
+        Record::tool_call(
+            1,
+            2,
+            CallId::from("c1"),
+            "ask_user_question",
+            r#"{"questions":[]}"#,
+        ),
         4,
         r#"{"type":"tool/call","seq":4,"time":1782000000000,"data":{"turn":1,"step":2,"callId":"c1","name":"ask_user_question","arguments":"{\"questions\":[]}"}}"#,
     );
@@ -78,7 +84,9 @@ fn every_constructor_writes_the_reference_bytes() {
     );
     let result = ToolResultRecord::new(Some(1), Some(2), "m1", CallId::from("c1"), "x", true)
         .with_error("UserQuestionError", ErrorCode::NoProvider)
-        .with_meta(Some(json!({"provenance":{"answerer":"a","answeredBy":"human"}})));
+        .with_meta(Some(
+            json!({"provenance":{"answerer":"a","answeredBy":"human"}}),
+        ));
     check(
         Record::ToolResult(result),
         7,
@@ -175,7 +183,12 @@ fn bookkeeping_events_read_back_typed() {
 /// `turn` and `step` as read from a record's text (a step event's `StepRef`).
 #[track_caller]
 fn step_ref(raw: &str) -> Option<StepRef> {
-    match SessionEvent::from_record(raw, 0).ok()?.event()?.body.clone() {
+    match SessionEvent::from_record(raw, 0)
+        .ok()?
+        .event()?
+        .body
+        .clone()
+    {
         EventBody::StepStart(at) | EventBody::StepEnd(at) => Some(at),
         other => panic!("{other:?}"),
     }
