@@ -19,9 +19,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use session_log::{
-    AnchorMismatch, CorruptLine, CorruptReason, LogAnchor, LogFinding, LogVisitor, LossyLine,
-    RecordSpan, ScanPosition, ScanReport, Scanned, SeqGap, SessionHeader, SessionStore, StoreError,
-    TornTail,
+    AnchorMismatch, CorruptLine, LogAnchor, LogFinding, LogVisitor, LossyLine, RecordSpan,
+    ScanPosition, ScanReport, Scanned, SeqGap, SessionHeader, SessionStore, StoreError, TornTail,
 };
 use user_questions_projection::{
     PROJECTION_KEY, Replay, RestoreError, STATE_VERSION, UserQuestionsState, restore,
@@ -92,35 +91,10 @@ pub enum StaleReason {
         /// Its `stateVersion`, as written.
         found: String,
     },
-    /// It is for another session.
-    #[error("checkpoint of another session ({found:?})")]
-    SessionId {
-        /// Its `sessionId`.
-        found: String,
-    },
-    /// The log's header is not the one it was taken on.
-    #[error("the log's header does not match the checkpoint's headerHash")]
-    HeaderHash,
-    /// The log is shorter than the checkpoint (e.g. a torn tail was truncated).
-    #[error("checkpoint byteLength {byte_length} is past the end of the log ({log_length} bytes)")]
-    PastEnd {
-        /// Its `byteLength`.
-        byte_length: u64,
-        /// The log's length.
-        log_length: u64,
-    },
-    /// `byteLength` does not end a line after the header (or `eventCount` is not 0 at the header).
-    #[error("checkpoint byteLength {byte_length} is not the end of a record")]
-    NotAtRecordEnd {
-        /// Its `byteLength`.
-        byte_length: u64,
-    },
-    /// The line ending at `byteLength` is not the record the checkpoint was taken after.
-    #[error("the record ending at byteLength does not match the checkpoint's lastRecordHash")]
-    LastRecordHash,
-    /// The line ending at `byteLength` hashes right but is not a record.
-    #[error("the line ending at byteLength is not a record: {0}")]
-    NotARecord(CorruptReason),
+    /// Its `log` anchor does not fit the log (another session or header, past the end, not at a
+    /// record end, another record).
+    #[error(transparent)]
+    Log(AnchorMismatch),
     /// The state fails restore validation (§8.6).
     #[error("the checkpoint's state is invalid: {0}")]
     State(RestoreError),
@@ -151,20 +125,7 @@ pub enum RefoldReason {
 
 impl From<AnchorMismatch> for StaleReason {
     fn from(mismatch: AnchorMismatch) -> Self {
-        match mismatch {
-            AnchorMismatch::SessionId { found } => Self::SessionId { found },
-            AnchorMismatch::HeaderHash => Self::HeaderHash,
-            AnchorMismatch::PastEnd {
-                byte_length,
-                log_length,
-            } => Self::PastEnd {
-                byte_length,
-                log_length,
-            },
-            AnchorMismatch::NotAtRecordEnd { byte_length } => Self::NotAtRecordEnd { byte_length },
-            AnchorMismatch::LastRecordHash => Self::LastRecordHash,
-            AnchorMismatch::NotARecord(reason) => Self::NotARecord(reason),
-        }
+        Self::Log(mismatch)
     }
 }
 

@@ -165,6 +165,10 @@ pub enum HostError {
     /// The tool configuration is invalid.
     #[error("invalid tool configuration: {0}")]
     Config(String),
+    /// Another live agent of the registry already has the session's agent id (the registry knows
+    /// agents by id, so the new session would silently take over the other's identity).
+    #[error("agent id {0:?} is already live in this runtime; give each session its own agent id")]
+    AgentIdTaken(String),
 }
 
 impl HostError {
@@ -174,6 +178,7 @@ impl HostError {
             Self::Store(error) => error.code(),
             Self::Journal(error) => error.code(),
             Self::Config(_) => "BAD_CONFIG",
+            Self::AgentIdTaken(_) => "AGENT_ID_TAKEN",
         }
     }
 }
@@ -267,6 +272,7 @@ impl HostRuntime {
 
     /// Creates the session log `name` and starts its session.
     pub fn create(&self, name: &str, options: SessionOptions) -> Result<Host, HostError> {
+        self.check_agent_id(&options)?;
         let writer = self
             .inner
             .store
@@ -280,6 +286,7 @@ impl HostRuntime {
     /// first, the inbox is restored from the log, and the projection is loaded from its
     /// checkpoint (or refolded) and the checkpoint refreshed.
     pub fn open(&self, name: &str, options: SessionOptions) -> Result<(Host, Resumed), HostError> {
+        self.check_agent_id(&options)?;
         let store = &*self.inner.store;
         let mut restore = Restore::default();
         let (mut writer, report) = store.open(name, &mut restore)?;
@@ -304,6 +311,16 @@ impl HostRuntime {
             self.open(name, options)
         } else {
             Ok((self.create(name, options)?, Resumed::default()))
+        }
+    }
+
+    /// Refuses a session whose agent id is already live in the registry, before the log is
+    /// touched.
+    fn check_agent_id(&self, options: &SessionOptions) -> Result<(), HostError> {
+        let id = user_questions::AgentId::from(options.agent_id.as_str());
+        match self.inner.registry.get(&id) {
+            Some(_) => Err(HostError::AgentIdTaken(options.agent_id.clone())),
+            None => Ok(()),
         }
     }
 
@@ -470,9 +487,9 @@ impl Host {
         self.journal.location()
     }
 
-    /// The log's path, when the session's store keeps files.
+    /// The log's file, when the session's store keeps files.
     pub fn log_path(&self) -> Option<PathBuf> {
-        Some(self.location()).filter(|path| !path.starts_with("memory:"))
+        self.runtime.store().file_path(&self.name)
     }
 
     /// The `userQuestions` projection as it stands.

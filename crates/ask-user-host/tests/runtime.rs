@@ -188,3 +188,40 @@ on_both_stores! {
     a_session_that_ends_leaves_the_registry_and_its_log,
     an_interrupted_call_is_repaired_and_answerable_after_reopening,
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_second_live_session_with_the_same_agent_id_is_refused_before_the_log_is_touched() {
+    let store = Arc::new(MemoryStore::new());
+    let runtime = runtime(store.clone());
+    let first = runtime.create("a", SessionOptions::default()).unwrap();
+    let refused = runtime.create("b", SessionOptions::default());
+    assert!(
+        matches!(&refused, Err(ask_user_host::HostError::AgentIdTaken(id)) if id == "root"),
+        "{:?}",
+        refused.err()
+    );
+    assert!(!store.exists("b").unwrap(), "no log was created");
+    assert!(
+        runtime
+            .registry()
+            .get(first.agent().id())
+            .is_some_and(|live| user_questions::same_agent(&live, &first.agent())),
+        "the first session keeps its identity"
+    );
+    drop(first);
+    runtime.create("b", SessionOptions::default()).unwrap();
+}
+
+#[test]
+fn only_a_store_of_files_gives_a_log_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let on_disk = runtime(Arc::new(JsonlStore::new(dir.path())));
+    let host = on_disk
+        .create("s.jsonl", SessionOptions::named("s"))
+        .unwrap();
+    assert_eq!(host.log_path(), Some(dir.path().join("s.jsonl")));
+    let in_memory = runtime(Arc::new(MemoryStore::new()));
+    let host = in_memory.create("s", SessionOptions::named("s")).unwrap();
+    assert_eq!(host.log_path(), None);
+    assert_eq!(host.location(), std::path::PathBuf::from("memory:s"));
+}

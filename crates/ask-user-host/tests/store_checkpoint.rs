@@ -16,8 +16,8 @@ use ask_user_testkit::logs::{
 };
 use serde_json::{Value, json};
 use session_log::{
-    JsonlStore, LogAnchor, LogWriter, StoreError, checkpoint_path, sha256_hex, stage_checkpoint,
-    write_checkpoint,
+    AnchorMismatch, JsonlStore, LogAnchor, LogWriter, StoreError, checkpoint_path, sha256_hex,
+    stage_checkpoint, write_checkpoint,
 };
 use user_questions_projection::{ActiveState, CorruptReason, STATE_VERSION, SeqGap};
 
@@ -255,27 +255,32 @@ fn l9_stale_checkpoints_are_discarded_and_refolded() {
     );
     check_stale(
         |_, doc| doc["log"]["sessionId"] = json!("another-session"),
-        |r| matches!(r, StaleReason::SessionId { found } if found == "another-session"),
+        |r| matches!(r, StaleReason::Log(AnchorMismatch::SessionId { found }) if found == "another-session"),
     );
     check_stale(
         |_, doc| doc["log"]["headerHash"] = json!(sha256_hex(b"another header")),
-        |r| *r == StaleReason::HeaderHash,
+        |r| *r == StaleReason::Log(AnchorMismatch::HeaderHash),
     );
     check_stale(
         |_, doc| doc["log"]["lastRecordHash"] = json!(sha256_hex(b"another record")),
-        |r| *r == StaleReason::LastRecordHash,
+        |r| *r == StaleReason::Log(AnchorMismatch::LastRecordHash),
     );
     check_stale(
         |_, doc| doc["log"]["byteLength"] = json!(doc["log"]["byteLength"].as_u64().unwrap() + 1),
-        |r| matches!(r, StaleReason::PastEnd { .. }),
+        |r| matches!(r, StaleReason::Log(AnchorMismatch::PastEnd { .. })),
     );
     check_stale(
         |_, doc| doc["log"]["byteLength"] = json!(doc["log"]["byteLength"].as_u64().unwrap() - 1),
-        |r| matches!(r, StaleReason::NotAtRecordEnd { .. }),
+        |r| matches!(r, StaleReason::Log(AnchorMismatch::NotAtRecordEnd { .. })),
     );
     check_stale(
         |_, doc| doc["log"]["byteLength"] = json!(3),
-        |r| matches!(r, StaleReason::NotAtRecordEnd { byte_length: 3 }),
+        |r| {
+            matches!(
+                r,
+                StaleReason::Log(AnchorMismatch::NotAtRecordEnd { byte_length: 3 })
+            )
+        },
     );
     check_stale(
         |_, doc| doc["state"]["extra"] = json!(1),
@@ -313,7 +318,9 @@ fn l9_a_checkpoint_past_the_end_after_torn_tail_truncation() {
     assert!(
         matches!(
             &loaded.source,
-            ProjectionSource::Refold(RefoldReason::Stale(StaleReason::PastEnd { .. }))
+            ProjectionSource::Refold(RefoldReason::Stale(StaleReason::Log(
+                AnchorMismatch::PastEnd { .. }
+            )))
         ),
         "{:?}",
         loaded.source
@@ -340,7 +347,9 @@ fn l9_a_rewritten_last_record_is_detected() {
     let loaded = load(&path);
     assert_eq!(
         loaded.source,
-        ProjectionSource::Refold(RefoldReason::Stale(StaleReason::LastRecordHash))
+        ProjectionSource::Refold(RefoldReason::Stale(StaleReason::Log(
+            AnchorMismatch::LastRecordHash
+        )))
     );
     assert_eq!(loaded.state.view().settled.len(), 1);
 }
@@ -361,7 +370,7 @@ fn l9_a_checkpoint_of_another_log_is_foreign() {
     let loaded = load(&other);
     assert!(matches!(
         &loaded.source,
-        ProjectionSource::Refold(RefoldReason::Stale(StaleReason::SessionId { found })) if found == "lt"
+        ProjectionSource::Refold(RefoldReason::Stale(StaleReason::Log(AnchorMismatch::SessionId { found }))) if found == "lt"
     ));
     assert!(loaded.state.view().active.is_empty());
     drop(path);
@@ -380,8 +389,8 @@ fn l9_a_checkpoint_ending_at_a_corrupt_line_is_not_a_record() {
     assert!(
         matches!(
             &loaded.source,
-            ProjectionSource::Refold(RefoldReason::Stale(StaleReason::NotARecord(
-                CorruptReason::NotJson(_)
+            ProjectionSource::Refold(RefoldReason::Stale(StaleReason::Log(
+                AnchorMismatch::NotARecord(CorruptReason::NotJson(_))
             )))
         ),
         "{:?}",

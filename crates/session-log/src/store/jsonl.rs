@@ -85,6 +85,10 @@ impl SessionStore for JsonlStore {
         self.path(name)
     }
 
+    fn file_path(&self, name: &str) -> Option<PathBuf> {
+        Some(self.path(name))
+    }
+
     fn exists(&self, name: &str) -> Result<bool, StoreError> {
         let path = self.path(name);
         path.try_exists()

@@ -48,6 +48,13 @@ pub trait SessionStore: Send + Sync {
     /// Where the log `name` lives, for messages (a path, or `memory:<name>`).
     fn location(&self, name: &str) -> PathBuf;
 
+    /// The file that holds the log `name`, for a store of files (what a person can pass to the
+    /// `ask-user` commands); `None` for a store that keeps no files.
+    fn file_path(&self, name: &str) -> Option<PathBuf> {
+        let _ = name;
+        None
+    }
+
     /// Whether a log of this name exists.
     fn exists(&self, name: &str) -> Result<bool, StoreError>;
 
