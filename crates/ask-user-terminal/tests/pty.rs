@@ -8,20 +8,12 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use nix::sys::termios::LocalFlags;
-use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
-
-const ROWS: u16 = 40;
-const COLS: u16 = 160;
-/// How long any expected screen may take to appear (a debug build on a loaded CI machine).
-const PATIENCE: Duration = Duration::from_secs(20);
+use ask_user_testkit::pty::{DOWN, ENTER, Pty, UP};
 
 /// The `card` example, built with the cargo that runs the tests.
 fn card_example() -> &'static Path {
@@ -68,172 +60,17 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A process on a pseudo-terminal, and an emulator of the screen it draws.
-struct Pty {
-    child: Box<dyn Child + Send + Sync>,
-    master: Box<dyn MasterPty + Send>,
-    writer: Box<dyn Write + Send>,
-    output: Receiver<Vec<u8>>,
-    screen: vt100::Parser,
-    closed: bool,
+/// The `card` example with `args` on a pseudo-terminal.
+fn spawn(args: &[&str]) -> Pty {
+    Pty::spawn_with(card_example(), args)
 }
 
-impl Pty {
-    fn spawn(args: &[&str]) -> Self {
-        Self::spawn_with(card_example(), args)
-    }
-
-    fn spawn_with(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Self {
-        let pair = native_pty_system()
-            .openpty(PtySize {
-                rows: ROWS,
-                cols: COLS,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut command = CommandBuilder::new(program);
-        command.args(args);
-        command.env("TERM", "xterm-256color");
-        let child = pair.slave.spawn_command(command).unwrap();
-        // Only the child keeps the terminal's other end, so reading ends when it exits.
-        drop(pair.slave);
-        let mut reader = pair.master.try_clone_reader().unwrap();
-        let writer = pair.master.take_writer().unwrap();
-        let (tx, output) = channel();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = reader.read(&mut buf) {
-                if tx.send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        });
-        Self {
-            child,
-            master: pair.master,
-            writer,
-            output,
-            screen: vt100::Parser::new(ROWS.try_into().unwrap(), COLS.try_into().unwrap(), 0),
-            closed: false,
-        }
-    }
-
-    fn contents(&self) -> String {
-        self.screen.screen().contents()
-    }
-
-    /// Reads what arrives within `wait`; false once the process's side is closed.
-    fn pump(&mut self, wait: Duration) -> bool {
-        match self.output.recv_timeout(wait) {
-            Ok(bytes) => {
-                self.screen.process(&bytes);
-                while let Ok(bytes) = self.output.try_recv() {
-                    self.screen.process(&bytes);
-                }
-                true
-            }
-            Err(RecvTimeoutError::Timeout) => true,
-            Err(RecvTimeoutError::Disconnected) => {
-                self.closed = true;
-                false
-            }
-        }
-    }
-
-    /// Waits until the screen shows `needle`; returns the screen.
-    #[track_caller]
-    fn expect(&mut self, needle: &str) -> String {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let contents = self.contents();
-            if contents.contains(needle) {
-                return contents;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero() && !self.closed,
-                "the screen never showed {needle:?}; it shows:\n{contents}"
-            );
-            self.pump(left.min(Duration::from_millis(200)));
-        }
-    }
-
-    /// Keeps reading for `period` and checks the screen shows `needle` all along.
-    #[track_caller]
-    fn expect_for(&mut self, needle: &str, period: Duration) {
-        let until = Instant::now() + period;
-        while Instant::now() < until {
-            self.pump(
-                until
-                    .saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(50)),
-            );
-            let contents = self.contents();
-            assert!(
-                contents.contains(needle) && !self.closed,
-                "the screen stopped showing {needle:?}; it shows:\n{contents}"
-            );
-        }
-    }
-
-    fn send(&mut self, keys: &str) {
-        self.writer.write_all(keys.as_bytes()).unwrap();
-        self.writer.flush().unwrap();
-    }
-
-    /// Waits for the process to end and for its last output; returns the exit code.
-    #[track_caller]
-    fn finish(&mut self) -> u32 {
-        let deadline = Instant::now() + PATIENCE;
-        while self.pump(Duration::from_millis(50)) {
-            assert!(
-                Instant::now() < deadline,
-                "the process did not end; it shows:\n{}",
-                self.contents()
-            );
-        }
-        let status = self.child.wait().unwrap();
-        status.exit_code()
-    }
-
-    /// The terminal is as the process found it: normal screen, cursor shown, no bracketed paste,
-    /// canonical input with echo (raw mode off).
-    #[track_caller]
-    fn assert_restored(&self) {
-        let screen = self.screen.screen();
-        assert!(!screen.alternate_screen(), "still in the alternate screen");
-        assert!(!screen.hide_cursor(), "the cursor is still hidden");
-        assert!(!screen.bracketed_paste(), "bracketed paste is still on");
-        let termios = self.master.get_termios().expect("the pty's termios");
-        assert!(
-            termios.local_flags.contains(LocalFlags::ICANON),
-            "raw mode is still on"
-        );
-        assert!(
-            termios.local_flags.contains(LocalFlags::ECHO),
-            "echo is still off"
-        );
-    }
-
-    /// The lines of the normal screen, trailing spaces trimmed.
-    fn lines(&self) -> Vec<String> {
-        self.contents()
-            .lines()
-            .map(|l| l.trim_end().to_owned())
-            .collect()
-    }
-}
-
-const UP: &str = "\x1b[A";
-const DOWN: &str = "\x1b[B";
-const ENTER: &str = "\r";
 const CTRL_C: &str = "\x03";
 
 #[test]
 fn pty_arrow_toggle_type_and_submit_a_batch() {
     let batch = fixture("batch.json");
-    let mut pty = Pty::spawn(&[batch.to_str().unwrap()]);
+    let mut pty = spawn(&[batch.to_str().unwrap()]);
     // The key hints are the card's last line, so the whole card has been drawn.
     let screen = pty.expect("Esc cancel");
     assert!(
@@ -274,7 +111,7 @@ fn pty_arrow_toggle_type_and_submit_a_batch() {
 #[test]
 fn pty_take_time_holds_past_the_window() {
     let scope = fixture("scope.json");
-    let mut pty = Pty::spawn(&[scope.to_str().unwrap(), "--timed", "1500"]);
+    let mut pty = spawn(&[scope.to_str().unwrap(), "--timed", "1500"]);
     pty.expect("closes in 0:0");
     pty.send("t");
     pty.expect("holding: take your time");
@@ -294,7 +131,7 @@ fn pty_take_time_holds_past_the_window() {
 #[test]
 fn pty_left_alone_goes_pending_and_is_answered_late() {
     let scope = fixture("scope.json");
-    let mut pty = Pty::spawn(&[
+    let mut pty = spawn(&[
         scope.to_str().unwrap(),
         "--timed",
         "1000",
@@ -348,7 +185,7 @@ fn pty_stdout_carries_only_the_outcome() {
 #[test]
 fn pty_ctrl_c_restores_the_terminal() {
     let scope = fixture("scope.json");
-    let mut pty = Pty::spawn(&[scope.to_str().unwrap()]);
+    let mut pty = spawn(&[scope.to_str().unwrap()]);
     pty.expect("Which scope should the change cover?");
     pty.send(CTRL_C);
     pty.finish();

@@ -3,7 +3,8 @@
 //!
 //! * [`logs`]: session-log fixtures (real logs in temporary directories, events of SPEC §7.5's
 //!   shapes with fixed times, the full fold every faster path must equal);
-//! * [`store_contract`]: the `SessionStore` contract suite every store runs.
+//! * [`store_contract`]: the `SessionStore` contract suite every store runs;
+//! * [`pty`]: a process on a real pseudo-terminal, driven and read back as a person would.
 //!
 //! Panics are the failure mode here: a fixture that cannot be built fails the test that asked
 //! for it.
@@ -14,4 +15,5 @@
 #![warn(missing_docs)]
 
 pub mod logs;
+pub mod pty;
 pub mod store_contract;
