@@ -22,12 +22,12 @@ pub mod store {
         RefoldReason, StaleReason, load_projection,
     };
     pub use session_log::{
-        AnchorMismatch, CHECKPOINT_SUFFIX, Interrupted, JsonlStore, LogAnchor, LogEvent, LogFile,
-        LogVisitor, LogWriter, MemoryStore, NewSession, OpenCall, OpenReport, RepairReport,
-        RepairedCall, SESSION_FORMAT_VERSION, SessionStore, SessionWriter, StagedCheckpoint,
-        StoreError, TOOL_OUTCOME_UNKNOWN_TEXT, UnidentifiedCall, checkpoint_path, now_ms, read_log,
-        read_log_with, repair_interrupted, sha256_hex, stage_checkpoint, write_checkpoint,
-        writer_is_live,
+        AnchorMismatch, CHECKPOINT_SUFFIX, InboxTarget, Interrupted, JsonlStore, LogAnchor,
+        LogEvent, LogFile, LogVisitor, LogWriter, MemoryStore, NewSession, OpenCall, OpenReport,
+        Record, RepairReport, RepairedCall, SESSION_FORMAT_VERSION, SessionStore, SessionWriter,
+        StagedCheckpoint, StepRecord, StoreError, TOOL_OUTCOME_UNKNOWN_TEXT, ToolResultRecord,
+        UnidentifiedCall, checkpoint_path, now_ms, read_log, read_log_with, repair_interrupted,
+        sha256_hex, stage_checkpoint, write_checkpoint, writer_is_live,
     };
 }
 

@@ -200,8 +200,8 @@ impl LogVisitor for Restore {
         match &event.body {
             EventBody::InboxSpliced(splice) => {
                 let target = splice.target.as_deref().and_then(InboxTarget::parse);
-                match (target, &splice.edit) {
-                    (Some(target), Some(edit)) => self.splices.push((target, edit.clone())),
+                match (target, splice.edit()) {
+                    (Some(target), Some(edit)) => self.splices.push((target, edit)),
                     // An edit of another queue is not ours to restore.
                     (None, Some(_)) => {}
                     (_, None) => tracing::warn!(

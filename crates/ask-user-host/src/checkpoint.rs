@@ -229,7 +229,7 @@ pub fn load_projection(
         Err(reason) => {
             if let RefoldReason::Stale(stale) = &reason {
                 tracing::warn!(
-                    log = %location.display(),
+                    path = %location.display(),
                     reason = %stale,
                     "stale projection checkpoint discarded; refolding the log"
                 );
@@ -440,6 +440,10 @@ fn failed(error: StoreError) -> CheckpointWrite {
 fn warn_findings(log: &std::path::Path, outcome: &FoldOutcome, lines_warned: bool) {
     let path = log.display();
     for finding in &outcome.findings {
+        // The store's own read already warned of a header without a version.
+        if lines_warned && matches!(finding, LogFinding::VersionMissing) {
+            continue;
+        }
         tracing::warn!(%path, finding = %finding, "session log finding");
     }
     if lines_warned {

@@ -191,6 +191,9 @@ pub struct HostRuntime {
 }
 
 struct RuntimeInner {
+    /// Held while a session is checked in or out of the registry, so that two sessions starting
+    /// at once cannot both pass the agent-id check.
+    sessions: Mutex<()>,
     store: Arc<dyn SessionStore>,
     seam: UserQuestions,
     tool: AskUserTool,
@@ -235,6 +238,7 @@ impl HostRuntime {
         let late = LateAnswers::new(&seam, Some(projections.clone() as Arc<dyn ProjectionHost>));
         Ok(Self {
             inner: Arc::new(RuntimeInner {
+                sessions: Mutex::new(()),
                 store,
                 seam,
                 tool,
@@ -272,6 +276,7 @@ impl HostRuntime {
 
     /// Creates the session log `name` and starts its session.
     pub fn create(&self, name: &str, options: SessionOptions) -> Result<Host, HostError> {
+        let _sessions = lock_unpoisoned(&self.inner.sessions);
         self.check_agent_id(&options)?;
         let writer = self
             .inner
@@ -286,6 +291,7 @@ impl HostRuntime {
     /// first, the inbox is restored from the log, and the projection is loaded from its
     /// checkpoint (or refolded) and the checkpoint refreshed.
     pub fn open(&self, name: &str, options: SessionOptions) -> Result<(Host, Resumed), HostError> {
+        let _sessions = lock_unpoisoned(&self.inner.sessions);
         self.check_agent_id(&options)?;
         let store = &*self.inner.store;
         let mut restore = Restore::default();
@@ -393,8 +399,11 @@ pub struct Host {
 
 impl Drop for Host {
     fn drop(&mut self) {
-        // The registry holds the agent (and so the journal and the log's writer) strongly; a
-        // session that ends must leave it, unless another agent took its id since.
+        // Clones of the agent (a surface keeping a late card, the registry) hold the journal; the
+        // log is given up now all the same, and the agent leaves the registry unless another
+        // agent took its id since.
+        self.journal.close();
+        let _sessions = lock_unpoisoned(&self.runtime.inner.sessions);
         let registry = &self.runtime.inner.registry;
         let me = self.agent.clone() as AgentHandle;
         let ours =

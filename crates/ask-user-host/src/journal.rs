@@ -33,6 +33,12 @@ pub enum JournalError {
         /// The event type.
         event_type: String,
     },
+    /// The session ended: its log was given up, and nothing more is written to it.
+    #[error("the session of {} has ended; its log is closed", location.display())]
+    Closed {
+        /// Where the log lives.
+        location: PathBuf,
+    },
 }
 
 impl JournalError {
@@ -41,6 +47,7 @@ impl JournalError {
         match self {
             Self::Store(error) => error.code(),
             Self::Data { .. } | Self::Missing { .. } => "INVALID_EVENT",
+            Self::Closed { .. } => "SESSION_CLOSED",
         }
     }
 }
@@ -54,7 +61,10 @@ pub struct Journal {
 }
 
 struct State {
-    writer: Box<dyn SessionWriter>,
+    /// `None` once the session ended: the writer (and with it the log's ownership) is given up
+    /// even while clones of the agent, which holds the journal, live on elsewhere.
+    writer: Option<Box<dyn SessionWriter>>,
+    location: PathBuf,
     resumed: bool,
 }
 
@@ -67,8 +77,13 @@ impl Journal {
         late: LateAnswers,
     ) -> Arc<Self> {
         let resumed = writer.position().events > 0;
+        let location = writer.location().to_path_buf();
         Arc::new(Self {
-            state: Mutex::new(State { writer, resumed }),
+            state: Mutex::new(State {
+                writer: Some(writer),
+                location,
+                resumed,
+            }),
             session,
             projections,
             late,
@@ -91,7 +106,13 @@ impl Journal {
 
     /// Where the log lives (a path, or `memory:<name>`).
     pub fn location(&self) -> PathBuf {
-        self.state().writer.location().to_path_buf()
+        self.state().location.clone()
+    }
+
+    /// Ends the session's writing: the writer is dropped (a JSONL log's lock is released) and
+    /// every later commit fails with [`JournalError::Closed`]. Idempotent.
+    pub fn close(&self) {
+        drop(self.state().writer.take());
     }
 
     /// Whether the journal continues a log that already held events.
@@ -102,16 +123,21 @@ impl Journal {
     /// Commits one event: durable append, then the live projection, then late answers, in log
     /// order. Returns the event as a replay of the log decodes it.
     pub fn commit(&self, record: Record) -> Result<SessionEvent, JournalError> {
-        let mut state = self.state();
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let Some(writer) = state.writer.as_mut() else {
+            return Err(JournalError::Closed {
+                location: state.location.clone(),
+            });
+        };
         let event_type = record.event_type().to_owned();
         let event = record
-            .into_event(state.writer.next_seq())
+            .into_event(writer.next_seq())
             .map_err(|source| JournalError::Data {
                 event_type: event_type.clone(),
                 source,
             })?;
-        let decoded = state
-            .writer
+        let decoded = writer
             .append(std::slice::from_ref(&event))?
             .pop()
             .ok_or(JournalError::Missing { event_type })?;
@@ -121,7 +147,7 @@ impl Journal {
             session: self.session.clone(),
             event: decoded.clone(),
         });
-        drop(state);
+        drop(guard);
         Ok(decoded)
     }
 }

@@ -10,7 +10,8 @@
 //!   `agent/inbox/spliced` records.
 //! * [`load_projection`]: the projection of a log from its checkpoint or by a refold.
 //!
-//! It knows no files, terminals or processes: stores and surfaces plug in.
+//! It knows no terminals or processes, and files only as the path a single-session [`Host::open`]
+//! hands to the JSONL store: stores and surfaces plug in.
 
 #![warn(missing_docs)]
 

@@ -116,7 +116,8 @@ async fn a_session_that_ends_leaves_the_registry_and_its_log(store: Arc<dyn Sess
     let agent = host.agent();
     assert!(runtime.registry().get(agent.id()).is_some());
     assert!(store.is_writing("s.jsonl").unwrap());
-    drop(agent);
+    // A surface may keep the agent (a late card): the session's end frees the log all the same,
+    // and the kept agent can no longer write to it.
     drop(host);
     assert!(
         runtime.registry().get(&"s".into()).is_none(),

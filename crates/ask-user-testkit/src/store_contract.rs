@@ -10,7 +10,8 @@
 //! The checks: creating (header, `Exists`), appending (typed records read back as replayed, the
 //! `seq` check, contiguity, invalid events, nothing of a refused batch kept), reopening (the next
 //! `seq`, what is unfinished, resume repair appending once), exclusive ownership (a second writer
-//! is refused until the first is gone; `is_writing`), torn tails (reported by a read that changes
+//! is refused until the first is gone; `is_writing`; a failed open gives ownership back), torn
+//! tails (reported by a read that changes
 //! nothing, saved and cut by an open for write, appends after the cut), corrupt lines (skipped,
 //! kept, appended after), resumed scans, checkpoint documents, and anchors.
 
@@ -45,6 +46,7 @@ macro_rules! store_contract_tests {
             reopening_continues_the_seq_and_tracks_what_is_unfinished,
             resume_repair_appends_once,
             one_writer_at_a_time,
+            an_open_that_fails_gives_ownership_back,
             a_torn_tail_is_reported_then_cut_on_open,
             corrupt_lines_are_skipped_and_kept,
             scans_resume_from_a_position,
@@ -260,6 +262,27 @@ pub fn one_writer_at_a_time(harness: &dyn StoreHarness) {
     let (writer, _) = store.open("s", &mut ()).unwrap();
     assert!(store.is_writing("s").unwrap());
     drop(writer);
+}
+
+/// An open whose visitor panics leaves the log free for the next open.
+pub fn an_open_that_fails_gives_ownership_back(harness: &dyn StoreHarness) {
+    struct Panics;
+    impl LogVisitor for Panics {
+        fn line(&mut self, _: &Scanned<'_>) {
+            panic!("a visitor fails half-way");
+        }
+    }
+    let store = harness.store();
+    let mut writer = store.create("s", &NewSession::new("s")).unwrap();
+    writer.append(&[turn(0, 1)]).unwrap();
+    drop(writer);
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = store.open("s", &mut Panics);
+    }));
+    assert!(failed.is_err());
+    assert!(!store.is_writing("s").unwrap(), "ownership was given back");
+    let (writer, _) = store.open("s", &mut ()).unwrap();
+    assert_eq!(writer.next_seq(), 1);
 }
 
 /// A torn tail is reported by a read, which leaves it; an open for write saves it aside and cuts

@@ -14,12 +14,12 @@ use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess};
 use serde_json::value::RawValue;
-use user_questions::{CallId, ErrorCode, MessageSource, TOOL_NAME, UserMessage};
+use user_questions::{CallId, ErrorCode, MessageSource, TOOL_NAME};
 
 use crate::event::{
     Dispatch, DispatchKind, EndSeed, EventBody, InboxSplice, OtherEvent, RequestHeader,
-    ResultError, ResultLayout, SessionEvent, SourceInfo, SpliceEdit, StepRef, ToolCall, ToolResult,
-    TurnEnd, TurnStart, UserMessageEvent,
+    ResultError, ResultLayout, SessionEvent, SourceInfo, StepRef, ToolCall, ToolResult, TurnEnd,
+    TurnStart, UserMessageEvent,
 };
 use crate::lenient::{Int, IsTrue, Lenient, Shape, Str, Unsigned, key, skip, value};
 use crate::readers::{self, TextReading, questions_from_arguments, questions_from_raw_object};
@@ -65,13 +65,13 @@ enum PackedType {
 
 /// One decoded record: a single event, or a packed row standing for several `assistant/chunk`
 /// events.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecodedRecord {
     explicit_seq: bool,
     inner: Inner,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Inner {
     Single(SessionEvent),
     Packed {
@@ -1109,25 +1109,16 @@ impl SpliceData<'_> {
             SeqSlot::Valid(n) => Some(n),
             SeqSlot::Invalid => None,
         };
-        // Messages are read with the seam's own lenient reader; a message that does not read
-        // makes the whole edit unreadable rather than silently dropping one message.
-        let inserted = match self.inserted {
-            None => Some(Vec::new()),
-            Some(raw) => serde_json::from_str::<Vec<UserMessage>>(raw.get()).ok(),
-        };
         let readable = !self.not_object && !self.target_invalid && self.target.is_some();
-        let edit = match (readable, count(self.start), count(self.removed_count)) {
-            (true, Some(start), Some(removed_count)) => inserted.map(|inserted| SpliceEdit {
-                start,
-                removed_count,
-                inserted,
-            }),
+        let counts = match (readable, count(self.start), count(self.removed_count)) {
+            (true, Some(start), Some(removed_count)) => Some((start, removed_count)),
             _ => None,
         };
-        InboxSplice {
-            target: self.target.map(Cow::into_owned),
-            edit,
-        }
+        InboxSplice::new(
+            self.target.map(Cow::into_owned),
+            counts,
+            self.inserted.map(|raw| raw.get().to_owned()),
+        )
     }
 }
 

@@ -16,7 +16,7 @@ use user_questions::{
 use crate::readers::{TextReading, questions_from_arguments};
 
 /// One decoded log event.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionEvent {
     /// The event's `seq` (§7.3): explicit when the record carried one, else the expected value.
     pub seq: u64,
@@ -27,7 +27,7 @@ pub struct SessionEvent {
 }
 
 /// The body of a [`SessionEvent`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventBody {
     /// `request/header`.
     RequestHeader(RequestHeader),
@@ -209,14 +209,50 @@ pub struct StepRef {
 
 /// `agent/inbox/spliced`: `queue[start..start + removedCount]` of the `target` queue is replaced by
 /// `inserted`. Read leniently: a key of the wrong shape makes the splice unreadable
-/// ([`InboxSplice::edit`] is `None`) without making the record corrupt.
-#[derive(Clone, Debug, PartialEq)]
+/// ([`InboxSplice::edit`] is `None`) without making the record corrupt. The inserted messages are
+/// kept as JSON text and read only when [`InboxSplice::edit`] is asked for, so a fold that never
+/// looks at inboxes never parses them.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InboxSplice {
     /// `target` (`next-turn` or `next-step`), when it is a string.
     pub target: Option<String>,
+    /// `start` and `removedCount` when both are absent (0) or non-negative integers, and the
+    /// target, if present, is a string.
+    counts: Option<(u64, u64)>,
+    /// The `inserted` value's JSON text, when present.
+    inserted: Option<String>,
+}
+
+impl InboxSplice {
+    /// A splice as read: `counts` is `None` when a key had the wrong shape.
+    pub(crate) fn new(
+        target: Option<String>,
+        counts: Option<(u64, u64)>,
+        inserted: Option<String>,
+    ) -> Self {
+        Self {
+            target,
+            counts,
+            inserted,
+        }
+    }
+
     /// The edit, when every present key has its type: `start` and `removedCount` non-negative
-    /// integers (absent: 0), `inserted` an array of messages (absent: empty).
-    pub edit: Option<SpliceEdit>,
+    /// integers (absent: 0), `inserted` an array of messages the seam's lenient reader accepts
+    /// (absent: empty). A message that does not read makes the whole edit unreadable rather than
+    /// silently dropping one message.
+    pub fn edit(&self) -> Option<SpliceEdit> {
+        let (start, removed_count) = self.counts?;
+        let inserted = match &self.inserted {
+            None => Vec::new(),
+            Some(text) => serde_json::from_str::<Vec<UserMessage>>(text).ok()?,
+        };
+        Some(SpliceEdit {
+            start,
+            removed_count,
+            inserted,
+        })
+    }
 }
 
 /// The readable part of an [`InboxSplice`].

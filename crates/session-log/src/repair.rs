@@ -69,7 +69,7 @@ pub fn repair_interrupted(writer: &mut dyn SessionWriter) -> Result<RepairReport
     };
     for call in &report.unidentified_calls {
         tracing::warn!(
-            location = %location,
+            path = %location,
             line = call.line,
             seq = call.seq,
             "a tool call without a string callId cannot receive a repair result"
@@ -101,7 +101,7 @@ pub fn repair_interrupted(writer: &mut dyn SessionWriter) -> Result<RepairReport
     writer.append(&events)?;
     for repaired in &report.results {
         tracing::warn!(
-            location = %location,
+            path = %location,
             call_id = %repaired.call.call_id,
             call_seq = repaired.call.seq,
             result_seq = repaired.result_seq,
@@ -109,11 +109,11 @@ pub fn repair_interrupted(writer: &mut dyn SessionWriter) -> Result<RepairReport
         );
     }
     for step in &report.closed_steps {
-        tracing::warn!(location = %location, turn = step.turn, step = step.step,
+        tracing::warn!(path = %location, turn = step.turn, step = step.step,
             "resume repair: closed an interrupted step");
     }
     for turn in &report.closed_turns {
-        tracing::warn!(location = %location, turn,
+        tracing::warn!(path = %location, turn,
             "resume repair: closed an interrupted turn");
     }
     Ok(report)

@@ -168,7 +168,7 @@ fn bookkeeping_events_read_back_typed() {
         EventBody::InboxSpliced(splice) => {
             assert_eq!(splice.target.as_deref(), Some("next-turn"));
             assert_eq!(
-                splice.edit,
+                splice.edit(),
                 Some(SpliceEdit {
                     start: 2,
                     removed_count: 1,
@@ -252,7 +252,10 @@ fn turn_and_step_are_read_leniently() {
 fn splice(data: &str) -> (Option<String>, Option<SpliceEdit>) {
     let raw = format!(r#"{{"type":"agent/inbox/spliced","seq":0,"data":{data}}}"#);
     match body(&raw) {
-        EventBody::InboxSpliced(splice) => (splice.target, splice.edit),
+        EventBody::InboxSpliced(splice) => {
+            let edit = splice.edit();
+            (splice.target, edit)
+        }
         other => panic!("{other:?}"),
     }
 }

@@ -878,3 +878,21 @@ fn create_in_a_missing_directory_is_an_io_error() {
     assert_eq!(err.code(), "LOG_IO", "{err}");
     assert!(err.to_string().contains("missing"), "{err}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_log_whose_file_name_is_not_utf8_is_reached_through_its_path() {
+    use session_log::{JsonlStore, SessionStore};
+    use std::os::unix::ffi::OsStrExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(std::ffi::OsStr::from_bytes(b"\xff.jsonl"));
+    let (store, name) = JsonlStore::for_file(&path).unwrap();
+    let writer = store.create(&name, &session("s")).unwrap();
+    assert_eq!(writer.location(), path);
+    drop(writer);
+    assert!(path.exists());
+    let (writer, _) = store.open(&name, &mut ()).unwrap();
+    assert_eq!(writer.location(), path);
+    assert_eq!(store.file_path(&name), Some(path));
+}

@@ -107,14 +107,18 @@ pub(crate) fn resolve<R: Read + Seek>(
     let (header_line, header) = header_of(source)?;
     let header_hash = sha256_hex(&header_line);
     let header_end = header_line.len() as u64;
-    let header = match header {
-        Some(header) if header.id.as_str() == anchor.session_id => header,
-        _ => {
-            return Ok(Err(AnchorMismatch::SessionId {
-                found: anchor.session_id.clone(),
-            }));
-        }
+    let Some(header) = header else {
+        // Not a stale checkpoint but an unusable log: the caller reports the header's error.
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the log has no readable header",
+        ));
     };
+    if header.id.as_str() != anchor.session_id {
+        return Ok(Err(AnchorMismatch::SessionId {
+            found: anchor.session_id.clone(),
+        }));
+    }
     if anchor.header_hash != header_hash {
         return Ok(Err(AnchorMismatch::HeaderHash));
     }

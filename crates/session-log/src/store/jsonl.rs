@@ -34,29 +34,34 @@ pub fn checkpoint_path(log: &Path) -> PathBuf {
 #[derive(Clone, Debug)]
 pub struct JsonlStore {
     dir: PathBuf,
+    /// A log given by its path ([`JsonlStore::for_file`]): its name in the store and its path
+    /// exactly as given, so that a file name that is not UTF-8 still names it.
+    file: Option<(String, PathBuf)>,
 }
 
 impl JsonlStore {
     /// A store over the directory `dir` (it must exist).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            file: None,
+        }
     }
 
     /// The store holding the file `path`, and the file's name in it: how a command that is given
-    /// a log's path reaches it through the store.
+    /// a log's path reaches it through the store. The name maps back to `path` exactly as given
+    /// (a bare file name stays bare, a file name that is not UTF-8 is still that file).
     pub fn for_file(path: &Path) -> Result<(Self, String), StoreError> {
-        let name = file::file_name(path).map_err(|e| StoreError::io("name", path, e))?;
-        let name = name.to_str().ok_or_else(|| {
-            StoreError::io(
-                "name",
-                path,
-                io::Error::new(io::ErrorKind::InvalidInput, "the file name is not UTF-8"),
-            )
-        })?;
-        // The directory as given (empty for a bare file name), so that the log's path reads back
-        // exactly as the caller wrote it.
+        let name = file::file_name(path)
+            .map_err(|e| StoreError::io("name", path, e))?
+            .to_string_lossy()
+            .into_owned();
         let dir = path.parent().unwrap_or_else(|| Path::new(""));
-        Ok((Self::new(dir), name.to_owned()))
+        let store = Self {
+            dir: dir.to_path_buf(),
+            file: Some((name.clone(), path.to_path_buf())),
+        };
+        Ok((store, name))
     }
 
     /// The store's directory.
@@ -66,7 +71,10 @@ impl JsonlStore {
 
     /// The file of the log `name`.
     pub fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
+        match &self.file {
+            Some((file_name, path)) if file_name == name => path.clone(),
+            _ => self.dir.join(name),
+        }
     }
 
     fn open_read(&self, name: &str) -> Result<(File, PathBuf, u64), StoreError> {

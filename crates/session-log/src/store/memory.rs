@@ -50,14 +50,20 @@ impl MemoryStore {
     }
 
     /// Puts a log in place as the given bytes (a log copied from elsewhere, or one with a torn
-    /// tail or corrupt lines, as a crash or another writer could leave it), replacing any log and
-    /// checkpoint of that name.
+    /// tail or corrupt lines, as a crash or another writer could leave it). An existing log of
+    /// that name has its bytes replaced in place, behind the back of a writer it may have (as a
+    /// foreign process could do to a file), and keeps its checkpoint.
     pub fn insert_bytes(&self, name: &str, bytes: Vec<u8>) {
-        let log = MemoryLog {
-            bytes,
-            ..MemoryLog::default()
-        };
-        lock(&self.logs).insert(name.to_owned(), Arc::new(Mutex::new(log)));
+        let mut logs = lock(&self.logs);
+        if let Some(log) = logs.get(name) {
+            lock(log).bytes = bytes;
+        } else {
+            let log = MemoryLog {
+                bytes,
+                ..MemoryLog::default()
+            };
+            logs.insert(name.to_owned(), Arc::new(Mutex::new(log)));
+        }
     }
 
     /// The torn tails cut from the log `name` by opens for write: each one's byte offset and bytes.
@@ -81,14 +87,26 @@ impl MemoryStore {
         })
     }
 
-    /// Runs `f` over a copy of the log's bytes, so that no lock is held while a visitor runs.
+    /// Runs `f` over the log's bytes under its lock: for reads that call no visitor.
     fn with_bytes<T>(
         &self,
         name: &str,
         f: impl FnOnce(&Path, &[u8]) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let bytes = lock(&*self.existing(name)?).bytes.clone();
-        f(&self.location(name), &bytes)
+        let log = self.existing(name)?;
+        let guard = lock(&log);
+        f(&self.location(name), &guard.bytes)
+    }
+
+    /// A copy of the log's bytes from `start` on, so that no lock is held while a visitor runs
+    /// (a visitor may append to the same store).
+    fn copy_from(&self, name: &str, start: u64) -> Result<Vec<u8>, StoreError> {
+        let log = self.existing(name)?;
+        let guard = lock(&log);
+        let start = usize::try_from(start)
+            .unwrap_or(usize::MAX)
+            .min(guard.bytes.len());
+        Ok(guard.bytes[start..].to_vec())
     }
 }
 
@@ -140,7 +158,11 @@ impl SessionStore for MemoryStore {
         };
         // From here on this open owns the log; a failure gives the ownership back.
         let release = |log: &Mutex<MemoryLog>| lock(log).writer = false;
-        let (header, scan, tracker) = match scan_log(&location, bytes.as_slice(), visitor) {
+        // A visitor that panics unwinds through this guard, which gives the ownership back too.
+        let owned = OwnershipGuard(Some(&log));
+        let scanned = scan_log(&location, bytes.as_slice(), visitor);
+        owned.keep();
+        let (header, scan, tracker) = match scanned {
             Ok(scanned) => scanned,
             Err(error) => {
                 release(&log);
@@ -174,17 +196,17 @@ impl SessionStore for MemoryStore {
     }
 
     fn read(&self, name: &str, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
-        self.with_bytes(name, |location, bytes| {
-            let (header, scan, tracker) = scan_log(location, bytes, visitor)?;
-            let report = OpenReport {
-                header,
-                scan,
-                torn_tail_saved_to: None,
-                interrupted: tracker.interrupted(),
-            };
-            warn_findings(location, &report);
-            Ok(report)
-        })
+        let bytes = self.copy_from(name, 0)?;
+        let location = self.location(name);
+        let (header, scan, tracker) = scan_log(&location, bytes.as_slice(), visitor)?;
+        let report = OpenReport {
+            header,
+            scan,
+            torn_tail_saved_to: None,
+            interrupted: tracker.interrupted(),
+        };
+        warn_findings(&location, &report);
+        Ok(report)
     }
 
     fn scan_from(
@@ -193,12 +215,8 @@ impl SessionStore for MemoryStore {
         at: ScanPosition,
         visitor: &mut dyn LogVisitor,
     ) -> Result<ScanReport, StoreError> {
-        self.with_bytes(name, |location, bytes| {
-            let start = usize::try_from(at.byte_offset)
-                .unwrap_or(usize::MAX)
-                .min(bytes.len());
-            scan_on(location, &bytes[start..], at, visitor)
-        })
+        let tail = self.copy_from(name, at.byte_offset)?;
+        scan_on(&self.location(name), tail.as_slice(), at, visitor)
     }
 
     fn line_of(&self, name: &str, byte_offset: u64) -> Result<u64, StoreError> {
@@ -242,6 +260,23 @@ impl SessionStore for MemoryStore {
     fn save_checkpoint(&self, name: &str, document: &[u8]) -> Result<PathBuf, StoreError> {
         lock(&*self.existing(name)?).checkpoint = Some(document.to_vec());
         Ok(PathBuf::from(format!("memory:{name}.checkpoint")))
+    }
+}
+
+/// Gives a log's ownership back when dropped, unless [`OwnershipGuard::keep`] disarmed it.
+struct OwnershipGuard<'a>(Option<&'a Mutex<MemoryLog>>);
+
+impl OwnershipGuard<'_> {
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for OwnershipGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(log) = self.0 {
+            lock(log).writer = false;
+        }
     }
 }
 
