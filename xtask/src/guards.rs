@@ -76,6 +76,22 @@ pub enum Failure {
         /// The allowed length.
         limit: usize,
     },
+    /// A definition that costs more tokens than its budget.
+    OverTokenBudget {
+        /// The tool name.
+        tool: String,
+        /// The variant id.
+        variant: String,
+        /// What it costs.
+        tokens: usize,
+        /// Its budget.
+        budget: usize,
+    },
+    /// A token budget that no catalogued variant uses.
+    BadTokenBudget {
+        /// The budget key.
+        key: String,
+    },
     /// A ceiling that no catalogued variant uses, or that has no justification.
     BadCeiling {
         /// The ceiling key.
@@ -121,6 +137,21 @@ impl fmt::Display for Failure {
             Self::BadCeiling { key, problem } => {
                 write!(f, "description length: ceiling {key:?}: {problem}")
             }
+            Self::OverTokenBudget {
+                tool,
+                variant,
+                tokens,
+                budget,
+            } => write!(
+                f,
+                "token budget: {tool} [{variant}] costs {tokens} tokens, {} over its budget of \
+                 {budget}",
+                tokens - budget
+            ),
+            Self::BadTokenBudget { key } => write!(
+                f,
+                "token budget: {key:?}: no catalogued tool variant has this key; remove the budget"
+            ),
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! `cargo xtask catalog` writes [`CATALOG_PATH`] from the definitions the tool crates of the
 //! [`manifest`] register; `cargo xtask catalog --check` regenerates it in memory and compares.
-//! Generation runs three guards first ([`guards`]) and reports every offender in one error.
+//! Generation runs four guards first ([`guards`], and the token budgets of [`tokens`]) and reports
+//! every offender in one error.
 //!
 //! Every step is a function of its inputs, so tests can feed demo tools, fake workspaces and
 //! temporary files: [`generate`] takes [`Inputs`]; [`workspace::from_metadata`] takes
@@ -16,6 +17,7 @@ pub mod guards;
 pub mod manifest;
 pub mod model;
 pub mod render;
+pub mod tokens;
 pub mod workspace;
 
 use std::fs;
@@ -26,6 +28,7 @@ use anyhow::Context;
 use crate::check::Check;
 use crate::guards::{Ceiling, Exemption, GuardFailures};
 use crate::model::ToolCrate;
+use crate::tokens::{TokenBudget, Tokenizer};
 use crate::workspace::Member;
 
 /// The catalog's repository-relative path.
@@ -44,14 +47,21 @@ pub struct Inputs<'a> {
     pub exemptions: &'a [Exemption],
     /// Description ceilings.
     pub ceilings: &'a [Ceiling],
+    /// Token budgets.
+    pub token_budgets: &'a [TokenBudget],
 }
 
 /// Runs the guards and renders the catalog; any guard failure fails the whole run.
 pub fn generate(inputs: &Inputs<'_>) -> Result<String, GuardFailures> {
     let mut failures = guards::completeness(inputs.members, inputs.manifest, inputs.exemptions);
-    let (catalogs, harvest_failures) = guards::harvest(inputs.manifest, inputs.root);
+    let (mut catalogs, harvest_failures) = guards::harvest(inputs.manifest, inputs.root);
     failures.extend(harvest_failures);
     failures.extend(guards::description_lengths(&catalogs, inputs.ceilings));
+    failures.extend(tokens::measure(
+        &mut catalogs,
+        inputs.token_budgets,
+        &Tokenizer::o200k(),
+    ));
     if failures.is_empty() {
         Ok(render::render(&catalogs))
     } else {
@@ -74,6 +84,7 @@ pub fn generate_workspace(root: &Path) -> anyhow::Result<String> {
         manifest: manifest::MANIFEST,
         exemptions: manifest::EXEMPTIONS,
         ceilings: manifest::CEILINGS,
+        token_budgets: manifest::TOKEN_BUDGETS,
     };
     Ok(generate(&inputs)?)
 }

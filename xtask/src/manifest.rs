@@ -5,10 +5,12 @@
 //! its definitions through its public API (as a host would) and reads its catalog metadata, and
 //! add a [`ToolCrate`] entry. The completeness guard fails until you do.
 
-use tool_ask_user::ToolCatalog;
+use tool_ask_user::{ToolCatalog, ToolOutcome};
+use user_questions::{AnswerBatch, AnswerItem, CallId, Question, QuestionOption};
 
 use crate::guards::{Ceiling, Exemption};
-use crate::model::{CrateHarvest, Definition, ErrorCodeDoc, ToolCrate};
+use crate::model::{CrateHarvest, Definition, ErrorCodeDoc, Sample, ToolCrate};
+use crate::tokens::TokenBudget;
 
 /// The tool crates, in catalog order.
 pub const MANIFEST: &[ToolCrate] = &[ToolCrate {
@@ -24,6 +26,24 @@ pub const EXEMPTIONS: &[Exemption] = &[];
 /// never have one (SPEC §10): every description character is paid on every request, so put
 /// detail into property descriptions instead.
 pub const CEILINGS: &[Ceiling] = &[];
+
+/// Registered token budgets: each holds a definition to what it costs in every request where the
+/// tool is visible (`o200k_base` tokens of name, description and parameters as compact JSON).
+/// They are 0.8× the reference's definitions (255 and 314 tokens); lowering one is always fine,
+/// raising one needs a reason in the commit.
+pub const TOKEN_BUDGETS: &[TokenBudget] = &[
+    TokenBudget {
+        key: "ask_user_question legacy",
+        tokens: 204,
+    },
+    TokenBudget {
+        key: "ask_user_question timed",
+        tokens: 251,
+    },
+];
+
+/// A realistic call id of the reference's provider (34 characters), for the samples.
+pub const SAMPLE_CALL_ID: &str = "call_00_ET_sBOnFnMNrptvzTOpSwBg669";
 
 fn tool_ask_user() -> CrateHarvest {
     from_tool_ask_user_catalog(&tool_ask_user::CATALOG)
@@ -62,6 +82,12 @@ fn from_tool_ask_user_catalog(catalog: &ToolCatalog) -> CrateHarvest {
                         meaning: code.meaning().to_owned(),
                     })
                     .collect(),
+                samples: if variant.id == "timed" {
+                    timed_samples()
+                } else {
+                    Vec::new()
+                },
+                cost: None,
             })
         })
         .collect();
@@ -74,4 +100,40 @@ fn from_tool_ask_user_catalog(catalog: &ToolCatalog) -> CrateHarvest {
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|&item| item.to_owned()).collect()
+}
+
+/// What a timed call leaves in the model's context besides the definition: the pending result
+/// (with [`SAMPLE_CALL_ID`]) and a typical late reply (two questions, one chosen option and one
+/// multi-select answer), both built by the crates that produce them.
+fn timed_samples() -> Vec<Sample> {
+    let call_id = CallId::from(SAMPLE_CALL_ID);
+    let questions = [
+        Question::new("db", "Which database should the service use?")
+            .with_header("Database")
+            .with_options([
+                QuestionOption::new("PostgreSQL (Recommended)"),
+                QuestionOption::new("SQLite"),
+            ]),
+        Question::new("checks", "Which checks should run on every pull request?")
+            .with_header("CI")
+            .with_options([
+                QuestionOption::new("Unit tests"),
+                QuestionOption::new("Lint"),
+            ])
+            .with_multi_select(true),
+    ];
+    let answers = AnswerBatch::new([
+        AnswerItem::selected("db", ["PostgreSQL (Recommended)"]),
+        AnswerItem::selected("checks", ["Unit tests", "Lint"]),
+    ]);
+    vec![
+        Sample {
+            label: "pending result (34-character call id)".to_owned(),
+            text: ToolOutcome::pending(&call_id).text,
+        },
+        Sample {
+            label: "late reply (two questions answered)".to_owned(),
+            text: pending_answer::reply_text(&call_id, &questions, &answers),
+        },
+    ]
 }

@@ -49,6 +49,34 @@ pub struct Definition {
     pub writes: Vec<String>,
     /// The error codes the variant's results can carry.
     pub error_codes: Vec<ErrorCodeDoc>,
+    /// Texts the variant puts in the model's context besides its definition (a pending result, a
+    /// late reply), each counted next to the definition.
+    pub samples: Vec<Sample>,
+    /// What the definition and its samples cost, measured by generation (`None` until then).
+    pub cost: Option<Cost>,
+}
+
+/// A text a variant puts in the model's context, as the model reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// What it is, e.g. "pending result (34-character call id)".
+    pub label: String,
+    /// The exact text.
+    pub text: String,
+}
+
+/// What a definition costs in the model's context (`o200k_base` tokens and UTF-8 bytes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cost {
+    /// Tokens of the definition as a host sends it (compact JSON of name, description and
+    /// parameters).
+    pub tokens: usize,
+    /// Bytes of the same text.
+    pub bytes: usize,
+    /// The token budget it is held to.
+    pub budget: usize,
+    /// Each sample's label, tokens and bytes.
+    pub samples: Vec<(String, usize, usize)>,
 }
 
 /// An error code with its one-line meaning.

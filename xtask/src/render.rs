@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use crate::check::REGENERATE_COMMAND;
 use crate::guards::DESCRIPTION_BUDGET;
-use crate::model::{CrateCatalog, Definition};
+use crate::model::{Cost, CrateCatalog, Definition};
+use crate::tokens::DEFAULT_TOKEN_BUDGET;
 
 /// The command that verifies the catalog.
 pub const CHECK_COMMAND: &str = "cargo xtask catalog --check";
@@ -35,7 +36,8 @@ pub fn render(catalogs: &[CrateCatalog]) -> String {
              host would, and writes this file; nothing here is written by hand. \
              `{CHECK_COMMAND}` regenerates it in memory and fails when this file differs; CI and \
              `cargo test` run that check. Each tool description must fit {DESCRIPTION_BUDGET} \
-             characters unless a justified ceiling is registered for it."
+             characters unless a justified ceiling is registered for it, and each definition must \
+             fit its token budget ({DEFAULT_TOKEN_BUDGET} tokens unless one is registered)."
         ),
         String::new(),
         "Scope: the parameters the model sees. Output schemas document result values and are not \
@@ -96,6 +98,11 @@ fn crate_section(catalog: &CrateCatalog, lines: &mut Vec<String>) {
             pretty(&definition.parameters),
             "```".to_owned(),
             String::new(),
+        ]);
+        if let Some(cost) = &definition.cost {
+            lines.extend(cost_lines(cost));
+        }
+        lines.extend([
             format!("Source: [`{0}`](../{0})", definition.source_path),
             String::new(),
         ]);
@@ -104,6 +111,20 @@ fn crate_section(catalog: &CrateCatalog, lines: &mut Vec<String>) {
         lines.extend([catalog.note.clone(), String::new()]);
     }
     error_codes(catalog, lines);
+}
+
+/// What the definition costs per request, and what its samples cost when they enter the context.
+fn cost_lines(cost: &Cost) -> Vec<String> {
+    let mut lines = vec![format!(
+        "Cost: {} tokens (`o200k_base`; budget {}), {} bytes as a host sends it (compact JSON of \
+         name, description and parameters).",
+        cost.tokens, cost.budget, cost.bytes
+    )];
+    for (label, tokens, bytes) in &cost.samples {
+        lines.push(format!("- {label}: {tokens} tokens, {bytes} bytes"));
+    }
+    lines.push(String::new());
+    lines
 }
 
 /// The crate's error codes in order of first appearance, each with the variants that return it.

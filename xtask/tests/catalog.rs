@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use xtask::check::{self, Check, Difference};
 use xtask::guards::{self, Ceiling, Exemption, Failure};
 use xtask::model::{CrateCatalog, CrateHarvest, Definition, ErrorCodeDoc, ToolCrate};
+use xtask::tokens::{self, DEFAULT_TOKEN_BUDGET, TokenBudget, Tokenizer, definition_json};
 use xtask::workspace::{self, Marker, Member};
 use xtask::{CATALOG_PATH, Inputs, generate, manifest, project_root, render};
 
@@ -45,6 +46,8 @@ fn demo(description: &str) -> Definition {
             code: "UNKNOWN_CITY".to_owned(),
             meaning: "no forecast exists for that city".to_owned(),
         }],
+        samples: vec![],
+        cost: None,
     }
 }
 
@@ -384,6 +387,7 @@ fn k2_generation_fails_naming_the_missing_crate() {
         manifest: &[DEMO_ENTRY],
         exemptions: &[],
         ceilings: &[],
+        token_budgets: &[],
     })
     .unwrap_err();
     assert_eq!(
@@ -589,6 +593,7 @@ fn k4_map_order_and_cell_escaping() {
         manifest: &[MIXED],
         exemptions: &[],
         ceilings: &[],
+        token_budgets: &[],
     })
     .unwrap();
     let rows = text
@@ -765,6 +770,7 @@ fn k5_generation_fails_on_a_long_description() {
         manifest: &[LONG],
         exemptions: &[],
         ceilings: &[],
+        token_budgets: &[],
     })
     .unwrap_err();
     assert!(
@@ -945,4 +951,123 @@ fn k4_committed_catalog_json_blocks_parse() {
         .map(|definition| definition.parameters.clone())
         .collect::<Vec<_>>();
     assert_eq!(blocks, parameters);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Token budgets: what a definition costs on every request, counted with `o200k_base`.
+
+/// Generates the demo tool's catalog with these budgets.
+fn generate_with_budgets(budgets: &[TokenBudget]) -> Result<String, xtask::guards::GuardFailures> {
+    const DEMO: ToolCrate = ToolCrate {
+        crate_name: "demo-tool",
+        harvest: || demo_harvest(vec![Ok(demo(DEMO_DESCRIPTION))]),
+    };
+    let root = demo_root();
+    generate(&Inputs {
+        root: root.path(),
+        members: &[tool_member("demo-tool")],
+        manifest: &[DEMO],
+        exemptions: &[],
+        ceilings: &[],
+        token_budgets: budgets,
+    })
+}
+
+/// The demo definition's cost, as the catalog states it.
+fn demo_tokens() -> usize {
+    let tokenizer = Tokenizer::o200k();
+    let demo = demo(DEMO_DESCRIPTION);
+    tokenizer.definition(&demo.name, &demo.description, &demo.parameters)
+}
+
+#[test]
+fn token_counts_are_o200k_base_of_the_compact_definition() {
+    let tokenizer = Tokenizer::o200k();
+    // Known o200k_base counts: a fixed phrase, and the compact JSON a host sends.
+    assert_eq!(tokenizer.count("hello world"), 2);
+    let text = definition_json("demo", "d", &json!({"type": "object"}));
+    assert_eq!(
+        text,
+        r#"{"name":"demo","description":"d","parameters":{"type":"object"}}"#
+    );
+    assert_eq!(
+        tokenizer.count(&text),
+        tokenizer.definition("demo", "d", &json!({"type": "object"}))
+    );
+}
+
+#[test]
+fn the_catalog_states_each_definitions_cost_and_budget() {
+    let text = generate_with_budgets(&[]).unwrap();
+    let line = format!(
+        "Cost: {} tokens (`o200k_base`; budget {DEFAULT_TOKEN_BUDGET}), ",
+        demo_tokens()
+    );
+    assert!(text.contains(&line), "{text}");
+}
+
+#[test]
+fn check_fails_on_a_definition_over_its_token_budget_and_says_by_how_much() {
+    let tokens = demo_tokens();
+    let budget = tokens - 3;
+    let error = generate_with_budgets(&[TokenBudget {
+        key: "demo default",
+        tokens: budget,
+    }])
+    .unwrap_err();
+    assert!(
+        error.to_string().ends_with(&format!(
+            "\n  - token budget: demo [default] costs {tokens} tokens, 3 over its budget of {budget}"
+        )),
+        "{error}"
+    );
+    // At the budget exactly, it passes.
+    generate_with_budgets(&[TokenBudget {
+        key: "demo default",
+        tokens,
+    }])
+    .unwrap();
+}
+
+#[test]
+fn a_token_budget_nothing_uses_is_an_error() {
+    let error = generate_with_budgets(&[TokenBudget {
+        key: "demo gone",
+        tokens: 10,
+    }])
+    .unwrap_err();
+    assert_eq!(
+        error.0,
+        [Failure::BadTokenBudget {
+            key: "demo gone".to_owned()
+        }]
+    );
+}
+
+#[test]
+fn ask_user_question_fits_its_token_budgets_and_the_samples_are_counted() {
+    let (mut catalogs, failures) = guards::harvest(manifest::MANIFEST, &project_root());
+    assert_eq!(failures, []);
+    let tokenizer = Tokenizer::o200k();
+    assert_eq!(
+        tokens::measure(&mut catalogs, manifest::TOKEN_BUDGETS, &tokenizer),
+        []
+    );
+    let costs: Vec<_> = catalogs[0]
+        .definitions
+        .iter()
+        .map(|d| {
+            let cost = d.cost.as_ref().unwrap();
+            (d.variant_id.as_str(), cost.budget, cost.samples.len())
+        })
+        .collect();
+    // 0.8x the reference's 255 and 314 tokens.
+    assert_eq!(costs, [("legacy", 204, 0), ("timed", 251, 2)]);
+    let timed = catalogs[0].definitions[1].cost.as_ref().unwrap();
+    let (label, pending_tokens, _) = &timed.samples[0];
+    assert!(label.starts_with("pending result"), "{label}");
+    assert!(
+        *pending_tokens <= 69,
+        "the pending result costs {pending_tokens} tokens"
+    );
 }

@@ -3,7 +3,8 @@
 //! Its description, its parameters schema (the doc comments of the argument types below are the
 //! model-facing property descriptions) and its argument mapping are a released contract, pinned
 //! by the `t6_legacy_definition_is_frozen` snapshot. Changing any of them is a product decision,
-//! not a refactor.
+//! not a refactor. Their last change, before release, made them fit 204 `o200k_base` tokens
+//! (`cargo xtask catalog` counts them and holds them to that budget).
 //!
 //! This module shares no argument type, description or mapping code with the timed definition
 //! (`timed.rs`), so work on the timed tool cannot change it. What both use is infrastructure: the
@@ -25,38 +26,36 @@ use crate::outcome::ToolOutcome;
 use crate::schema::schema_of;
 
 /// The tool description (gist G1). **Frozen.**
-pub(crate) const DESCRIPTION: &str = "Ask the person a short question when you need confirmation, a choice among options, or a missing fact to go on.";
+pub(crate) const DESCRIPTION: &str = "Ask the person 1-4 short questions only when you need a fact, choice or confirmation to go on; wait for the answers. Skipped: empty selected, no custom.";
 
 /// The legacy tool's arguments.
 #[derive(Deserialize, JsonSchema)]
 struct Args {
-    /// Questions to ask. You continue only after the answers arrive.
     questions: Vec<ArgQuestion>,
 }
 
-/// One question as the model writes it; other keys are allowed and dropped.
+/// One question as the model writes it; other keys are allowed (JSON Schema's default, so the
+/// schema need not say it) and dropped.
 #[derive(Deserialize, JsonSchema)]
-#[schemars(extend("additionalProperties" = true))]
 struct ArgQuestion {
-    /// Stable id; it comes back with the answer.
+    /// Stable id, returned with its answer.
     id: String,
-    /// The question itself.
+    #[schemars(description = "")]
     question: String,
-    /// Optional very short heading, e.g. 'Setup'.
+    /// Very short heading, e.g. 'Setup'.
     header: Option<String>,
-    /// Optional choices. To recommend one, put it first and end its label with " (Recommended)".
+    /// Choices; put a recommended one first, its label ending " (Recommended)".
     options: Option<Vec<ArgOption>>,
-    /// Allow choosing several options. Off unless set.
+    /// Allow several choices.
     multi_select: Option<bool>,
 }
 
 /// One option as the model writes it; other keys are allowed and dropped.
 #[derive(Deserialize, JsonSchema)]
-#[schemars(extend("additionalProperties" = true))]
 struct ArgOption {
-    /// Brief label shown to the person; it is also the returned value.
+    /// Shown to the person; returned if chosen.
     label: String,
-    /// What choosing this option implies.
+    #[schemars(description = "")]
     description: Option<String>,
 }
 

@@ -29,7 +29,7 @@ use crate::pending::PendingResult;
 use crate::schema::schema_of;
 
 /// The tool description (gist G10). At most 200 characters (SPEC §10).
-pub(crate) const DESCRIPTION: &str = "Ask the person 1-4 short, plain, self-contained questions on facts you lack, their preferences or decisions. Skipped: empty selected, no custom. Pending: no answers in time; they may still reply.";
+pub(crate) const DESCRIPTION: &str = "Ask the person 1-4 short questions only when you need a fact, preference or decision. Skipped: empty selected, no custom. Pending: no answer yet, not permission.";
 
 /// Stands for the configured default in the `timeout` description.
 const DEFAULT_PLACEHOLDER: &str = "{default}";
@@ -37,39 +37,34 @@ const DEFAULT_PLACEHOLDER: &str = "{default}";
 /// The timed tool's arguments.
 #[derive(Deserialize, JsonSchema)]
 struct Args {
-    /// Questions in the person's words, without internal names or references to background work.
-    /// Give each its own stable id.
     questions: Vec<ArgQuestion>,
-    /// Seconds to wait (default {default}). Usually omit it; if time runs out, go on with
-    /// independent work. Running out of time never means approval. A late reply repeats the
-    /// questions. Use -1 only when work cannot go on without the answer, or the person asks for an
-    /// open-ended wait.
+    /// Seconds (default {default}); usually omit. While pending, do only independent work; a late
+    /// answer comes as a user message with this callId. -1 only if work cannot go on without it.
     timeout: Option<i64>,
 }
 
-/// One question as the model writes it; other keys are allowed and dropped.
+/// One question as the model writes it; other keys are allowed (JSON Schema's default, so the
+/// schema need not say it) and dropped.
 #[derive(Deserialize, JsonSchema)]
-#[schemars(extend("additionalProperties" = true))]
 struct ArgQuestion {
-    /// Stable id; it comes back with the answer.
+    /// Stable id for its answer.
     id: String,
-    /// The question itself.
+    #[schemars(description = "")]
     question: String,
-    /// Optional very short heading, e.g. 'Setup'.
+    /// Short heading, e.g. 'Setup'.
     header: Option<String>,
-    /// Optional choices. To recommend one, put it first and end its label with " (Recommended)".
+    /// Choices; a recommended one first, its label ending " (Recommended)".
     options: Option<Vec<ArgOption>>,
-    /// Allow choosing several options. Off unless set.
+    /// Allow several choices.
     multi_select: Option<bool>,
 }
 
 /// One option as the model writes it; other keys are allowed and dropped.
 #[derive(Deserialize, JsonSchema)]
-#[schemars(extend("additionalProperties" = true))]
 struct ArgOption {
-    /// Brief label shown to the person; it is also the returned value.
+    /// Shown, and returned if chosen.
     label: String,
-    /// What choosing this option implies.
+    #[schemars(description = "")]
     description: Option<String>,
 }
 

@@ -178,28 +178,46 @@ fn t5_timed_schema_shape() {
     ] {
         assert!(!text.contains(absent), "{absent} in {text}");
     }
-    // Same structure as legacy, apart from the root `timeout` and the `questions` description.
+    // The same accepted arguments as legacy, apart from the root `timeout`: equal schemas once
+    // the model-facing descriptions (worded per variant) are set aside.
     let mut stripped = p.clone();
     stripped["properties"]
         .as_object_mut()
         .unwrap()
         .remove("timeout");
-    stripped["properties"]["questions"]["description"] = Value::Null;
-    let mut legacy = legacy_definition().parameters;
-    legacy["properties"]["questions"]["description"] = Value::Null;
     assert_eq!(
-        serde_json::to_string(&stripped).unwrap(),
-        serde_json::to_string(&legacy).unwrap()
+        without_descriptions(stripped),
+        without_descriptions(legacy_definition().parameters)
     );
+}
+
+/// A schema without its `description` keywords: what it accepts, not what it tells the model.
+fn without_descriptions(mut schema: Value) -> Value {
+    match &mut schema {
+        Value::Object(map) => {
+            map.remove("description");
+            for value in map.values_mut() {
+                *value = without_descriptions(value.take());
+            }
+        }
+        Value::Array(items) => {
+            for value in items {
+                *value = without_descriptions(value.take());
+            }
+        }
+        _ => {}
+    }
+    schema
 }
 
 #[test]
 fn t6_legacy_definition_is_frozen() {
     let legacy = legacy_definition();
     insta::assert_json_snapshot!("legacy_definition", legacy);
-    assert_eq!(
-        legacy.parameters["properties"]["questions"]["description"],
-        "Questions to ask. You continue only after the answers arrive."
+    assert!(
+        legacy.description.contains("wait for the answers"),
+        "the legacy tool says it blocks: {}",
+        legacy.description
     );
     assert!(!properties(&legacy).contains_key("timeout"));
     assert!(!is_timed_header(&header_tools(std::slice::from_ref(
