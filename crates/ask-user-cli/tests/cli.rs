@@ -1272,3 +1272,58 @@ fn help_on_every_command_shows_an_example() {
         assert_eq!(s.run(&["help", command]).ok(), text, "{command}");
     }
 }
+
+/// A log path that leads to a device or a FIFO fails at once with a clear error: `pending` on a
+/// symlink to `/dev/zero` used to grow without bound and never return.
+#[cfg(unix)]
+#[test]
+fn exit_6_when_the_log_is_not_a_regular_file() {
+    let s = Session::new();
+    std::os::unix::fs::symlink("/dev/zero", s.path("zero.jsonl")).unwrap();
+    let fifo = s.path("fifo.jsonl");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    for log in ["zero.jsonl", "fifo.jsonl"] {
+        for args in [
+            vec!["pending", log],
+            vec!["pending", "--json", log],
+            answer(log, "waiting", &BOTH),
+        ] {
+            let out = s.run(&args);
+            let message = out.failed(6, "LOG_NOT_A_FILE");
+            assert!(
+                message.contains("not a regular file"),
+                "{args:?}: {message}"
+            );
+        }
+    }
+}
+
+/// `ask --call-id ID` on a log where `ID` is continued used to replace the waiting question
+/// silently, so it could never be answered; now it is refused and the first question stays.
+#[test]
+fn exit_2_when_the_call_id_is_already_in_the_log() {
+    let s = Session::new();
+    s.continued("demo.jsonl", "call_demo_1");
+    let before = records(&s.path("demo.jsonl"))
+        .iter()
+        .filter(|r| r["type"] == "tool/call")
+        .count();
+    let out = s.ask_timed("demo.jsonl", "call_demo_1", IN_TIME);
+    let message = out.failed(2, "DUPLICATE_CALL_ID");
+    assert!(message.contains("call_demo_1"), "{message}");
+    assert_eq!(out.stdout, "");
+    let calls = records(&s.path("demo.jsonl"))
+        .iter()
+        .filter(|r| r["type"] == "tool/call")
+        .count();
+    assert_eq!(calls, before, "no second tool/call was logged");
+    let table = s.run(&["pending", "demo.jsonl"]);
+    assert_eq!(row(table.ok(), "call_demo_1")[1], "continued");
+    s.run(&answer("demo.jsonl", "call_demo_1", &BOTH)).ok();
+}

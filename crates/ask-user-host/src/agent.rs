@@ -6,13 +6,16 @@
 //! messages from the log, and a late reply queued before a crash is still queued after it (which is
 //! what keeps the one-reply rule across restarts, SPEC §4.9).
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pending_answer::HostEvent;
 use session_log::{EventBody, InboxTarget, LogVisitor, Record, Scanned, SpliceEdit};
 use tokio::sync::Notify;
 use user_questions::sync::lock_unpoisoned;
-use user_questions::{Agent, AgentHandle, AgentId, HostError, ScopeId, SessionRef, UserMessage};
+use user_questions::{
+    Agent, AgentHandle, AgentId, CallId, HostError, ScopeId, SessionRef, UserMessage,
+};
 
 use crate::journal::{Journal, JournalError};
 
@@ -187,6 +190,8 @@ pub struct Restore {
     splices: Vec<(InboxTarget, SpliceEdit)>,
     /// The highest `turn/start` turn seen.
     pub last_turn: u64,
+    /// Every `tool/call` id the log holds: a call id is used once per log.
+    pub call_ids: HashSet<CallId>,
 }
 
 impl LogVisitor for Restore {
@@ -215,8 +220,12 @@ impl LogVisitor for Restore {
                     self.last_turn = self.last_turn.max(turn);
                 }
             }
+            EventBody::ToolCall(call) => {
+                if let Some(call_id) = &call.call_id {
+                    self.call_ids.insert(call_id.clone());
+                }
+            }
             EventBody::RequestHeader(_)
-            | EventBody::ToolCall(_)
             | EventBody::ToolResult(_)
             | EventBody::Dispatch(_)
             | EventBody::UserMessage(_)

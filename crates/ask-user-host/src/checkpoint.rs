@@ -204,6 +204,10 @@ pub fn load_projection(
         Err(StoreError::Io { source, .. }) if source.kind() != std::io::ErrorKind::NotFound => Err(
             RefoldReason::Stale(StaleReason::Unreadable(source.to_string())),
         ),
+        // A checkpoint name that leads to a device or a FIFO is never read, and never trusted.
+        Err(error @ StoreError::NotAFile { .. }) => Err(RefoldReason::Stale(
+            StaleReason::Unreadable(error.to_string()),
+        )),
         Err(error) => return Err(error),
         Ok(None) => Err(RefoldReason::NoCheckpoint),
         Ok(Some(bytes)) => validate(store, name, &bytes)?.map_err(RefoldReason::Stale),

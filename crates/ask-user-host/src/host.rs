@@ -13,6 +13,7 @@
 //! `step/start`, `user/message` (admission), `request/header`, `tool/call`, `tool/result`,
 //! `step/end`, `turn/end`.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -165,6 +166,10 @@ pub enum HostError {
     /// The tool configuration is invalid.
     #[error("invalid tool configuration: {0}")]
     Config(String),
+    /// The call id is already in the session's log: a second `tool/call` with it would make the
+    /// first call's question unanswerable (its late answer could no longer be told apart).
+    #[error("call id {0:?} is already used in this session's log; every tool call needs a new id")]
+    DuplicateCallId(CallId),
     /// Another live agent of the registry already has the session's agent id (the registry knows
     /// agents by id, so the new session would silently take over the other's identity).
     #[error("agent id {0:?} is already live in this runtime; give each session its own agent id")]
@@ -179,6 +184,7 @@ impl HostError {
             Self::Journal(error) => error.code(),
             Self::Config(_) => "BAD_CONFIG",
             Self::AgentIdTaken(_) => "AGENT_ID_TAKEN",
+            Self::DuplicateCallId(_) => "DUPLICATE_CALL_ID",
         }
     }
 }
@@ -369,6 +375,7 @@ impl HostRuntime {
             journal,
             position: Mutex::new(Position {
                 turn: restore.last_turn,
+                call_ids: restore.call_ids.clone(),
                 ..Position::default()
             }),
         };
@@ -376,7 +383,7 @@ impl HostRuntime {
     }
 }
 
-/// Turn and step counters.
+/// Turn and step counters, and the call ids the log holds.
 #[derive(Debug, Default)]
 struct Position {
     turn: u64,
@@ -384,6 +391,7 @@ struct Position {
     in_turn: bool,
     in_step: bool,
     header_logged: bool,
+    call_ids: HashSet<CallId>,
 }
 
 /// One live session: one agent (a live root, or a child of an owner) and its session log, in a
@@ -611,7 +619,12 @@ impl Host {
         cancel: CancellationToken,
     ) -> Result<ToolOutcome, HostError> {
         let (turn, step) = {
-            let position = self.position();
+            let mut position = self.position();
+            // Taken before the call is logged; a call whose logging fails keeps its id taken,
+            // which only costs the caller a fresh id.
+            if !position.call_ids.insert(call_id.clone()) {
+                return Err(HostError::DuplicateCallId(call_id.clone()));
+            }
             (position.turn, position.step)
         };
         self.journal.commit(Record::tool_call(

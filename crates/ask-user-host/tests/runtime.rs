@@ -226,3 +226,43 @@ fn only_a_store_of_files_gives_a_log_path() {
     assert_eq!(host.log_path(), None);
     assert_eq!(host.location(), std::path::PathBuf::from("memory:s"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_id_already_in_the_log_is_refused_and_the_first_question_stays_answerable() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn SessionStore> = Arc::new(JsonlStore::new(dir.path()));
+    let call = CallId::from("call_demo_1");
+    {
+        let runtime = runtime(store.clone());
+        let host = runtime
+            .create("s.jsonl", SessionOptions::named("s"))
+            .unwrap();
+        ask_unanswered(&host, &call).await;
+        host.begin_turn().unwrap();
+        host.begin_step().unwrap();
+        let again = host
+            .call_tool(&call, SCOPE_ARGS, CancellationToken::new())
+            .await;
+        assert!(
+            matches!(&again, Err(ask_user_host::HostError::DuplicateCallId(id)) if *id == call),
+            "{:?}",
+            again.err()
+        );
+        host.end_turn("completed").unwrap();
+    }
+    // After a restart the log still knows the id; the first question is still the one waiting.
+    let runtime = runtime(store);
+    let (host, _) = runtime.open("s.jsonl", SessionOptions::named("s")).unwrap();
+    host.begin_turn().unwrap();
+    host.begin_step().unwrap();
+    let again = host
+        .call_tool(&call, SCOPE_ARGS, CancellationToken::new())
+        .await;
+    assert!(matches!(
+        again,
+        Err(ask_user_host::HostError::DuplicateCallId(_))
+    ));
+    host.end_turn("completed").unwrap();
+    answer_late(&host, &call);
+    assert_eq!(host.projection().view().settled.len(), 1);
+}

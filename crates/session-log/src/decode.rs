@@ -40,6 +40,11 @@ pub enum CorruptReason {
     BadSeq,
     /// A packed chunk row without `data`, or without its `texts`/`args` array (§7.4).
     MalformedPackedRow,
+    /// The line is longer than the reader keeps in memory; it was skipped unread.
+    TooLong {
+        /// The limit in bytes.
+        limit: u64,
+    },
 }
 
 impl fmt::Display for CorruptReason {
@@ -51,6 +56,7 @@ impl fmt::Display for CorruptReason {
             Self::NoType => f.write_str("no string `type`"),
             Self::BadSeq => f.write_str("`seq` is not a non-negative integer"),
             Self::MalformedPackedRow => f.write_str("malformed packed chunk row"),
+            Self::TooLong { limit } => write!(f, "longer than {limit} bytes; skipped unread"),
         }
     }
 }

@@ -58,6 +58,12 @@ pub enum HeaderError {
     /// `version` is present but not an integer.
     #[error("unreadable header: `version` is not an integer")]
     BadVersion,
+    /// The first line is longer than the reader keeps in memory.
+    #[error("unreadable header: the first line is longer than {limit} bytes")]
+    TooLong {
+        /// The limit in bytes.
+        limit: u64,
+    },
 }
 
 /// How a log's inherited prefix is decided (§7.2).

@@ -6,7 +6,7 @@
 //!
 
 use std::fmt;
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Read};
 
 use crate::decode::{CorruptReason, DecodedRecord, decode_str};
 use crate::header::{HeaderError, SessionHeader};
@@ -178,6 +178,10 @@ pub enum Scanned<'a> {
     Corrupt(CorruptLine),
 }
 
+/// The longest line the reader keeps in memory by default (64 MiB): a longer line is skipped, in
+/// bounded memory, and reported as a corrupt line ([`CorruptReason::TooLong`]).
+pub const MAX_LINE_LEN: u64 = 64 << 20;
+
 /// Reads records line by line from a [`BufRead`].
 #[derive(Debug)]
 pub struct LogScanner<R> {
@@ -186,14 +190,37 @@ pub struct LogScanner<R> {
     position: ScanPosition,
     report: ScanReport,
     finished: bool,
+    max_line: u64,
+}
+
+/// How one physical line was read.
+enum LineRead {
+    /// At the end of the input, nothing read.
+    End,
+    /// A line ending in `\n`, held in the buffer.
+    Complete,
+    /// Bytes without a final `\n` at the end of the input, held in the buffer unless too long;
+    /// the total length.
+    Torn(u64),
+    /// A line longer than the limit, skipped without being kept; its length with the `\n`.
+    TooLong(u64),
 }
 
 impl<R: BufRead> LogScanner<R> {
     /// Reads the header record; the scanner then yields the records after it.
     pub fn open(mut reader: R) -> Result<(SessionHeader, Self), OpenError> {
         let mut buf = Vec::new();
-        reader.read_until(b'\n', &mut buf)?;
+        // A header is a few hundred bytes; one past the limit tells a long line from a full one.
+        (&mut reader)
+            .take(MAX_LINE_LEN + 1)
+            .read_until(b'\n', &mut buf)?;
         if buf.last() != Some(&b'\n') {
+            if buf.len() as u64 > MAX_LINE_LEN {
+                return Err(HeaderError::TooLong {
+                    limit: MAX_LINE_LEN,
+                }
+                .into());
+            }
             return Err(HeaderError::Missing.into());
         }
         if buf.starts_with(b"\xEF\xBB\xBF") {
@@ -226,6 +253,7 @@ impl<R: BufRead> LogScanner<R> {
                 position,
                 report,
                 finished: false,
+                max_line: MAX_LINE_LEN,
             },
         ))
     }
@@ -242,6 +270,55 @@ impl<R: BufRead> LogScanner<R> {
                 ..ScanReport::default()
             },
             finished: false,
+            max_line: MAX_LINE_LEN,
+        }
+    }
+
+    /// Sets the longest line kept in memory (default [`MAX_LINE_LEN`], at least 1 byte).
+    #[must_use]
+    pub fn with_max_line(mut self, max_line: u64) -> Self {
+        self.max_line = max_line.max(1);
+        self
+    }
+
+    /// Reads one physical line into the buffer, keeping at most `max_line` bytes of it.
+    fn read_line(&mut self) -> io::Result<LineRead> {
+        self.buf.clear();
+        let mut total: u64 = 0;
+        let mut too_long = false;
+        loop {
+            let chunk = match self.reader.fill_buf() {
+                Ok(chunk) => chunk,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if chunk.is_empty() {
+                return Ok(match (total, too_long) {
+                    (0, _) => LineRead::End,
+                    (len, _) => LineRead::Torn(len),
+                });
+            }
+            let (take, complete) = match memchr::memchr(b'\n', chunk) {
+                Some(at) => (at + 1, true),
+                None => (chunk.len(), false),
+            };
+            total += take as u64;
+            if !too_long && total > self.max_line {
+                // Stop keeping the line: what was kept is dropped, the rest is only counted.
+                too_long = true;
+                self.buf = Vec::new();
+            }
+            if !too_long {
+                self.buf.extend_from_slice(&chunk[..take]);
+            }
+            self.reader.consume(take);
+            if complete {
+                return Ok(if too_long {
+                    LineRead::TooLong(total)
+                } else {
+                    LineRead::Complete
+                });
+            }
         }
     }
 
@@ -267,22 +344,42 @@ impl<R: BufRead> LogScanner<R> {
         if self.finished {
             return Ok(None);
         }
-        self.buf.clear();
-        if let Err(e) = self.reader.read_until(b'\n', &mut self.buf) {
-            self.finished = true;
-            return Err(e);
-        }
-        if self.buf.is_empty() {
-            self.finished = true;
-            return Ok(None);
-        }
+        let read = match self.read_line() {
+            Ok(read) => read,
+            Err(e) => {
+                self.finished = true;
+                return Err(e);
+            }
+        };
         let byte_offset = self.position.byte_offset;
-        let len = self.buf.len() as u64;
-        if self.buf.last() != Some(&b'\n') {
-            self.finished = true;
-            self.report.torn_tail = Some(TornTail { byte_offset, len });
-            return Ok(None);
-        }
+        let len = match read {
+            LineRead::End => {
+                self.finished = true;
+                return Ok(None);
+            }
+            LineRead::Torn(len) => {
+                self.finished = true;
+                self.report.torn_tail = Some(TornTail { byte_offset, len });
+                return Ok(None);
+            }
+            LineRead::TooLong(len) => {
+                let line = self.position.line + 1;
+                self.position.byte_offset += len;
+                self.position.line = line;
+                let corrupt = CorruptLine {
+                    line,
+                    byte_offset,
+                    len,
+                    reason: CorruptReason::TooLong {
+                        limit: self.max_line,
+                    },
+                };
+                self.report.corrupt_lines.push(corrupt.clone());
+                self.report.end = self.position;
+                return Ok(Some(Scanned::Corrupt(corrupt)));
+            }
+            LineRead::Complete => self.buf.len() as u64,
+        };
         let line = self.position.line + 1;
         let text = &self.buf[..self.buf.len() - 1];
         let (decoded, lossy) = match std::str::from_utf8(text) {

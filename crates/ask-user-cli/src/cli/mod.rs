@@ -85,9 +85,9 @@ impl CliError {
 impl From<crate::host::HostError> for CliError {
     fn from(error: crate::host::HostError) -> Self {
         let exit = match &error {
-            crate::host::HostError::Config(_) | crate::host::HostError::AgentIdTaken(_) => {
-                Exit::Usage
-            }
+            crate::host::HostError::Config(_)
+            | crate::host::HostError::AgentIdTaken(_)
+            | crate::host::HostError::DuplicateCallId(_) => Exit::Usage,
             crate::host::HostError::Store(_) | crate::host::HostError::Journal(_) => Exit::Log,
         };
         Self::new(error.code(), error.to_string(), exit)

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use super::anchor::{self, AnchorMismatch, LogAnchor, READ_BUFFER, RecordSpan};
 use super::file::{self, LogFile};
 use super::{
-    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError, encode_batch, scan_log,
-    scan_on, warn_findings,
+    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError, check_writable, encode_batch,
+    scan_log, scan_on, warn_findings,
 };
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
@@ -18,6 +18,9 @@ use crate::header::SessionHeader;
 use crate::repair::{RepairReport, repair_interrupted};
 use crate::scan::{ScanPosition, ScanReport, TornTail};
 use crate::unfinished::{Interrupted, Tracker};
+
+/// The largest checkpoint document read (64 MiB): far more than any projection state.
+const MAX_CHECKPOINT_LEN: u64 = 64 << 20;
 
 /// What follows the log's file name in its checkpoint's name.
 pub const CHECKPOINT_SUFFIX: &str = ".userQuestions.checkpoint.json";
@@ -79,6 +82,7 @@ impl JsonlStore {
 
     fn open_read(&self, name: &str) -> Result<(File, PathBuf, u64), StoreError> {
         let path = self.path(name);
+        regular_file(&path)?;
         let file = File::open(&path).map_err(|e| StoreError::io("open", &path, e))?;
         let len = file
             .metadata()
@@ -171,11 +175,25 @@ impl SessionStore for JsonlStore {
 
     fn load_checkpoint(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let path = checkpoint_path(&self.path(name));
-        match fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(StoreError::io("read", &path, e)),
+        match fs::metadata(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::io("read", &path, e)),
+            Ok(_) => regular_file(&path)?,
         }
+        // A checkpoint is small (the state of the open questions); one far larger than any
+        // state is not read into memory: it reads as stale.
+        let mut bytes = Vec::new();
+        File::open(&path)
+            .and_then(|file| file.take(MAX_CHECKPOINT_LEN + 1).read_to_end(&mut bytes))
+            .map_err(|e| StoreError::io("read", &path, e))?;
+        if bytes.len() as u64 > MAX_CHECKPOINT_LEN {
+            return Err(StoreError::io(
+                "read",
+                &path,
+                io::Error::new(io::ErrorKind::InvalidData, "the checkpoint is too large"),
+            ));
+        }
+        Ok(Some(bytes))
     }
 
     fn save_checkpoint(&self, name: &str, document: &[u8]) -> Result<PathBuf, StoreError> {
@@ -228,6 +246,46 @@ impl StagedCheckpoint {
 const LOCK_ATTEMPTS: u32 = 5;
 const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// Refuses a path that is not a regular file (after following symbolic links) before it is opened:
+/// opening a FIFO blocks, and a device such as `/dev/zero` never ends.
+fn regular_file(path: &Path) -> Result<(), StoreError> {
+    let metadata = fs::metadata(path).map_err(|e| StoreError::io("open", path, e))?;
+    let file_type = metadata.file_type();
+    if file_type.is_file() {
+        return Ok(());
+    }
+    let kind = if file_type.is_dir() {
+        "a directory"
+    } else {
+        special_kind(file_type)
+    };
+    Err(StoreError::NotAFile {
+        path: path.to_owned(),
+        kind,
+    })
+}
+
+#[cfg(unix)]
+fn special_kind(file_type: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: fs::FileType) -> &'static str {
+    "not a regular file"
+}
+
 /// Whether a writer holds the log now (its exclusive advisory lock), found by trying a shared
 /// lock for an instant (a writer opening at that moment retries). Never modifies the log. A log nobody writes to cannot be in the middle of
 /// a tool call: a call without a result there was interrupted.
@@ -237,6 +295,7 @@ pub fn writer_is_live(path: &Path) -> Result<bool, StoreError> {
         path: path.to_path_buf(),
         source,
     };
+    regular_file(path)?;
     let file = File::open(path).map_err(|e| io_error("open", e))?;
     match file.try_lock_shared() {
         Ok(()) => {
@@ -256,6 +315,7 @@ pub fn read_log(path: &Path) -> Result<OpenReport, StoreError> {
 
 /// [`read_log`], showing every line to `visitor` during the scan.
 pub fn read_log_with(path: &Path, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
+    regular_file(path)?;
     let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
     let (header, scan, tracker) =
         scan_log(path, BufReader::with_capacity(READ_BUFFER, file), visitor)?;
@@ -321,6 +381,7 @@ impl LogWriter<File> {
         path: &Path,
         visitor: &mut dyn LogVisitor,
     ) -> Result<(Self, OpenReport), StoreError> {
+        regular_file(path)?;
         let file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -346,6 +407,8 @@ impl LogWriter<File> {
         }
         let (header, scan, tracker) =
             scan_log(path, BufReader::with_capacity(READ_BUFFER, &file), visitor)?;
+        // Before anything is changed (a torn tail cut): a newer writer's log is left as it is.
+        check_writable(path, &header)?;
         let torn_tail_saved_to = match scan.torn_tail {
             Some(torn) => Some(cut_torn_tail(path, &file, torn)?),
             None => None,

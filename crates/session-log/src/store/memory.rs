@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use super::anchor::{self, AnchorMismatch, LogAnchor, RecordSpan};
 use super::{
-    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError, encode_batch, scan_log,
-    scan_on, warn_findings,
+    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError, check_writable, encode_batch,
+    scan_log, scan_on, warn_findings,
 };
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
@@ -162,7 +162,9 @@ impl SessionStore for MemoryStore {
         let owned = OwnershipGuard(Some(&log));
         let scanned = scan_log(&location, bytes.as_slice(), visitor);
         owned.keep();
-        let (header, scan, tracker) = match scanned {
+        let (header, scan, tracker) = match scanned
+            .and_then(|scanned| check_writable(&location, &scanned.0).map(|()| scanned))
+        {
             Ok(scanned) => scanned,
             Err(error) => {
                 release(&log);

@@ -25,7 +25,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::envelope::{LogEvent, NewSession};
+use crate::envelope::{LogEvent, NewSession, SESSION_FORMAT_VERSION};
 use crate::event::SessionEvent;
 use crate::header::{HeaderError, SessionHeader};
 use crate::scan::{OpenError, ScanPosition, ScanReport, Scanned};
@@ -197,6 +197,18 @@ impl LogVisitor for () {
     fn line(&mut self, _: &Scanned<'_>) {}
 }
 
+/// Refuses to write into a log of a format newer than [`SESSION_FORMAT_VERSION`].
+pub(crate) fn check_writable(path: &Path, header: &SessionHeader) -> Result<(), StoreError> {
+    match header.version {
+        Some(version) if version > SESSION_FORMAT_VERSION => Err(StoreError::NewerFormat {
+            path: path.to_owned(),
+            version,
+            supported: SESSION_FORMAT_VERSION,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Scans a whole log from its start: the header, then every line, tracking what is unfinished.
 pub(crate) fn scan_log<R: io::BufRead>(
     location: &Path,
@@ -277,8 +289,15 @@ pub(crate) fn encode_batch(
 /// Turns every finding of an open into a `tracing` warning.
 pub(crate) fn warn_findings(path: &Path, report: &OpenReport) {
     let path = path.display();
-    if report.header.version.is_none() {
-        tracing::warn!(%path, "the session header has no version; read as 0");
+    match report.header.version {
+        None => tracing::warn!(%path, "the session header has no version; read as 0"),
+        Some(version) if version > SESSION_FORMAT_VERSION => tracing::warn!(
+            %path,
+            version,
+            supported = SESSION_FORMAT_VERSION,
+            "the session log has a newer format version; read tolerantly, never written"
+        ),
+        Some(_) => {}
     }
     for corrupt in &report.scan.corrupt_lines {
         tracing::warn!(
@@ -413,6 +432,29 @@ pub enum StoreError {
     /// An event could not be serialised.
     #[error("cannot serialise an event: {0}")]
     Json(#[from] serde_json::Error),
+    /// The path names something that is not a regular file (a device, a FIFO, a directory):
+    /// refused before anything is read from it, since it may never end.
+    #[error("{} is not a regular file ({kind}); a session log is a regular file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// The log was written in a newer format than this writer knows: it can be read (tolerantly),
+    /// but appending to it could corrupt what the newer writer expects.
+    #[error(
+        "session log {} has format version {version}, newer than {supported}; it is read only",
+        path.display()
+    )]
+    NewerFormat {
+        /// The file.
+        path: PathBuf,
+        /// The header's `version`.
+        version: i64,
+        /// The newest version this writer writes.
+        supported: i64,
+    },
 }
 
 /// Appends the rollback failure to an append error's message, when there is one.
@@ -443,6 +485,8 @@ impl StoreError {
             Self::InvalidEvent { .. } | Self::Json(_) => "INVALID_EVENT",
             Self::AppendFailed { .. } => "APPEND_FAILED",
             Self::Poisoned { .. } => "WRITER_POISONED",
+            Self::NotAFile { .. } => "LOG_NOT_A_FILE",
+            Self::NewerFormat { .. } => "LOG_NEWER_FORMAT",
         }
     }
 
