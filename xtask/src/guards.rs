@@ -76,21 +76,25 @@ pub enum Failure {
         /// The allowed length.
         limit: usize,
     },
-    /// A definition that costs more tokens than its budget.
+    /// A definition (or one of its samples) that costs more tokens than its budget.
     OverTokenBudget {
         /// The tool name.
         tool: String,
         /// The variant id.
         variant: String,
+        /// `the definition`, or the sample's label.
+        what: String,
         /// What it costs.
         tokens: usize,
         /// Its budget.
         budget: usize,
     },
-    /// A token budget that no catalogued variant uses.
+    /// A token budget that no catalogued variant uses, or that is registered twice.
     BadTokenBudget {
         /// The budget key.
         key: String,
+        /// What is wrong with it.
+        problem: &'static str,
     },
     /// A ceiling that no catalogued variant uses, or that has no justification.
     BadCeiling {
@@ -140,18 +144,18 @@ impl fmt::Display for Failure {
             Self::OverTokenBudget {
                 tool,
                 variant,
+                what,
                 tokens,
                 budget,
             } => write!(
                 f,
-                "token budget: {tool} [{variant}] costs {tokens} tokens, {} over its budget of \
-                 {budget}",
-                tokens - budget
+                "token budget: {tool} [{variant}] {what} costs {tokens} tokens, {} over its \
+                 budget of {budget}",
+                tokens.saturating_sub(*budget)
             ),
-            Self::BadTokenBudget { key } => write!(
-                f,
-                "token budget: {key:?}: no catalogued tool variant has this key; remove the budget"
-            ),
+            Self::BadTokenBudget { key, problem } => {
+                write!(f, "token budget: {key:?}: {problem}")
+            }
         }
     }
 }

@@ -55,12 +55,14 @@ pub struct Inputs<'a> {
 pub fn generate(inputs: &Inputs<'_>) -> Result<String, GuardFailures> {
     let mut failures = guards::completeness(inputs.members, inputs.manifest, inputs.exemptions);
     let (mut catalogs, harvest_failures) = guards::harvest(inputs.manifest, inputs.root);
+    let harvested_all = harvest_failures.is_empty();
     failures.extend(harvest_failures);
     failures.extend(guards::description_lengths(&catalogs, inputs.ceilings));
     failures.extend(tokens::measure(
         &mut catalogs,
         inputs.token_budgets,
         &Tokenizer::o200k(),
+        harvested_all,
     ));
     if failures.is_empty() {
         Ok(render::render(&catalogs))

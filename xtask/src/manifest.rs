@@ -130,10 +130,13 @@ fn timed_samples() -> Vec<Sample> {
         Sample {
             label: "pending result (34-character call id)".to_owned(),
             text: ToolOutcome::pending(&call_id).text,
+            // 0.8x the reference's 86 tokens.
+            budget: Some(69),
         },
         Sample {
             label: "late reply (two questions answered)".to_owned(),
             text: pending_answer::reply_text(&call_id, &questions, &answers),
+            budget: None,
         },
     ]
 }

@@ -63,20 +63,34 @@ pub struct Sample {
     pub label: String,
     /// The exact text.
     pub text: String,
+    /// The most tokens it may cost, when a budget is registered for it.
+    pub budget: Option<usize>,
+}
+
+/// What a sample costs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SampleCost {
+    /// The sample's label.
+    pub label: String,
+    /// Its `o200k_base` tokens.
+    pub tokens: usize,
+    /// Its UTF-8 bytes.
+    pub bytes: usize,
+    /// Its budget, when one is registered.
+    pub budget: Option<usize>,
 }
 
 /// What a definition costs in the model's context (`o200k_base` tokens and UTF-8 bytes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cost {
-    /// Tokens of the definition as a host sends it (compact JSON of name, description and
-    /// parameters).
+    /// Tokens of the compact JSON of the definition's name, description and parameters.
     pub tokens: usize,
     /// Bytes of the same text.
     pub bytes: usize,
     /// The token budget it is held to.
     pub budget: usize,
-    /// Each sample's label, tokens and bytes.
-    pub samples: Vec<(String, usize, usize)>,
+    /// Each sample's label, tokens, bytes and budget.
+    pub samples: Vec<SampleCost>,
 }
 
 /// An error code with its one-line meaning.

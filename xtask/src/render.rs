@@ -116,12 +116,19 @@ fn crate_section(catalog: &CrateCatalog, lines: &mut Vec<String>) {
 /// What the definition costs per request, and what its samples cost when they enter the context.
 fn cost_lines(cost: &Cost) -> Vec<String> {
     let mut lines = vec![format!(
-        "Cost: {} tokens (`o200k_base`; budget {}), {} bytes as a host sends it (compact JSON of \
-         name, description and parameters).",
+        "Cost: {} tokens (`o200k_base`; budget {}), {} bytes, on every request where the tool \
+         is visible (compact JSON of name, description and parameters).",
         cost.tokens, cost.budget, cost.bytes
     )];
-    for (label, tokens, bytes) in &cost.samples {
-        lines.push(format!("- {label}: {tokens} tokens, {bytes} bytes"));
+    for sample in &cost.samples {
+        let budget = sample
+            .budget
+            .map(|budget| format!(" (budget {budget})"))
+            .unwrap_or_default();
+        lines.push(format!(
+            "- {}: {} tokens{budget}, {} bytes",
+            sample.label, sample.tokens, sample.bytes
+        ));
     }
     lines.push(String::new());
     lines

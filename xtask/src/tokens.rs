@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use tiktoken_rs::CoreBPE;
 
 use crate::guards::Failure;
-use crate::model::{Cost, CrateCatalog};
+use crate::model::{Cost, CrateCatalog, SampleCost};
 
 /// Counts tokens with `o200k_base`.
 #[derive(Clone, Copy)]
@@ -28,14 +28,14 @@ impl Tokenizer {
         self.bpe.encode_ordinary(text).len()
     }
 
-    /// The tokens of a definition as a host sends it: compact JSON of name, description and
-    /// parameters.
+    /// The tokens of a definition: the compact JSON of its name, description and parameters
+    /// (what every host sends, inside whatever envelope its provider wants).
     pub fn definition(&self, name: &str, description: &str, parameters: &Value) -> usize {
         self.count(&definition_json(name, description, parameters))
     }
 }
 
-/// A definition as a host sends it: `{"name":…,"description":…,"parameters":…}`, compact.
+/// A definition as counted: `{"name":…,"description":…,"parameters":…}`, compact.
 pub fn definition_json(name: &str, description: &str, parameters: &Value) -> String {
     json!({ "name": name, "description": description, "parameters": parameters }).to_string()
 }
@@ -54,11 +54,14 @@ pub struct TokenBudget {
 }
 
 /// Measures every definition and sample, and checks each definition against its budget (the
-/// registered one, or [`DEFAULT_TOKEN_BUDGET`]); every registered budget must be in use.
+/// registered one, or [`DEFAULT_TOKEN_BUDGET`]) and each sample against its own, if it has one.
+/// With `check_unused`, every registered budget must be in use, and none registered twice (skip
+/// that check when a harvest failed: its budgets would look unused).
 pub fn measure(
     catalogs: &mut [CrateCatalog],
     budgets: &[TokenBudget],
     tokenizer: &Tokenizer,
+    check_unused: bool,
 ) -> Vec<Failure> {
     let mut failures = Vec::new();
     let mut used = vec![false; budgets.len()];
@@ -77,30 +80,53 @@ pub fn measure(
             &definition.parameters,
         );
         let tokens = tokenizer.count(&text);
+        let over = |what: &str, tokens: usize, budget: usize| Failure::OverTokenBudget {
+            tool: definition.name.clone(),
+            variant: definition.variant_id.clone(),
+            what: what.to_owned(),
+            tokens,
+            budget,
+        };
         if tokens > budget {
-            failures.push(Failure::OverTokenBudget {
-                tool: definition.name.clone(),
-                variant: definition.variant_id.clone(),
-                tokens,
-                budget,
-            });
+            failures.push(over("the definition", tokens, budget));
+        }
+        let mut samples = Vec::new();
+        for sample in &definition.samples {
+            let cost = SampleCost {
+                label: sample.label.clone(),
+                tokens: tokenizer.count(&sample.text),
+                bytes: sample.text.len(),
+                budget: sample.budget,
+            };
+            if let Some(budget) = cost.budget
+                && cost.tokens > budget
+            {
+                failures.push(over(&cost.label, cost.tokens, budget));
+            }
+            samples.push(cost);
         }
         definition.cost = Some(Cost {
             tokens,
             bytes: text.len(),
             budget,
-            samples: definition
-                .samples
-                .iter()
-                .map(|s| (s.label.clone(), tokenizer.count(&s.text), s.text.len()))
-                .collect(),
+            samples,
         });
     }
-    for (budget, used) in budgets.iter().zip(used) {
-        if !used {
-            failures.push(Failure::BadTokenBudget {
-                key: budget.key.to_owned(),
-            });
+    if check_unused {
+        for (index, (budget, used)) in budgets.iter().zip(used).enumerate() {
+            let problem = if budgets[..index].iter().any(|b| b.key == budget.key) {
+                Some("registered twice; keep one")
+            } else if !used {
+                Some("no catalogued tool variant has this key; remove the budget")
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                failures.push(Failure::BadTokenBudget {
+                    key: budget.key.to_owned(),
+                    problem,
+                });
+            }
         }
     }
     failures

@@ -13,7 +13,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use xtask::check::{self, Check, Difference};
 use xtask::guards::{self, Ceiling, Exemption, Failure};
-use xtask::model::{CrateCatalog, CrateHarvest, Definition, ErrorCodeDoc, ToolCrate};
+use xtask::model::{CrateCatalog, CrateHarvest, Definition, ErrorCodeDoc, Sample, ToolCrate};
 use xtask::tokens::{self, DEFAULT_TOKEN_BUDGET, TokenBudget, Tokenizer, definition_json};
 use xtask::workspace::{self, Marker, Member};
 use xtask::{CATALOG_PATH, Inputs, generate, manifest, project_root, render};
@@ -1017,7 +1017,8 @@ fn check_fails_on_a_definition_over_its_token_budget_and_says_by_how_much() {
     .unwrap_err();
     assert!(
         error.to_string().ends_with(&format!(
-            "\n  - token budget: demo [default] costs {tokens} tokens, 3 over its budget of {budget}"
+            "\n  - token budget: demo [default] the definition costs {tokens} tokens, 3 over its \
+             budget of {budget}"
         )),
         "{error}"
     );
@@ -1039,7 +1040,8 @@ fn a_token_budget_nothing_uses_is_an_error() {
     assert_eq!(
         error.0,
         [Failure::BadTokenBudget {
-            key: "demo gone".to_owned()
+            key: "demo gone".to_owned(),
+            problem: "no catalogued tool variant has this key; remove the budget",
         }]
     );
 }
@@ -1050,7 +1052,7 @@ fn ask_user_question_fits_its_token_budgets_and_the_samples_are_counted() {
     assert_eq!(failures, []);
     let tokenizer = Tokenizer::o200k();
     assert_eq!(
-        tokens::measure(&mut catalogs, manifest::TOKEN_BUDGETS, &tokenizer),
+        tokens::measure(&mut catalogs, manifest::TOKEN_BUDGETS, &tokenizer, true),
         []
     );
     let costs: Vec<_> = catalogs[0]
@@ -1064,10 +1066,99 @@ fn ask_user_question_fits_its_token_budgets_and_the_samples_are_counted() {
     // 0.8x the reference's 255 and 314 tokens.
     assert_eq!(costs, [("legacy", 204, 0), ("timed", 251, 2)]);
     let timed = catalogs[0].definitions[1].cost.as_ref().unwrap();
-    let (label, pending_tokens, _) = &timed.samples[0];
-    assert!(label.starts_with("pending result"), "{label}");
+    let pending = &timed.samples[0];
     assert!(
-        *pending_tokens <= 69,
-        "the pending result costs {pending_tokens} tokens"
+        pending.label.starts_with("pending result"),
+        "{}",
+        pending.label
+    );
+    assert_eq!(pending.budget, Some(69), "0.8x the reference's 86 tokens");
+    assert!(
+        pending.tokens <= 69,
+        "the pending result costs {} tokens",
+        pending.tokens
+    );
+}
+
+#[test]
+fn a_budget_registered_twice_is_an_error() {
+    let budget = TokenBudget {
+        key: "demo default",
+        tokens: 1_000,
+    };
+    let error = generate_with_budgets(&[budget, budget]).unwrap_err();
+    assert_eq!(
+        error.0,
+        [Failure::BadTokenBudget {
+            key: "demo default".to_owned(),
+            problem: "registered twice; keep one",
+        }]
+    );
+}
+
+#[test]
+fn a_sample_over_its_budget_fails_and_every_sample_is_rendered_with_its_cost() {
+    const WITH_SAMPLES: ToolCrate = ToolCrate {
+        crate_name: "demo-tool",
+        harvest: || {
+            demo_harvest(vec![Ok(Definition {
+                samples: vec![
+                    Sample {
+                        label: "forecast result".to_owned(),
+                        text: "Sunny, 21 degrees, light wind from the west.".to_owned(),
+                        budget: Some(3),
+                    },
+                    Sample {
+                        label: "error result".to_owned(),
+                        text: "Error: unknown city".to_owned(),
+                        budget: None,
+                    },
+                ],
+                ..demo(DEMO_DESCRIPTION)
+            })])
+        },
+    };
+    let root = demo_root();
+    let inputs = |budgets| Inputs {
+        root: root.path(),
+        members: &[],
+        manifest: &[WITH_SAMPLES],
+        exemptions: &[],
+        ceilings: &[],
+        token_budgets: budgets,
+    };
+    let members = [tool_member("demo-tool")];
+    let error = generate(&Inputs {
+        members: &members,
+        ..inputs(&[])
+    })
+    .unwrap_err();
+    let tokenizer = Tokenizer::o200k();
+    let forecast = tokenizer.count("Sunny, 21 degrees, light wind from the west.");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the tool catalog cannot be generated:\n  - token budget: demo [default] forecast \
+             result costs {forecast} tokens, {} over its budget of 3",
+            forecast - 3
+        )
+    );
+    // Rendered (with a budget that fits): each sample's tokens, budget and bytes.
+    let mut catalogs = vec![demo_crate(vec![Definition {
+        samples: vec![Sample {
+            label: "error result".to_owned(),
+            text: "Error: unknown city".to_owned(),
+            budget: Some(50),
+        }],
+        ..demo(DEMO_DESCRIPTION)
+    }])];
+    assert_eq!(tokens::measure(&mut catalogs, &[], &tokenizer, true), []);
+    let text = render::render(&catalogs);
+    let errors = tokenizer.count("Error: unknown city");
+    assert!(
+        text.contains(&format!(
+            "\n- error result: {errors} tokens (budget 50), 19 bytes\n"
+        )),
+        "{text}"
     );
 }

@@ -38,13 +38,14 @@ struct Args {
 /// schema need not say it) and dropped.
 #[derive(Deserialize, JsonSchema)]
 struct ArgQuestion {
-    /// Stable id, returned with its answer.
+    /// Unique id, returned with its answer.
     id: String,
+    // The name says it all: no description, so the model does not pay for one.
     #[schemars(description = "")]
     question: String,
-    /// Very short heading, e.g. 'Setup'.
+    /// Short heading like 'Setup'.
     header: Option<String>,
-    /// Choices; put a recommended one first, its label ending " (Recommended)".
+    /// Choices; a recommended one first, its label ending " (Recommended)".
     options: Option<Vec<ArgOption>>,
     /// Allow several choices.
     multi_select: Option<bool>,
@@ -53,8 +54,9 @@ struct ArgQuestion {
 /// One option as the model writes it; other keys are allowed and dropped.
 #[derive(Deserialize, JsonSchema)]
 struct ArgOption {
-    /// Shown to the person; returned if chosen.
+    /// Shown; returned if chosen.
     label: String,
+    // The name says it all.
     #[schemars(description = "")]
     description: Option<String>,
 }

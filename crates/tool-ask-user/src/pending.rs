@@ -9,7 +9,7 @@ use serde::Serialize;
 use user_questions::CallId;
 
 /// The pending notice (gist G20): the `message` of the pending result.
-pub const PENDING_NOTICE: &str = "No answer yet: not a skip, not permission. Do only independent work; a late answer arrives as a user message (answer_to_pending_question) with this callId and the questions.";
+pub const PENDING_NOTICE: &str = "No answer yet: not skipped, not permission. Do only independent work; any late answer arrives as a user message (answer_to_pending_question) with this callId and the questions.";
 
 /// The pending result value (SPEC §5.6): key order `pending, callId, message`.
 #[derive(Serialize, JsonSchema)]

@@ -1,4 +1,5 @@
-//! JSON Schemas from argument and result types, in the exact shape of SPEC §5.2.
+//! JSON Schemas from argument and result types, in the shape of SPEC §5.2 (keyword order, no
+//! `$schema` or titles; descriptions only where they carry a fact, see `legacy.rs`).
 //!
 //! schemars generates the schema (draft 2020-12, pinned with
 //! [`SchemaSettings::draft2020_12`], subschemas inlined); one post-processing pass then brings it

@@ -29,7 +29,7 @@ use crate::pending::PendingResult;
 use crate::schema::schema_of;
 
 /// The tool description (gist G10). At most 200 characters (SPEC §10).
-pub(crate) const DESCRIPTION: &str = "Ask the person 1-4 short questions only when you need a fact, preference or decision. Skipped: empty selected, no custom. Pending: no answer yet, not permission.";
+pub(crate) const DESCRIPTION: &str = "Ask the person 1-4 short questions in their words only when you need a fact, preference or decision. Skipped: empty selected, no custom. Pending: no answer yet, not permission.";
 
 /// Stands for the configured default in the `timeout` description.
 const DEFAULT_PLACEHOLDER: &str = "{default}";
@@ -39,7 +39,7 @@ const DEFAULT_PLACEHOLDER: &str = "{default}";
 struct Args {
     questions: Vec<ArgQuestion>,
     /// Seconds (default {default}); usually omit. While pending, do only independent work; a late
-    /// answer comes as a user message with this callId. -1 only if work cannot go on without it.
+    /// answer comes as a user message. -1 (no limit) only if work needs the answer.
     timeout: Option<i64>,
 }
 
@@ -47,11 +47,12 @@ struct Args {
 /// schema need not say it) and dropped.
 #[derive(Deserialize, JsonSchema)]
 struct ArgQuestion {
-    /// Stable id for its answer.
+    /// Unique id, returned with its answer.
     id: String,
+    // The name says it all: no description, so the model does not pay for one.
     #[schemars(description = "")]
     question: String,
-    /// Short heading, e.g. 'Setup'.
+    /// Short heading like 'Setup'.
     header: Option<String>,
     /// Choices; a recommended one first, its label ending " (Recommended)".
     options: Option<Vec<ArgOption>>,
@@ -62,8 +63,9 @@ struct ArgQuestion {
 /// One option as the model writes it; other keys are allowed and dropped.
 #[derive(Deserialize, JsonSchema)]
 struct ArgOption {
-    /// Shown, and returned if chosen.
+    /// Shown; returned if chosen.
     label: String,
+    // The name says it all.
     #[schemars(description = "")]
     description: Option<String>,
 }

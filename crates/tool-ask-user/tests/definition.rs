@@ -191,23 +191,104 @@ fn t5_timed_schema_shape() {
     );
 }
 
-/// A schema without its `description` keywords: what it accepts, not what it tells the model.
-fn without_descriptions(mut schema: Value) -> Value {
-    match &mut schema {
-        Value::Object(map) => {
-            map.remove("description");
-            for value in map.values_mut() {
-                *value = without_descriptions(value.take());
-            }
-        }
-        Value::Array(items) => {
-            for value in items {
-                *value = without_descriptions(value.take());
-            }
-        }
-        _ => {}
+/// A schema without its `description` keywords: what it accepts, not what it tells the model. A
+/// property that is *named* `description` (an option's) is part of what is accepted and stays.
+fn without_descriptions(schema: Value) -> Value {
+    strip(schema, false)
+}
+
+fn strip(schema: Value, is_properties_map: bool) -> Value {
+    match schema {
+        Value::Object(map) => map
+            .into_iter()
+            .filter(|(key, _)| is_properties_map || key != "description")
+            .map(|(key, value)| {
+                let value = strip(value, !is_properties_map && key == "properties");
+                (key, value)
+            })
+            .collect(),
+        Value::Array(items) => Value::Array(items.into_iter().map(|v| strip(v, false)).collect()),
+        other => other,
     }
-    schema
+}
+
+/// Everything a definition tells the model in words: its description and every property's.
+fn model_text(definition: &tool_ask_user::ToolDefinition) -> String {
+    fn walk(schema: &Value, out: &mut String) {
+        match schema {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    match (key.as_str(), value) {
+                        ("description", Value::String(text)) => {
+                            out.push('\n');
+                            out.push_str(text);
+                        }
+                        _ => walk(value, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = definition.description.clone();
+    walk(&definition.parameters, &mut out);
+    out
+}
+
+/// What each definition must tell the model (the facts of the model-experience rewrite), in
+/// whatever words the token budget allows: checked as phrases of the definition's own text.
+#[test]
+fn both_definitions_keep_every_fact_the_model_needs() {
+    let common = [
+        ("ask only when needed", "only when you need"),
+        ("1-4 questions", "1-4"),
+        (
+            "each question's own id comes back",
+            "Unique id, returned with its answer",
+        ),
+        ("a short header", "Short heading"),
+        ("options, recommended first", "a recommended one first"),
+        ("the recommended suffix", "\" (Recommended)\""),
+        ("several choices", "Allow several choices"),
+        (
+            "what a skipped answer looks like",
+            "Skipped: empty selected, no custom",
+        ),
+    ];
+    let legacy = model_text(&legacy_definition());
+    let timed = model_text(&timed_definition(120));
+    for (fact, phrase) in common {
+        assert!(legacy.contains(phrase), "legacy lacks {fact}: {phrase:?}");
+        assert!(timed.contains(phrase), "timed lacks {fact}: {phrase:?}");
+    }
+    assert!(legacy.contains("wait for the answers"), "legacy blocks");
+    // An option has a description (its property name says what it is for).
+    for definition in [legacy_definition(), timed_definition(120)] {
+        let option = &definition.parameters["properties"]["questions"]["items"]["properties"]["options"]
+            ["items"]["properties"];
+        assert_eq!(option["description"]["type"], "string");
+    }
+    for (fact, phrase) in [
+        ("questions in the person's words", "in their words"),
+        ("pending is not an answer", "Pending: no answer yet"),
+        ("pending is not permission", "not permission"),
+        (
+            "only independent work while pending",
+            "do only independent work",
+        ),
+        (
+            "the late answer is a user message",
+            "a late answer comes as a user message",
+        ),
+        ("the default window", "(default 120)"),
+        (
+            "-1 only when work needs the answer",
+            "-1 (no limit) only if work needs the answer",
+        ),
+    ] {
+        assert!(timed.contains(phrase), "timed lacks {fact}: {phrase:?}");
+    }
 }
 
 #[test]

@@ -165,14 +165,14 @@ async fn t14_answerer_timeout_gives_the_pending_result() {
             .starts_with(r#"{"pending":true,"callId":"ask-timeout","message":"#)
     );
     // The notice conveys G20's facts, in as few tokens as they fit (the catalog counts them):
-    // not an answer yet, not a skip, not permission; only independent work; a late answer comes as
+    // not an answer yet, not skipped, not permission; only independent work; a late answer comes as
     // a user message of that kind with this call id and the questions.
     for fact in [
         "No answer yet",
-        "not a skip",
+        "not skipped",
         "not permission",
         "only independent work",
-        "late answer",
+        "any late answer",
         "user message",
         "answer_to_pending_question",
         "callId",
