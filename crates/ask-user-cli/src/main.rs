@@ -15,7 +15,10 @@ fn main() -> ExitCode {
         Ok(exit) => exit,
         Err(error) => {
             // Anything that escaped the commands' own error handling: one line, no backtrace.
-            eprintln!("error[INTERNAL]: {error:#}");
+            eprintln!(
+                "error[INTERNAL]: {}",
+                ask_user_cli::terminal::sanitize::visible(&format!("{error:#}"))
+            );
             ExitCode::from(cli::Exit::Failure.code())
         }
     }

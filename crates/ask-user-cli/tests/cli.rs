@@ -1327,3 +1327,67 @@ fn exit_2_when_the_call_id_is_already_in_the_log() {
     assert_eq!(row(table.ok(), "call_demo_1")[1], "continued");
     s.run(&answer("demo.jsonl", "call_demo_1", &BOTH)).ok();
 }
+
+/// Whether `text` holds a character a terminal would interpret (ESC, BEL, CSI, DEL, …).
+fn has_terminal_controls(text: &str) -> bool {
+    text.chars()
+        .any(|c| c.is_control() && c != '\n' || ('\u{202a}'..='\u{202e}').contains(&c))
+}
+
+/// A question holding `\u{1b}]0;PWNED\u{7}\u{1b}[2J` set the terminal's title and cleared the
+/// screen through `pending`; the call id reached the hints and error lines raw. Every output path
+/// now shows such text escaped: the table, `--json`, the hints and the error line.
+#[test]
+fn text_from_a_model_or_a_log_never_reaches_the_terminal_raw() {
+    let s = Session::new();
+    let hostile = "Ship it?\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}31m";
+    let args = json!({"questions":[{"id":"scope\u{1b}[2J","question":hostile}]});
+    let args_path = s.path("hostile-args.json");
+    fs::write(&args_path, args.to_string()).unwrap();
+    let call_id = "call\u{1b}]0;PWNED\u{7}";
+    let out = s.run(&[
+        "ask",
+        "--mode",
+        "timed",
+        "--log",
+        "h.jsonl",
+        "--timeout",
+        "1",
+        "--call-id",
+        call_id,
+        args_path.to_str().unwrap(),
+    ]);
+    let printed = out.ok();
+    assert!(!has_terminal_controls(printed), "{printed:?}");
+    assert!(!has_terminal_controls(&out.stderr), "{:?}", out.stderr);
+    assert!(
+        out.stderr.contains("call\\u{1b}]0;PWNED\\u{7}"),
+        "{}",
+        out.stderr
+    );
+
+    let table = s.run(&["pending", "h.jsonl"]);
+    let text = table.ok();
+    assert!(!has_terminal_controls(text), "{text:?}");
+    assert!(
+        text.contains("scope\\u{1b}[2J: Ship it?\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\u{9b}31m"),
+        "{text}"
+    );
+
+    let json = s.run(&["pending", "--json", "h.jsonl"]);
+    let text = json.ok();
+    assert!(!has_terminal_controls(text), "{text:?}");
+    let view: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        view["active"][0]["questions"][0]["question"], hostile,
+        "the same value"
+    );
+
+    let refused = s.run(&["answer", "h.jsonl", "other\u{1b}[2J", "--skip", "x"]);
+    assert!(refused.code.is_some_and(|c| c != 0));
+    assert!(
+        !has_terminal_controls(&refused.stderr),
+        "{:?}",
+        refused.stderr
+    );
+}

@@ -151,8 +151,14 @@ impl TerminalAnswerer {
     /// Prints a line for the person. While a card is on screen the line is shown above it (and
     /// printed on the normal screen once the card is gone); otherwise it is printed on stderr at
     /// once. Hosts that print while a card may be showing use this, so the card is not torn.
+    /// The line is shown through [`sanitize::visible_lines`](crate::sanitize::visible_lines): a
+    /// model's or a log's text in it cannot drive the terminal.
     pub fn note(&self, line: impl Into<String>) {
         let line = line.into();
+        let line = match crate::sanitize::visible_lines(&line) {
+            std::borrow::Cow::Borrowed(_) => line,
+            std::borrow::Cow::Owned(clean) => clean,
+        };
         let running = self.running_desk();
         match running {
             Some(commands) => {

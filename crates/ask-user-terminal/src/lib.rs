@@ -77,6 +77,7 @@ mod countdown;
 mod desk;
 mod keys;
 mod render;
+pub mod sanitize;
 mod screen;
 
 pub use answerer::{TerminalAnswerer, TerminalOptions};

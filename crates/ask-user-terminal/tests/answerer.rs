@@ -593,6 +593,18 @@ async fn notes_show_above_the_card_and_then_on_the_normal_screen() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn notes_show_a_models_escape_sequences_instead_of_running_them() {
+    let host = host();
+    host.terminal
+        .note("model › Deploy?\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}31m");
+    settle().await;
+    assert_eq!(
+        host.vt.printed(),
+        vec!["model › Deploy?\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\u{9b}31m".to_owned()]
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_second_request_waits_behind_the_first() {
     let host = host();
     let first = host.ask(AskRequest::new([scope()]));

@@ -32,13 +32,38 @@ use std::collections::HashMap;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use user_questions::{ErrorCode, UserQuestionError};
+use user_questions::{ErrorCode, QuestionLimits, UserQuestionError};
 
-/// Checks `arguments` against `parameters` and deserialises the checked value into `T`.
+/// The largest arguments text checked (1 MiB): a batch of at most eight questions is a few KiB,
+/// and a larger text is refused before it is parsed.
+pub const MAX_ARGUMENTS_BYTES: usize = 1 << 20;
+
+/// The most violations an `INVALID_ARGS` message lists; the rest are counted. The message the
+/// model reads stays a few KiB whatever the arguments hold.
+pub const MAX_LISTED_VIOLATIONS: usize = 12;
+
+/// Checks `arguments` against `parameters` and deserialises the checked value into `T`. Before
+/// any of that: the size bound, and the question-count limit (a batch with too many questions is
+/// refused for that, not for each problem of each question).
 pub(crate) fn parse<T: DeserializeOwned>(
     parameters: &Value,
     arguments: &str,
+    limits: &QuestionLimits,
 ) -> Result<T, UserQuestionError> {
+    if arguments.len() > MAX_ARGUMENTS_BYTES {
+        return Err(invalid_args(&format!(
+            "the arguments are {} bytes; at most {MAX_ARGUMENTS_BYTES} are accepted",
+            arguments.len()
+        )));
+    }
+    if let Some(count) = question_count(arguments)
+        && count > limits.max_questions
+    {
+        return Err(UserQuestionError::too_many_questions(
+            count,
+            limits.max_questions,
+        ));
+    }
     let checked = check(parameters, arguments)?;
     serde_json::from_value(checked).map_err(|error| {
         // Unreachable while the argument types and the schema come from the same types; kept as
@@ -47,6 +72,19 @@ pub(crate) fn parse<T: DeserializeOwned>(
             "the arguments do not match the tool's argument types ({error})"
         ))
     })
+}
+
+/// How many elements `questions` has, when the arguments are an object whose `questions` is an
+/// array (counted without decoding the elements); `None` otherwise (the full check reports it).
+fn question_count(arguments: &str) -> Option<usize> {
+    #[derive(serde::Deserialize)]
+    struct Top<'a> {
+        #[serde(borrow)]
+        questions: Option<&'a RawValue>,
+    }
+    let top: Top<'_> = serde_json::from_str(arguments).ok()?;
+    let elements: Vec<serde::de::IgnoredAny> = serde_json::from_str(top.questions?.get()).ok()?;
+    Some(elements.len())
 }
 
 /// Checks `arguments` against `parameters`; returns the declared parts of the arguments.
@@ -58,7 +96,11 @@ pub(crate) fn check(parameters: &Value, arguments: &str) -> Result<Value, UserQu
     if run.violations.is_empty() {
         Ok(value.unwrap_or(Value::Object(Map::new())))
     } else {
-        Err(invalid_args(&run.violations.join("; ")))
+        let mut details = run.violations.join("; ");
+        if run.unlisted > 0 {
+            details = format!("{details}; and {} more problems", run.unlisted);
+        }
+        Err(invalid_args(&details))
     }
 }
 
@@ -108,9 +150,29 @@ impl Kind {
 #[derive(Default)]
 struct Checker {
     violations: Vec<String>,
+    unlisted: usize,
 }
 
 impl Checker {
+    /// Records a violation: listed while fewer than [`MAX_LISTED_VIOLATIONS`] are, else counted.
+    fn record(&mut self, violation: String) {
+        if self.violations.len() < MAX_LISTED_VIOLATIONS {
+            // A violation quotes at most a path; bound it all the same.
+            let mut violation = violation;
+            if violation.len() > 300 {
+                let mut end = 300;
+                while !violation.is_char_boundary(end) {
+                    end -= 1;
+                }
+                violation.truncate(end);
+                violation.push('…');
+            }
+            self.violations.push(violation);
+        } else {
+            self.unlisted += 1;
+        }
+    }
+
     /// Checks one value against one schema; returns the checked value, or `None` when it is wrong
     /// (the violation is recorded) or the schema names no type we check (accepted, not forwarded).
     fn value(&mut self, schema: &Value, raw: &RawValue, path: &str) -> Option<Value> {
@@ -122,7 +184,7 @@ impl Checker {
             ("string", Kind::String) => match decode_string(raw.get()) {
                 Ok(text) => Some(Value::String(text)),
                 Err(error) => {
-                    self.violations.push(format!(
+                    self.record(format!(
                         "{} is not a valid JSON string ({error})",
                         subject(path)
                     ));
@@ -133,7 +195,7 @@ impl Checker {
                 if let Some(integer) = integer_value(raw.get()) {
                     Some(Value::from(integer))
                 } else {
-                    self.violations.push(format!(
+                    self.record(format!(
                         "{} must be an integer, not a fractional number",
                         subject(path)
                     ));
@@ -149,7 +211,7 @@ impl Checker {
                     "integer" => "an integer",
                     _ => "a boolean",
                 };
-                self.violations.push(format!(
+                self.record(format!(
                     "{} must be {expected}, not {}",
                     subject(path),
                     kind.name()
@@ -166,7 +228,7 @@ impl Checker {
         let entries: HashMap<String, &RawValue> = match serde_json::from_str(raw.get()) {
             Ok(entries) => entries,
             Err(error) => {
-                self.violations.push(format!(
+                self.record(format!(
                     "{} is not a valid JSON object ({error})",
                     subject(path)
                 ));
@@ -190,16 +252,16 @@ impl Checker {
                             checked.insert(name.clone(), value);
                         }
                     }
-                    None if required.contains(&name.as_str()) => self
-                        .violations
-                        .push(format!("missing required property {}", quoted(&child))),
+                    None if required.contains(&name.as_str()) => {
+                        self.record(format!("missing required property {}", quoted(&child)));
+                    }
                     None => {}
                 }
             }
         }
         for name in required {
             if !declared.contains(&name) && !entries.contains_key(name) {
-                self.violations.push(format!(
+                self.record(format!(
                     "missing required property {}",
                     quoted(&child_path(path, name))
                 ));
@@ -212,7 +274,7 @@ impl Checker {
         let elements: Vec<&RawValue> = match serde_json::from_str(raw.get()) {
             Ok(elements) => elements,
             Err(error) => {
-                self.violations.push(format!(
+                self.record(format!(
                     "{} is not a valid JSON array ({error})",
                     subject(path)
                 ));

@@ -51,6 +51,7 @@ mod schema;
 mod timed;
 mod tool;
 
+pub use args::{MAX_ARGUMENTS_BYTES, MAX_LISTED_VIOLATIONS};
 pub use catalog::{CATALOG, CatalogVariant, ToolCatalog};
 pub use config::{
     AskUserConfig, AskUserMode, ConfigError, DEFAULT_TIMEOUT_SECS, INDEFINITE_TIMEOUT,

@@ -118,7 +118,7 @@ pub(crate) async fn execute(
     arguments: &str,
     ctx: ToolContext,
 ) -> ToolOutcome {
-    let args: Args = match args::parse(&definition.parameters, arguments) {
+    let args: Args = match args::parse(&definition.parameters, arguments, seam.limits()) {
         Ok(args) => args,
         Err(error) => return ToolOutcome::typed_error(&error),
     };

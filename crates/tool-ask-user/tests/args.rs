@@ -188,3 +188,72 @@ fn messages_are_never_bare_serde_errors() {
         );
     }
 }
+
+/// A huge argument text used to produce a tool error of about its own size (a 3 MB file of a
+/// million empty questions gave a 105 MB error): now the size bound and the question limit come
+/// first, and any error the model reads is bounded.
+#[test]
+fn arguments_over_the_size_bound_are_refused_before_parsing() {
+    let w = world();
+    let huge = format!(
+        r#"{{"questions":[{}{{}}]}}"#,
+        "{},".repeat(tool_ask_user::MAX_ARGUMENTS_BYTES / 3)
+    );
+    for tool in [w.legacy(), w.timed(120)] {
+        let outcome = run(&tool, &huge, &w);
+        assert_invalid_args(&outcome, &[]);
+        assert!(
+            outcome.text.contains(&format!(
+                "the arguments are {} bytes; at most 1048576 are accepted",
+                huge.len()
+            )),
+            "{}",
+            outcome.text
+        );
+    }
+}
+
+#[test]
+fn too_many_questions_are_refused_for_that_before_their_problems_are_listed() {
+    let w = world();
+    let many = format!(r#"{{"questions":[{}{{}}]}}"#, "{},".repeat(100_000));
+    for tool in [w.legacy(), w.timed(120)] {
+        let outcome = run(&tool, &many, &w);
+        assert!(outcome.is_error);
+        assert_eq!(
+            outcome.error.as_ref().unwrap().code.as_str(),
+            "BAD_QUESTIONS"
+        );
+        assert!(outcome.text.len() < 300, "{}", outcome.text);
+        assert!(outcome.text.contains("100001"), "{}", outcome.text);
+    }
+}
+
+#[test]
+fn an_invalid_args_message_lists_the_first_problems_and_counts_the_rest() {
+    // Eight questions (the limit), each missing both required properties and with a wrong-typed
+    // header and options: 32 problems.
+    let question = r#"{"header":1,"options":"x"}"#;
+    let arguments = format!(r#"{{"questions":[{}]}}"#, [question; 8].join(","));
+    let w = world();
+    for tool in [w.legacy(), w.timed(120)] {
+        let outcome = run(&tool, &arguments, &w);
+        assert_invalid_args(&outcome, &[]);
+        let listed = outcome.text.matches("; ").count() + 1;
+        assert_eq!(
+            listed,
+            tool_ask_user::MAX_LISTED_VIOLATIONS + 1,
+            "{}",
+            outcome.text
+        );
+        assert!(
+            outcome.text.ends_with(&format!(
+                "; and {} more problems.",
+                32 - tool_ask_user::MAX_LISTED_VIOLATIONS
+            )),
+            "{}",
+            outcome.text
+        );
+        assert!(outcome.text.len() < 4096);
+    }
+}

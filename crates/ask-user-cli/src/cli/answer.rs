@@ -7,11 +7,13 @@
 //! `user/message`, `turn/end`. Success is reported only once that `user/message` is fsynced: the
 //! projection has settled the question.
 
+use ask_user_terminal::sanitize::visible;
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
 use user_questions::{AnswerBatch, AnswerItem, AskError, CallId, ErrorCode, Provenance, Question};
 
+use super::model_text;
 use super::{CliError, Exit, read_input, report_resume};
 use crate::host::{Host, HostOptions, JournalError, LogTarget};
 
@@ -130,10 +132,11 @@ fn admit(host: &Host, call_id: &CallId, message_id: &str) -> Result<(), CliError
         .iter()
         .find_map(user_questions::ContentBlock::as_text)
     {
-        println!("{text}");
+        println!("{}", model_text(text));
     }
     eprintln!(
-        "call {call_id}: reply admitted{}",
+        "call {}: reply admitted{}",
+        visible(call_id.as_str()),
         if settled {
             "; the question is settled"
         } else {

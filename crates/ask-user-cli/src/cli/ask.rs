@@ -1,5 +1,6 @@
 //! `ask-user ask`: one `ask_user_question` call, printed as the model reads it.
 
+use ask_user_terminal::sanitize::{visible, visible_lines};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,6 +8,7 @@ use std::sync::Arc;
 use clap::Args;
 use user_questions::{CallId, CancellationToken, RegisterOptions, ScriptedAnswerer};
 
+use super::model_text;
 use super::{CliError, Exit, ToolArgs, read_input, report_resume};
 use crate::host::{Host, HostOptions, LogTarget};
 use crate::terminal::{TerminalAnswerer, TerminalOptions};
@@ -61,7 +63,11 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
             .unwrap_or_else(|| format!("call_{}", pending_answer::new_message_id())),
     );
     if let Some(path) = host.log_path() {
-        eprintln!("call {call_id} in {}", path.display());
+        eprintln!(
+            "call {} in {}",
+            visible(call_id.as_str()),
+            visible(&path.display().to_string())
+        );
     }
     let cancel = CancellationToken::new();
     let _interrupt = interrupt_on_ctrl_c(cancel.clone());
@@ -96,13 +102,14 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
         if interactive {
             terminal.note(line);
         } else {
-            eprintln!("{line}");
+            // The same sanitiser the card's notes go through: call ids and paths are not ours.
+            eprintln!("{}", visible_lines(&line));
         }
     };
     if interactive && std::io::stdout().is_terminal() {
         terminal.note(outcome.text.clone());
     } else {
-        println!("{}", outcome.text);
+        println!("{}", model_text(&outcome.text));
     }
     let pending = outcome
         .value

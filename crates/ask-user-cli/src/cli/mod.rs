@@ -11,6 +11,7 @@ mod schema;
 
 use std::path::PathBuf;
 
+use ask_user_terminal::sanitize::{json_visible, visible};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tool_ask_user::AskUserConfig;
 
@@ -201,7 +202,12 @@ pub async fn run(cli: Cli) -> Exit {
     match result {
         Ok(exit) => exit,
         Err(error) => {
-            eprintln!("error[{}]: {}", error.code, error.message);
+            // A message can quote a model's or a log's text (a label, a call id, a path).
+            eprintln!(
+                "error[{}]: {}",
+                visible(&error.code),
+                visible(&error.message)
+            );
             error.exit
         }
     }
@@ -296,5 +302,15 @@ pub(crate) fn report_resume(resumed: &crate::host::Resumed) {
             "note: {} queued message(s) restored from the log",
             resumed.restored_inbox
         );
+    }
+}
+
+/// Model-facing text for a terminal: JSON with its hidden characters as JSON escapes (the same
+/// value), anything else (an `Error: …` text) with them shown as escapes.
+pub(crate) fn model_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
+        json_visible(text)
+    } else {
+        visible(text)
     }
 }

@@ -1,6 +1,7 @@
 //! `ask-user pending`: the open and continued questions of a session log. Read only: it takes no
 //! write lock, never truncates a torn tail and never writes a checkpoint.
 
+use ask_user_terminal::sanitize::{json_visible, visible};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -64,7 +65,7 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
     if args.json {
         let text = serde_json::to_string(view)
             .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
-        println!("{text}");
+        println!("{}", json_visible(&text));
         return Ok(Exit::Ok);
     }
 
@@ -90,12 +91,18 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
         let age = times
             .get(entry.call_id.as_str())
             .map_or_else(|| "-".to_owned(), |t| format_age(now.saturating_sub(*t)));
+        // Call ids and questions come from a model through the log: never raw on a terminal.
         let questions: Vec<String> = entry
             .questions
             .iter()
-            .map(|q| format!("{}: {}", q.id, q.question))
+            .map(|q| format!("{}: {}", visible(&q.id), visible(&q.question)))
             .collect();
-        rows.push([entry.call_id.to_string(), state, age, questions.join("\n")]);
+        rows.push([
+            visible(entry.call_id.as_str()).into_owned(),
+            state,
+            age,
+            questions.join("\n"),
+        ]);
     }
     print!("{}", table(&rows));
     println!(
