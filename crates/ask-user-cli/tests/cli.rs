@@ -1341,7 +1341,8 @@ fn has_terminal_controls(text: &str) -> bool {
 fn text_from_a_model_or_a_log_never_reaches_the_terminal_raw() {
     let s = Session::new();
     let hostile = "Ship it?\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}31m";
-    let args = json!({"questions":[{"id":"scope\u{1b}[2J","question":hostile}]});
+    // (An id with control characters is refused as BAD_QUESTIONS; the question text is free.)
+    let args = json!({"questions":[{"id":"scope","question":hostile}]});
     let args_path = s.path("hostile-args.json");
     fs::write(&args_path, args.to_string()).unwrap();
     let call_id = "call\u{1b}]0;PWNED\u{7}";
@@ -1370,7 +1371,7 @@ fn text_from_a_model_or_a_log_never_reaches_the_terminal_raw() {
     let text = table.ok();
     assert!(!has_terminal_controls(text), "{text:?}");
     assert!(
-        text.contains("scope\\u{1b}[2J: Ship it?\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\u{9b}31m"),
+        text.contains("scope: Ship it?\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\u{9b}31m"),
         "{text}"
     );
 

@@ -325,6 +325,16 @@ impl UserQuestionError {
         )
     }
 
+    /// `BAD_QUESTIONS`: a question a person cannot answer well as written (an empty or oversized
+    /// id, question or label, control characters in an id, two options with one label). `what`
+    /// says what is wrong and how to fix it.
+    pub fn unanswerable_question(question_id: &str, what: &str) -> Self {
+        Self::new(
+            ErrorCode::BadQuestions,
+            format!("Question {}: {what}", quoted(question_id)),
+        )
+    }
+
     /// `NO_PROVIDER`.
     pub fn no_provider() -> Self {
         Self::new(

@@ -70,7 +70,88 @@ pub fn check_question_limits(
             ));
         }
     }
+    for question in questions {
+        if let Some(what) = unanswerable(question) {
+            return Err(UserQuestionError::unanswerable_question(
+                &shown_id(&question.id),
+                &what,
+            ));
+        }
+    }
     Ok(())
+}
+
+/// The longest question id accepted, in UTF-8 bytes: ids are keys, echoed in every answer.
+pub const MAX_ID_BYTES: usize = 128;
+/// The longest question text accepted, in UTF-8 bytes: a question a person reads on a card.
+pub const MAX_QUESTION_BYTES: usize = 4096;
+/// The longest option label accepted, in UTF-8 bytes: a label is shown and returned as the answer.
+pub const MAX_LABEL_BYTES: usize = 256;
+
+/// An id as an error message may quote it: at most [`MAX_ID_BYTES`] of it.
+fn shown_id(id: &str) -> String {
+    if id.len() <= MAX_ID_BYTES {
+        return id.to_owned();
+    }
+    let mut end = MAX_ID_BYTES;
+    while !id.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &id[..end])
+}
+
+/// What makes a question unanswerable as written, if anything (SPEC §9.3, extended): where the
+/// answer would be ambiguous or the question cannot be shown, a clear error the model can fix;
+/// nothing is guessed on its behalf.
+fn unanswerable(question: &Question) -> Option<String> {
+    let id = &question.id;
+    if id.trim().is_empty() {
+        return Some("the id is empty. Give every question a short, unique id.".to_owned());
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Some(format!(
+            "the id is {} bytes (allowed: at most {MAX_ID_BYTES}). Use a short id.",
+            id.len()
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Some("the id holds control characters. Use letters, digits, - or _.".to_owned());
+    }
+    if question.question.trim().is_empty() {
+        return Some("the question text is empty. Say what you are asking.".to_owned());
+    }
+    if question.question.len() > MAX_QUESTION_BYTES {
+        return Some(format!(
+            "the question is {} bytes (allowed: at most {MAX_QUESTION_BYTES}). Ask it shorter.",
+            question.question.len()
+        ));
+    }
+    let options = question.options();
+    for (at, option) in options.iter().enumerate() {
+        let label = &option.label;
+        if label.trim().is_empty() {
+            return Some(format!(
+                "option {} has an empty label. Give every option a label.",
+                at + 1
+            ));
+        }
+        if label.len() > MAX_LABEL_BYTES {
+            return Some(format!(
+                "option {} has a label of {} bytes (allowed: at most {MAX_LABEL_BYTES}). Put \
+                 details into its description.",
+                at + 1,
+                label.len()
+            ));
+        }
+        if options[..at].iter().any(|o| o.label == *label) {
+            return Some(format!(
+                "two options are labelled {}; an answer names its option by label, so each \
+                 label must be unique.",
+                quoted(label)
+            ));
+        }
+    }
+    None
 }
 
 /// Truncates every header longer than `header_max_chars` Unicode scalar values to that many
