@@ -281,11 +281,28 @@ impl<R: BufRead> LogScanner<R> {
         self
     }
 
-    /// Reads one physical line into the buffer, keeping at most `max_line` bytes of it.
+    /// Reads one physical line into the buffer, keeping at most `max_line` bytes of it: the
+    /// common case is one `read_until` bounded by `take`; only a line over the limit is then
+    /// skipped chunk by chunk, counted but not kept.
     fn read_line(&mut self) -> io::Result<LineRead> {
         self.buf.clear();
-        let mut total: u64 = 0;
-        let mut too_long = false;
+        let limit = self.max_line.saturating_add(1);
+        let read = (&mut self.reader)
+            .take(limit)
+            .read_until(b'\n', &mut self.buf)? as u64;
+        if read == 0 {
+            return Ok(LineRead::End);
+        }
+        if self.buf.last() == Some(&b'\n') {
+            return Ok(LineRead::Complete);
+        }
+        if read < limit {
+            // The input ended before a line end.
+            return Ok(LineRead::Torn(read));
+        }
+        // Longer than the limit: drop what was kept and count the rest up to the line end.
+        self.buf = Vec::new();
+        let mut total = read;
         loop {
             let chunk = match self.reader.fill_buf() {
                 Ok(chunk) => chunk,
@@ -293,31 +310,16 @@ impl<R: BufRead> LogScanner<R> {
                 Err(e) => return Err(e),
             };
             if chunk.is_empty() {
-                return Ok(match (total, too_long) {
-                    (0, _) => LineRead::End,
-                    (len, _) => LineRead::Torn(len),
-                });
+                return Ok(LineRead::Torn(total));
             }
             let (take, complete) = match memchr::memchr(b'\n', chunk) {
                 Some(at) => (at + 1, true),
                 None => (chunk.len(), false),
             };
             total += take as u64;
-            if !too_long && total > self.max_line {
-                // Stop keeping the line: what was kept is dropped, the rest is only counted.
-                too_long = true;
-                self.buf = Vec::new();
-            }
-            if !too_long {
-                self.buf.extend_from_slice(&chunk[..take]);
-            }
             self.reader.consume(take);
             if complete {
-                return Ok(if too_long {
-                    LineRead::TooLong(total)
-                } else {
-                    LineRead::Complete
-                });
+                return Ok(LineRead::TooLong(total));
             }
         }
     }
