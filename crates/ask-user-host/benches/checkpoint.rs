@@ -38,8 +38,7 @@ mod common;
 
 /// The projection of the log file at `log`, through the JSONL store of its directory.
 fn load_projection(log: &Path, policy: CheckpointPolicy) -> ProjectionLoad {
-    let (store, name) = JsonlStore::for_file(log).unwrap();
-    ask_user_host::load_projection(&store, &name, policy).unwrap()
+    ask_user_testkit::logs::load_file_projection(log, policy).unwrap()
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {

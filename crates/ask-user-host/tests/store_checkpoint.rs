@@ -11,21 +11,15 @@ use ask_user_host::{
     StaleReason,
 };
 use ask_user_testkit::logs::{
-    append_raw, call, ev, full_fold, line_ends, lt_log, names, reply, result, scope_arguments,
-    session, temp_log,
+    append_raw, call, ev, full_fold, line_ends, load_file_projection as load_projection, lt_log,
+    names, reply, result, scope_arguments, session, temp_log,
 };
 use serde_json::{Value, json};
 use session_log::{
-    AnchorMismatch, JsonlStore, LogAnchor, LogWriter, StoreError, checkpoint_path, sha256_hex,
-    stage_checkpoint, write_checkpoint,
+    AnchorMismatch, LogAnchor, LogWriter, checkpoint_path, sha256_hex, stage_checkpoint,
+    write_checkpoint,
 };
 use user_questions_projection::{ActiveState, CorruptReason, STATE_VERSION, SeqGap};
-
-/// The projection of the log file at `path`, through the JSONL store of its directory.
-fn load_projection(path: &Path, policy: CheckpointPolicy) -> Result<ProjectionLoad, StoreError> {
-    let (store, name) = JsonlStore::for_file(path)?;
-    ask_user_host::load_projection(&store, &name, policy)
-}
 
 /// Loads with [`CheckpointPolicy::Refresh`] and checks the result against a full refold.
 #[track_caller]

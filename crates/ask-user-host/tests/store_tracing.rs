@@ -7,18 +7,12 @@
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use ask_user_host::{CheckpointPolicy, ProjectionLoad};
-use session_log::{JsonlStore, LogWriter, StoreError, read_log};
+use ask_user_host::CheckpointPolicy;
+use session_log::{LogWriter, read_log};
 
-/// The projection of the log file at `path`, through the JSONL store of its directory.
-fn load_projection(
-    path: &std::path::Path,
-    policy: CheckpointPolicy,
-) -> Result<ProjectionLoad, StoreError> {
-    let (store, name) = JsonlStore::for_file(path)?;
-    ask_user_host::load_projection(&store, &name, policy)
-}
-use ask_user_testkit::logs::{append_raw, ev, lt_log, session, temp_log};
+use ask_user_testkit::logs::{
+    append_raw, ev, load_file_projection as load_projection, lt_log, session, temp_log,
+};
 use serde_json::json;
 
 /// A writer that collects formatted `tracing` output.

@@ -6,8 +6,9 @@ use std::fs;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
+use ask_user_host::{CheckpointPolicy, ProjectionLoad};
 use serde_json::{Value, json};
-use session_log::{LogEvent, LogWriter, NewSession};
+use session_log::{JsonlStore, LogEvent, LogWriter, NewSession, StoreError};
 use user_questions_projection::{FoldedLog, fold_log};
 
 /// The fixed `time` of fixture events, so that log bytes are reproducible.
@@ -130,6 +131,16 @@ pub fn finished_log(path: &Path) -> LogWriter {
         ])
         .unwrap();
     writer
+}
+
+/// The projection of the log file at `path` through the JSONL store of its directory: what a
+/// command given a log's path does.
+pub fn load_file_projection(
+    path: &Path,
+    policy: CheckpointPolicy,
+) -> Result<ProjectionLoad, StoreError> {
+    let (store, name) = JsonlStore::for_file(path)?;
+    ask_user_host::load_projection(&store, &name, policy)
 }
 
 /// The full fold of the log at `path`: what every faster path must equal.

@@ -233,7 +233,7 @@ pub fn report_parse_error(error: &clap::Error) -> Exit {
         _ => {
             eprintln!(
                 "error[BAD_USAGE]: {}",
-                usage_line(&error.render().to_string())
+                visible(&usage_line(&error.render().to_string()))
             );
             Exit::Usage
         }
