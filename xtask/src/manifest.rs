@@ -13,10 +13,16 @@ use crate::model::{CrateHarvest, Definition, ErrorCodeDoc, Sample, ToolCrate};
 use crate::tokens::TokenBudget;
 
 /// The tool crates, in catalog order.
-pub const MANIFEST: &[ToolCrate] = &[ToolCrate {
-    crate_name: "tool-ask-user",
-    harvest: tool_ask_user,
-}];
+pub const MANIFEST: &[ToolCrate] = &[
+    ToolCrate {
+        crate_name: "tool-ask-user",
+        harvest: tool_ask_user,
+    },
+    ToolCrate {
+        crate_name: "ask-user-mcp",
+        harvest: ask_user_mcp,
+    },
+];
 
 /// Crates that carry a tool marker (see [`crate::workspace`]) without registering model-facing
 /// tools. None today.
@@ -39,6 +45,12 @@ pub const TOKEN_BUDGETS: &[TokenBudget] = &[
     TokenBudget {
         key: "ask_user_question timed",
         tokens: 251,
+    },
+    // The reference has no such tool; its late answers arrive as user messages. This keeps the
+    // companion well under the timed definition.
+    TokenBudget {
+        key: "ask_user_question_answer default",
+        tokens: 80,
     },
 ];
 
@@ -95,6 +107,45 @@ fn from_tool_ask_user_catalog(catalog: &ToolCatalog) -> CrateHarvest {
         crate_name: catalog.crate_name.to_owned(),
         note: catalog.note.to_owned(),
         definitions,
+    }
+}
+
+/// Harvests the MCP server's companion tool from the definition `tools/list` is built from.
+fn ask_user_mcp() -> CrateHarvest {
+    let catalog = &ask_user_mcp::CATALOG;
+    let built = ask_user_mcp::companion::answer_tool_definition();
+    let field = |key: &str| built.get(key).cloned().unwrap_or_default();
+    let text = |key: &str| field(key).as_str().unwrap_or_default().to_owned();
+    let call_id = CallId::from(SAMPLE_CALL_ID);
+    let definition = Definition {
+        name: text("name"),
+        variant_id: catalog.variant_id.to_owned(),
+        variant_label: catalog.variant_label.to_owned(),
+        description: text("description"),
+        parameters: field("parameters"),
+        source_path: catalog.source_path.to_owned(),
+        requires: strings(catalog.requires),
+        writes: strings(catalog.writes),
+        // Its errors are uncoded `Error: …` texts: a malformed callId, a call no session knows.
+        error_codes: Vec::new(),
+        samples: vec![
+            Sample {
+                label: "pending hint (second text block of a pending result over MCP)".to_owned(),
+                text: ask_user_mcp::companion::LATE_ANSWER_HINT.to_owned(),
+                budget: Some(30),
+            },
+            Sample {
+                label: "still pending (34-character call id)".to_owned(),
+                text: ToolOutcome::pending(&call_id).text,
+                budget: None,
+            },
+        ],
+        cost: None,
+    };
+    CrateHarvest {
+        crate_name: catalog.crate_name.to_owned(),
+        note: catalog.note.to_owned(),
+        definitions: vec![Ok(definition)],
     }
 }
 

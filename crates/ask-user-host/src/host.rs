@@ -537,6 +537,22 @@ impl Host {
         Ok(self.agent.claim_one(&self.agent(), message_id, turn)?)
     }
 
+    /// Starts a turn that claims nothing: queued messages stay in the inbox until a later turn
+    /// claims them, or [`Host::claim_queued`] takes one into this turn. A host whose model reads
+    /// late replies only on request (an MCP server's companion tool) starts its turns this way.
+    pub fn begin_turn_keeping_inbox(&self) -> Result<(), HostError> {
+        self.start_turn()?;
+        Ok(())
+    }
+
+    /// Claims the queued message `message_id` into the current turn (reported as
+    /// [`HostEvent::InboxClaimed`](pending_answer::HostEvent::InboxClaimed)), to be admitted with
+    /// [`Host::admit`]. `None` when no such message is queued.
+    pub fn claim_queued(&self, message_id: &str) -> Result<Option<UserMessage>, HostError> {
+        let turn = self.position().turn;
+        Ok(self.agent.claim_one(&self.agent(), message_id, turn)?)
+    }
+
     /// Logs `turn/start` for the next turn; the counters move only once it is durable.
     fn start_turn(&self) -> Result<u64, HostError> {
         let turn = self.position().turn + 1;

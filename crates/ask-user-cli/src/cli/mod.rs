@@ -1,4 +1,4 @@
-//! The `ask-user` command line: `demo`, `ask`, `pending`, `answer` and `schema`.
+//! The `ask-user` command line: `demo`, `ask`, `pending`, `answer`, `schema` and `mcp`.
 //!
 //! Every command reports a failure as one line on stderr, `error[CODE]: message`, and exits
 //! with a status that tells the failures apart ([`Exit`]). Model-facing JSON goes to stdout.
@@ -6,6 +6,7 @@
 mod answer;
 mod ask;
 mod demo;
+mod mcp;
 mod pending;
 mod schema;
 
@@ -155,6 +156,12 @@ pub enum Command {
         after_help = "Example:\n  ask-user schema\n  ask-user schema --mode timed --timeout 45"
     )]
     Schema(schema::SchemaArgs),
+    /// Serve `ask_user_question` to an MCP client (Claude Code, Cursor, VS Code, Codex), over
+    /// stdio or streamable HTTP; its user answers in the client's own form.
+    #[command(
+        after_help = "Example:\n  claude mcp add --transport stdio ask-user -- ask-user mcp --mode timed\n  ask-user mcp --http 127.0.0.1:8765"
+    )]
+    Mcp(mcp::McpArgs),
 }
 
 /// The tool mode.
@@ -198,6 +205,7 @@ pub async fn run(cli: Cli) -> Exit {
         Command::Pending(args) => pending::run(&args),
         Command::Answer(args) => answer::run(&args),
         Command::Schema(args) => schema::run(&args),
+        Command::Mcp(args) => mcp::run(args).await,
     };
     match result {
         Ok(exit) => exit,

@@ -1,0 +1,224 @@
+//! The elicitation answerer: asks the connected client's user with one `elicitation/create` form
+//! per batch, bound to the MCP request in flight.
+//!
+//! It passes the request on when the call is not a call of its session in flight or the client
+//! did not advertise form elicitation. Otherwise:
+//!
+//! | form result | blocking call | timed call |
+//! |---|---|---|
+//! | `accept` | the answers (validated by the seam) | the same, while the window is open |
+//! | `decline` | `ASK_DECLINED` | `ASK_DECLINED` |
+//! | `cancel` | `ASK_CANCELLED` | the claim is released and the window decides (pending) |
+//! | content that does not fit the form | `BAD_ANSWER` | `BAD_ANSWER` |
+//!
+//! A timed call claims its wait while the form is open, for the time the window had left when
+//! the form was sent; when that runs out the claim is released, the call returns its pending
+//! result, and the form stays open: an `accept` that arrives later is a late answer
+//! (`LateAnswers::answer`), which waits in the session's inbox for the companion tool.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use tokio::sync::oneshot;
+use user_questions::{
+    AnswerRequest, Answered, Answerer, AnswererError, ErrorCode, Next, Provenance, Question,
+    UserQuestionError, UserQuestions, WaitKey, WeakUserQuestions, async_trait,
+};
+
+use crate::connection::{Conn, InFlight, current_call, elicit_result};
+use crate::form::{FORM_MESSAGE, form_schema, read_form};
+
+/// The code of a form the person declined (an answerer's own code, SPEC §3.2).
+pub const ASK_DECLINED: &str = "ASK_DECLINED";
+
+/// `ASK_DECLINED`: the person declined the form.
+pub fn declined() -> UserQuestionError {
+    UserQuestionError::new(
+        ErrorCode::Other(ASK_DECLINED.to_owned()),
+        "The person declined to answer. Do not ask again unless they ask you to.",
+    )
+}
+
+pub(crate) struct FormAnswerer {
+    conn: Weak<Conn>,
+    seam: WeakUserQuestions,
+    name: String,
+}
+
+impl FormAnswerer {
+    pub(crate) fn new(conn: Weak<Conn>, seam: &UserQuestions, name: String) -> Self {
+        Self {
+            conn,
+            seam: seam.downgrade(),
+            name,
+        }
+    }
+}
+
+/// What the form task hands back while the answerer still waits.
+type FormOutcome = Result<rmcp::model::ClientResult, rmcp::ServiceError>;
+
+#[async_trait]
+impl Answerer for FormAnswerer {
+    async fn answer(
+        &self,
+        request: &AnswerRequest,
+        next: Next<'_>,
+    ) -> Result<Answered, AnswererError> {
+        let timed = match &request.wait {
+            Some(WaitKey::Timed { call_id, .. }) => Some(call_id.clone()),
+            Some(WaitKey::Indefinite { .. }) | None => None,
+        };
+        let (Some(conn), Some(seam)) = (self.conn.upgrade(), self.seam.upgrade()) else {
+            return next.run().await;
+        };
+        // Only a call of this session's MCP request in flight, to a client that shows forms.
+        let Some(in_flight) = current_call().filter(|c| c.form_mode && c.belongs_to(&conn)) else {
+            return next.run().await;
+        };
+        let call_id = in_flight.call_id.clone();
+        let claim = if let Some(timed_call) = &timed {
+            let Some(agent) = request.agent.as_ref() else {
+                return next.run().await;
+            };
+            match seam.attach_wait(agent, timed_call) {
+                Ok(Some(claim)) => Some(claim),
+                // The window has closed or cannot be held: leave the question to the others.
+                Ok(None) | Err(_) => return next.run().await,
+            }
+        } else {
+            None
+        };
+        let Some(params) = form_params(&request.questions) else {
+            drop(claim);
+            return next.run().await;
+        };
+        let Some(handle) = in_flight.send_form(params).await else {
+            drop(claim);
+            return next.run().await;
+        };
+        let (tx, rx) = oneshot::channel::<FormOutcome>();
+        tokio::spawn(form_task(
+            handle,
+            tx,
+            LateRoute {
+                conn: Arc::downgrade(&conn),
+                in_flight: Arc::clone(&in_flight),
+                call_id: call_id.clone(),
+                questions: request.questions.clone(),
+                provenance: Provenance::human(self.name.clone()),
+            },
+        ));
+        let window = claim
+            .as_ref()
+            .map(|c| Duration::from_millis(c.remaining_ms()));
+        let result = tokio::select! {
+            biased;
+            () = request.cancel.cancelled() => return Err(UserQuestionError::ask_aborted().into()),
+            result = rx => result,
+            () = sleep_or_forever(window) => {
+                // The window ran out with the form open: give the wait back, so the call returns
+                // its pending result; the form task takes a later answer as a late one.
+                drop(claim);
+                request.cancel.cancelled().await;
+                return Err(UserQuestionError::ask_timed_out().into());
+            }
+        };
+        let Some(elicited) = result.ok().and_then(Result::ok).and_then(elicit_result) else {
+            // The client went away or answered with something else: others may still answer.
+            drop(claim);
+            return next.run().await;
+        };
+        match elicited.action {
+            ElicitationAction::Accept => {
+                let batch = read_form(&request.questions, elicited.content.as_ref()).map_err(
+                    |mismatch| {
+                        UserQuestionError::new(
+                            ErrorCode::BadAnswer,
+                            format!(
+                                "The client's form answer does not fit the questions: {mismatch}."
+                            ),
+                        )
+                    },
+                )?;
+                Ok(Answered::human(batch))
+            }
+            ElicitationAction::Decline => Err(declined().into()),
+            ElicitationAction::Cancel if timed.is_some() => {
+                drop(claim);
+                request.cancel.cancelled().await;
+                Err(UserQuestionError::ask_timed_out().into())
+            }
+            ElicitationAction::Cancel => Err(UserQuestionError::ask_cancelled().into()),
+            // A newer action this server does not know: leave the question to the others.
+            _ => next.run().await,
+        }
+    }
+}
+
+async fn sleep_or_forever(window: Option<Duration>) {
+    match window {
+        Some(window) => tokio::time::sleep(window).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The form request for `questions`; `None` if the schema is not one rmcp accepts.
+fn form_params(questions: &[Question]) -> Option<ElicitRequestParams> {
+    let serde_json::Value::Object(schema) = form_schema(questions) else {
+        return None;
+    };
+    match ElicitationSchema::from_json_schema(schema) {
+        Ok(requested_schema) => Some(ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: FORM_MESSAGE.to_owned(),
+            requested_schema,
+        }),
+        Err(error) => {
+            tracing::warn!(%error, "the questions do not make an elicitation form");
+            None
+        }
+    }
+}
+
+/// Where an answer goes that arrives once the answerer stopped waiting.
+struct LateRoute {
+    conn: Weak<Conn>,
+    in_flight: Arc<InFlight>,
+    call_id: user_questions::CallId,
+    questions: Vec<Question>,
+    provenance: Provenance,
+}
+
+/// Awaits the client's answer to the form. While the answerer waits, the answer goes to it;
+/// after that (the window closed with the form open), an `accept` is submitted as a late answer
+/// once the call's result is logged.
+async fn form_task(
+    handle: rmcp::service::RequestHandle<rmcp::RoleServer>,
+    tx: oneshot::Sender<FormOutcome>,
+    late: LateRoute,
+) {
+    let outcome = handle.await_response().await;
+    let Err(outcome) = tx.send(outcome) else {
+        return;
+    };
+    let Some(elicited) = outcome.ok().and_then(elicit_result) else {
+        return;
+    };
+    if elicited.action != ElicitationAction::Accept {
+        return;
+    }
+    let batch = match read_form(&late.questions, elicited.content.as_ref()) {
+        Ok(batch) => batch,
+        Err(mismatch) => {
+            tracing::warn!(%mismatch, call_id = %late.call_id, "a late form answer does not fit the questions");
+            return;
+        }
+    };
+    // The pending result must be in the log before the question can take a late answer.
+    late.in_flight.done.cancelled().await;
+    if let Some(conn) = late.conn.upgrade() {
+        conn.submit_late(&late.call_id, batch, late.provenance);
+    }
+}

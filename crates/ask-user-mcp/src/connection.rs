@@ -1,0 +1,471 @@
+//! One MCP session: its `ServerHandler`, its host session (one root agent, one JSONL log), its
+//! calls in flight and its elicitation answerer.
+//!
+//! The session's log is held open only while a request of the session runs, so `ask-user answer`
+//! can answer a pending question from another shell between calls. While any request runs, the
+//! session has one open turn and step, which every concurrent call shares; the last request to
+//! finish ends them, refreshes the checkpoint and gives the log up.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ask_user_host::{Host, HostError, SessionOptions, new_session_id};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock,
+    DiscoverResult, ElicitRequest, ElicitRequestParams, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
+    ServerConfig, ServerRequest,
+};
+use rmcp::service::{ElicitationMode, PeerRequestOptions, RequestContext, RequestHandle};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceError};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tool_ask_user::{AskUserMode, ToolOutcome};
+use user_questions::sync::lock_unpoisoned;
+use user_questions::{AnswerBatch, AnswererGuard, CallId, Provenance, RegisterOptions, TOOL_NAME};
+
+use crate::answerer::FormAnswerer;
+use crate::companion::{ANSWER_TOOL_NAME, LATE_ANSWER_HINT, read_call_id};
+use crate::late;
+use crate::server::AskUserMcp;
+
+/// The highest protocol version served: the last one with server-to-client requests, which
+/// `elicitation/create` needs.
+pub const MAX_PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// The `ServerHandler` of one MCP session. Made by [`AskUserMcp::connection`].
+#[derive(Clone)]
+pub struct McpConnection {
+    pub(crate) inner: Arc<Conn>,
+}
+
+impl std::fmt::Debug for McpConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpConnection")
+            .field("log", &self.inner.log)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Conn {
+    pub(crate) server: AskUserMcp,
+    /// The session log's name in the state directory.
+    pub(crate) log: String,
+    session_id: user_questions::SessionId,
+    agent_id: String,
+    slot: Mutex<Slot>,
+    /// Every call id this session has used.
+    known: Mutex<HashSet<CallId>>,
+    answerer: Mutex<Option<AnswererGuard>>,
+}
+
+#[derive(Default)]
+struct Slot {
+    host: Option<Arc<Host>>,
+    users: usize,
+    created: bool,
+}
+
+tokio::task_local! {
+    /// The tools/call whose tool execution is being polled. The seam runs the waterfall inside
+    /// the caller's future, so an answerer sees the MCP request it answers for, blocking calls
+    /// (which carry no wait key) included.
+    static CALL: Arc<InFlight>;
+}
+
+/// The tools/call in flight on the current task, if any.
+pub(crate) fn current_call() -> Option<Arc<InFlight>> {
+    CALL.try_with(Arc::clone).ok()
+}
+
+/// A tools/call of this session that is running: the way to its handler task, which sends the
+/// elicitation requests so that they belong to the request in flight.
+pub(crate) struct InFlight {
+    /// The session the call belongs to.
+    session: std::sync::Weak<Conn>,
+    /// The call id the host gave the call.
+    pub(crate) call_id: CallId,
+    forms: mpsc::UnboundedSender<FormSend>,
+    pub(crate) form_mode: bool,
+    /// Cancelled once the call's result is logged.
+    pub(crate) done: CancellationToken,
+}
+
+pub(crate) struct FormSend {
+    params: ElicitRequestParams,
+    reply: oneshot::Sender<Result<RequestHandle<RoleServer>, ServiceError>>,
+}
+
+impl InFlight {
+    /// Whether the call is one of `conn`'s.
+    pub(crate) fn belongs_to(&self, conn: &Arc<Conn>) -> bool {
+        std::ptr::eq(self.session.as_ptr(), Arc::as_ptr(conn))
+    }
+
+    /// Sends an elicitation request from the call's handler task and returns its handle.
+    pub(crate) async fn send_form(
+        &self,
+        params: ElicitRequestParams,
+    ) -> Option<RequestHandle<RoleServer>> {
+        let (reply, handle) = oneshot::channel();
+        self.forms.send(FormSend { params, reply }).ok()?;
+        match handle.await {
+            Ok(Ok(handle)) => Some(handle),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "the elicitation request could not be sent");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+}
+
+/// A request of the session in progress: the host is open and a turn is open while one exists.
+pub(crate) struct Active {
+    conn: Arc<Conn>,
+    host: Option<Arc<Host>>,
+}
+
+impl Active {
+    pub(crate) fn host(&self) -> &Host {
+        // Set from construction until drop.
+        self.host.as_deref().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        drop(self.host.take());
+        self.conn.leave();
+    }
+}
+
+impl Conn {
+    fn slot(&self) -> MutexGuard<'_, Slot> {
+        lock_unpoisoned(&self.slot)
+    }
+
+    /// Starts a request: opens (or creates) the session's log and its turn when no other request
+    /// runs.
+    pub(crate) fn enter(self: &Arc<Self>) -> Result<Active, HostError> {
+        let mut slot = self.slot();
+        let host = if let Some(host) = &slot.host {
+            Arc::clone(host)
+        } else {
+            let runtime = self.server.runtime();
+            let options = SessionOptions {
+                session_id: self.session_id.clone(),
+                agent_id: self.agent_id.clone(),
+                owner: None,
+            };
+            let host = if slot.created {
+                runtime.open(&self.log, options)?.0
+            } else {
+                runtime.open_or_create(&self.log, options)?.0
+            };
+            slot.created = true;
+            let host = Arc::new(host);
+            slot.host = Some(Arc::clone(&host));
+            host
+        };
+        if slot.users == 0 {
+            let begun = host
+                .begin_turn_keeping_inbox()
+                .and_then(|()| host.begin_step())
+                .and_then(|()| host.log_request_header());
+            if let Err(error) = begun {
+                slot.host = None;
+                return Err(error);
+            }
+        }
+        slot.users += 1;
+        Ok(Active {
+            conn: Arc::clone(self),
+            host: Some(host),
+        })
+    }
+
+    fn leave(&self) {
+        let mut slot = self.slot();
+        slot.users = slot.users.saturating_sub(1);
+        if slot.users > 0 {
+            return;
+        }
+        if let Some(host) = slot.host.take() {
+            if let Err(error) = host.end_turn("completed") {
+                tracing::warn!(%error, log = %self.log, "the turn could not be ended");
+            }
+            if let Err(error) = host.checkpoint() {
+                tracing::warn!(%error, log = %self.log, "the checkpoint could not be refreshed");
+            }
+            // Dropped here, under the slot lock: the log is free before the next request opens it.
+            drop(host);
+        }
+    }
+
+    /// Registers this session's elicitation answerer once, named after the client.
+    fn ensure_answerer(self: &Arc<Self>, peer: &Peer<RoleServer>) {
+        let mut answerer = lock_unpoisoned(&self.answerer);
+        if answerer.is_some() {
+            return;
+        }
+        let client = peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone())
+            .unwrap_or_default();
+        let name = format!("mcp-elicitation:{}", client_label(&client));
+        let seam = self.server.runtime().seam();
+        let form = FormAnswerer::new(Arc::downgrade(self), seam, name.clone());
+        let options = RegisterOptions::scoped(name, format!("agent:{}", self.agent_id));
+        *answerer = Some(seam.register(Arc::new(form), options));
+    }
+
+    /// Submits a late answer to a call of this session: the reply waits in the session's durable
+    /// inbox until the companion tool admits it.
+    pub(crate) fn submit_late(
+        self: &Arc<Self>,
+        call_id: &CallId,
+        batch: AnswerBatch,
+        provenance: Provenance,
+    ) {
+        let active = match self.enter() {
+            Ok(active) => active,
+            Err(error) => {
+                tracing::warn!(%error, %call_id, "a late answer from the form is lost: the session log cannot be opened");
+                return;
+            }
+        };
+        let host = active.host();
+        match host
+            .late_answers()
+            .answer(&host.agent(), call_id, batch, provenance)
+        {
+            Ok(true) => tracing::info!(%call_id, "late answer from the form queued"),
+            Ok(false) => {
+                tracing::info!(%call_id, "the form was answered after its call ended without a pending result; the answer is not used");
+            }
+            Err(error) => {
+                tracing::warn!(%error, %call_id, "the late answer from the form was refused");
+            }
+        }
+    }
+}
+
+/// A client name fit for a provenance name: visible characters only, at most 64.
+fn client_label(name: &str) -> String {
+    let label: String = name.chars().filter(|c| !c.is_control()).take(64).collect();
+    if label.trim().is_empty() {
+        "client".to_owned()
+    } else {
+        label
+    }
+}
+
+impl McpConnection {
+    pub(crate) fn new(server: AskUserMcp) -> Self {
+        let session_id = new_session_id();
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let log = format!(
+            "mcp-{stamp}-{}.jsonl",
+            session_id.as_str().trim_start_matches("session-")
+        );
+        Self {
+            inner: Arc::new(Conn {
+                server,
+                log,
+                agent_id: session_id.as_str().to_owned(),
+                session_id,
+                slot: Mutex::new(Slot::default()),
+                known: Mutex::new(HashSet::new()),
+                answerer: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The name of this session's log in the state directory (it exists once a tool was called).
+    pub fn log_name(&self) -> &str {
+        &self.inner.log
+    }
+
+    async fn ask(
+        &self,
+        arguments: Option<serde_json::Map<String, Value>>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let conn = &self.inner;
+        conn.ensure_answerer(&context.peer);
+        let arguments = Value::Object(arguments.unwrap_or_default()).to_string();
+        let active = match conn.enter() {
+            Ok(active) => active,
+            Err(error) => return error_result(&format!("the session log cannot be used: {error}")),
+        };
+        let call_id = CallId::from(format!("call_{}", uuid::Uuid::new_v4().simple()));
+        lock_unpoisoned(&conn.known).insert(call_id.clone());
+        let (forms, mut requests) = mpsc::unbounded_channel();
+        let in_flight = Arc::new(InFlight {
+            session: Arc::downgrade(conn),
+            call_id: call_id.clone(),
+            forms,
+            form_mode: context
+                .peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form),
+            done: CancellationToken::new(),
+        });
+
+        let progress = context.meta.get_progress_token();
+        let every = conn.server.options().progress_interval;
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        let mut reported = 0_u32;
+        let outcome = {
+            let call = CALL.scope(
+                Arc::clone(&in_flight),
+                active
+                    .host()
+                    .call_tool(&call_id, &arguments, context.ct.clone()),
+            );
+            tokio::pin!(call);
+            loop {
+                tokio::select! {
+                    biased;
+                    outcome = &mut call => break outcome,
+                    Some(send) = requests.recv() => {
+                        let request = ServerRequest::ElicitRequest(ElicitRequest::new(send.params));
+                        let delivered = context
+                            .peer
+                            .send_request_with_option(request, PeerRequestOptions::no_options())
+                            .await;
+                        let _ = send.reply.send(delivered);
+                    }
+                    _ = ticks.tick(), if progress.is_some() => {
+                        reported += 1;
+                        if let Some(token) = &progress {
+                            let mut note = ProgressNotificationParam::new(token.clone(), f64::from(reported));
+                            note.message = Some("waiting for the person to answer".to_owned());
+                            if let Err(error) = context.peer.notify_progress(note).await {
+                                tracing::debug!(%error, "a progress notification could not be sent");
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        in_flight.done.cancel();
+        drop(active);
+        match outcome {
+            Ok(outcome) => Self::result_of(&outcome),
+            Err(error) => error_result(&format!("the call could not be logged: {error}")),
+        }
+    }
+
+    fn result_of(outcome: &ToolOutcome) -> CallToolResult {
+        let mut content = vec![ContentBlock::text(outcome.text.clone())];
+        let pending = outcome
+            .value
+            .as_ref()
+            .and_then(|v| v.get("pending"))
+            .is_some_and(|p| p == true);
+        if pending {
+            content.push(ContentBlock::text(LATE_ANSWER_HINT));
+        }
+        if outcome.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        }
+    }
+
+    fn answer(&self, arguments: Option<&serde_json::Map<String, Value>>) -> CallToolResult {
+        let call_id = match read_call_id(arguments) {
+            Ok(id) => CallId::from(id),
+            Err(message) => return error_result(&message),
+        };
+        let conn = &self.inner;
+        if lock_unpoisoned(&conn.known).contains(&call_id) {
+            return match conn.enter() {
+                Ok(active) => late::fetch(active.host(), &call_id, &conn.log),
+                Err(error) => error_result(&format!("the session log cannot be used: {error}")),
+            };
+        }
+        late::fetch_elsewhere(&conn.server, &conn.log, &call_id)
+    }
+}
+
+/// A tool error result: `Error: <message>`, as the model reads tool errors elsewhere.
+pub(crate) fn error_result(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))])
+}
+
+impl ServerHandler for McpConnection {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("ask-user", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(MAX_PROTOCOL_VERSION)
+            .with_instructions(
+                "ask_user_question puts questions to the person using this client and returns their answers.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&MAX_PROTOCOL_VERSION))
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        // Only handshake-era versions are served: answering `server/discover` with "method not
+        // found" makes every client fall back to `initialize`.
+        Err(McpError::method_not_found::<
+            rmcp::model::DiscoverRequestMethod,
+        >())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(
+            self.inner.server.tools().to_vec(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let timed = self.inner.server.runtime().tool().mode() == AskUserMode::Timed;
+        match request.name.as_ref() {
+            TOOL_NAME => Ok(self.ask(request.arguments, context).await.into()),
+            ANSWER_TOOL_NAME if timed => Ok(self.answer(request.arguments.as_ref()).into()),
+            other => Err(McpError::invalid_params(
+                format!(
+                    "unknown tool {}: this server has {}",
+                    serde_json::to_string(other).unwrap_or_default(),
+                    self.inner
+                        .server
+                        .tools()
+                        .iter()
+                        .map(|t| t.name.as_ref())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None,
+            )),
+        }
+    }
+}
+
+/// Whether a client result is the elicitation result.
+pub(crate) fn elicit_result(result: ClientResult) -> Option<rmcp::model::ElicitResult> {
+    match result {
+        ClientResult::ElicitResult(result) => Some(result),
+        _ => None,
+    }
+}

@@ -1,0 +1,49 @@
+//! An MCP server for `ask_user_question`: any agent that speaks the Model Context Protocol
+//! (Claude Code, Cursor, VS Code, Codex, MCP Inspector) can call the tool, and its user answers
+//! in the client's own form (MCP elicitation).
+//!
+//! * [`AskUserMcp`]: one per process: a [`HostRuntime`](ask_user_host::HostRuntime) over the
+//!   JSONL logs of a state directory, serving MCP sessions over stdio
+//!   ([`AskUserMcp::serve_stdio`]) or streamable HTTP ([`AskUserMcp::serve_http`]).
+//! * [`McpConnection`]: the `ServerHandler` of one MCP session: one root agent, one durable
+//!   session log, its calls in flight, its elicitation answerer.
+//! * [`form`]: the mapping between a question batch and an elicitation form.
+//! * [`companion`]: the timed mode's `ask_user_question_answer` tool, the model's path to a late
+//!   answer.
+//!
+//! `tools/list` returns `ask_user_question` with exactly the description and parameters the tool
+//! crate defines for the configured mode (the catalog's bytes). Every call runs through the host:
+//! `tool/call`, the seam's waterfall, `tool/result`, durably, so `ask-user pending` and
+//! `ask-user answer` work on the logs.
+
+#![warn(missing_docs)]
+
+mod answerer;
+pub mod companion;
+mod connection;
+pub mod form;
+mod late;
+mod server;
+
+pub use answerer::{ASK_DECLINED, declined};
+pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};
+pub use server::{
+    AskUserMcp, DEFAULT_PROGRESS_INTERVAL, HTTP_PATH, McpOptions, ServeError, default_state_dir,
+};
+
+/// Catalog metadata of the companion tool for `cargo xtask catalog`.
+pub const CATALOG: companion::AnswerToolCatalog = companion::AnswerToolCatalog {
+    crate_name: "ask-user-mcp",
+    variant_id: "default",
+    variant_label: "default",
+    source_path: "crates/ask-user-mcp/src/companion.rs",
+    requires: &[
+        "an MCP server in timed mode (ask-user mcp --mode timed); never listed in legacy mode",
+        "the session logs of the server's state directory",
+    ],
+    writes: &[
+        "admits a queued late reply as user/message in the call's session log (the settlement)",
+        "nothing when the question is still pending or already settled",
+    ],
+    note: "MCP cannot put a user message into the client's conversation, so over MCP a pending `ask_user_question` result carries a second text block telling the model to call `ask_user_question_answer` later. The tool returns the late reply once the person answered (from the client's form, `ask-user answer` or another surface), or the pending result again.",
+};

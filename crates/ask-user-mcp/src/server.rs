@@ -1,0 +1,251 @@
+//! The process-wide server: one [`HostRuntime`] over the JSONL logs of a state directory, and the
+//! transports that serve MCP sessions from it.
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ask_user_host::{HostError, HostRuntime};
+use rmcp::ServiceExt;
+use rmcp::model::Tool;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use session_log::JsonlStore;
+use tokio_util::sync::CancellationToken;
+use tool_ask_user::{AskUserConfig, AskUserMode};
+
+use crate::companion::{ANSWER_TOOL_DESCRIPTION, ANSWER_TOOL_NAME, answer_tool_parameters};
+use crate::connection::McpConnection;
+
+/// How often a waiting call reports progress when its request carries a progress token.
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
+
+/// The path under which the streamable HTTP transport serves MCP.
+pub const HTTP_PATH: &str = "/mcp";
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct McpOptions {
+    /// The tool configuration: `None` is legacy (the default), `Some` may choose timed mode.
+    pub tool: Option<AskUserConfig>,
+    /// Where the session logs go: one JSONL log per MCP session.
+    pub state_dir: PathBuf,
+    /// The progress interval of a waiting call.
+    pub progress_interval: Duration,
+}
+
+impl McpOptions {
+    /// Legacy mode, logs in `state_dir`, progress every 15 s.
+    pub fn new(state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            tool: None,
+            state_dir: state_dir.into(),
+            progress_interval: DEFAULT_PROGRESS_INTERVAL,
+        }
+    }
+
+    /// With this tool configuration.
+    #[must_use]
+    pub fn with_tool(mut self, tool: Option<AskUserConfig>) -> Self {
+        self.tool = tool;
+        self
+    }
+
+    /// With this progress interval.
+    #[must_use]
+    pub fn with_progress_interval(mut self, every: Duration) -> Self {
+        self.progress_interval = every;
+        self
+    }
+}
+
+/// The default state directory: `$XDG_STATE_HOME/ask-user/mcp`, else
+/// `~/.local/state/ask-user/mcp`. `None` when neither variable is set.
+pub fn default_state_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|home| Path::new(&home).join(".local").join("state"))
+        })?;
+    Some(base.join("ask-user").join("mcp"))
+}
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The state directory cannot be made or used.
+    #[error("state directory {path}: {source}")]
+    StateDir {
+        /// The directory.
+        path: PathBuf,
+        /// What failed.
+        source: io::Error,
+    },
+    /// The host runtime refused the configuration.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// The transport failed.
+    #[error("transport: {0}")]
+    Transport(String),
+}
+
+/// The MCP server for `ask_user_question`: cheap to clone, one per process. Every MCP session it
+/// serves ([`AskUserMcp::connection`]) is a session of one [`HostRuntime`], with its own JSONL log
+/// in the state directory.
+#[derive(Clone)]
+pub struct AskUserMcp {
+    pub(crate) inner: Arc<ServerInner>,
+}
+
+pub(crate) struct ServerInner {
+    pub(crate) runtime: HostRuntime,
+    pub(crate) options: McpOptions,
+    pub(crate) tools: Vec<Tool>,
+}
+
+impl std::fmt::Debug for AskUserMcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AskUserMcp")
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AskUserMcp {
+    /// A server over the state directory of `options` (made if missing).
+    pub fn new(options: McpOptions) -> Result<Self, ServeError> {
+        let state_err = |source| ServeError::StateDir {
+            path: options.state_dir.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&options.state_dir).map_err(state_err)?;
+        if !options.state_dir.is_dir() {
+            return Err(state_err(io::Error::other("not a directory")));
+        }
+        let runtime = HostRuntime::new(JsonlStore::new(options.state_dir.clone()), options.tool)?;
+        let tools = tools_for(&runtime);
+        Ok(Self {
+            inner: Arc::new(ServerInner {
+                runtime,
+                options,
+                tools,
+            }),
+        })
+    }
+
+    /// The host runtime: register more answerers on `runtime().seam()`.
+    pub fn runtime(&self) -> &HostRuntime {
+        &self.inner.runtime
+    }
+
+    /// The options.
+    pub fn options(&self) -> &McpOptions {
+        &self.inner.options
+    }
+
+    /// The tools `tools/list` returns: `ask_user_question` (in the configured mode), and in
+    /// timed mode also `ask_user_question_answer`.
+    pub fn tools(&self) -> &[Tool] {
+        &self.inner.tools
+    }
+
+    /// A handler for one MCP session.
+    pub fn connection(&self) -> McpConnection {
+        McpConnection::new(self.clone())
+    }
+
+    /// Serves one MCP session on stdin and stdout until the client goes away.
+    pub async fn serve_stdio(&self) -> Result<(), ServeError> {
+        let running = self
+            .connection()
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| ServeError::Transport(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| ServeError::Transport(e.to_string()))?;
+        Ok(())
+    }
+
+    /// The streamable HTTP service at [`HTTP_PATH`], one MCP session per client session. It
+    /// accepts only loopback `Host` headers unless `allowed_hosts` says otherwise; `cancel` ends
+    /// every session.
+    pub fn http_router(
+        &self,
+        allowed_hosts: Option<Vec<String>>,
+        cancel: CancellationToken,
+    ) -> axum::Router {
+        let mut config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
+        if let Some(hosts) = allowed_hosts {
+            config = config.with_allowed_hosts(hosts);
+        }
+        let server = self.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(server.connection()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        axum::Router::new().nest_service(HTTP_PATH, service)
+    }
+
+    /// Serves streamable HTTP on `listener` until `cancel` is cancelled.
+    pub async fn serve_http(
+        &self,
+        listener: tokio::net::TcpListener,
+        cancel: CancellationToken,
+    ) -> Result<(), ServeError> {
+        let router = self.http_router(None, cancel.clone());
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { cancel.cancelled_owned().await })
+            .await
+            .map_err(|e| ServeError::Transport(e.to_string()))
+    }
+
+    /// Binds `addr` for [`AskUserMcp::serve_http`], refusing a non-loopback address unless
+    /// `public` is set.
+    pub async fn bind_http(
+        addr: SocketAddr,
+        public: bool,
+    ) -> Result<tokio::net::TcpListener, ServeError> {
+        if !public && !addr.ip().is_loopback() {
+            return Err(ServeError::Transport(format!(
+                "{addr} is not a loopback address; the server has no authentication, so it listens on loopback only"
+            )));
+        }
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| ServeError::Transport(format!("cannot listen on {addr}: {e}")))
+    }
+}
+
+/// `ask_user_question` exactly as the tool crate defines it for this configuration (description
+/// and parameters, the bytes the catalog shows), plus the companion in timed mode.
+fn tools_for(runtime: &HostRuntime) -> Vec<Tool> {
+    let definition = runtime.tool().definition();
+    let mut tools = vec![Tool::new(
+        definition.name.clone(),
+        definition.description.clone(),
+        object(&definition.parameters),
+    )];
+    if runtime.tool().mode() == AskUserMode::Timed {
+        tools.push(
+            Tool::new(
+                ANSWER_TOOL_NAME,
+                ANSWER_TOOL_DESCRIPTION,
+                object(&answer_tool_parameters()),
+            )
+            .with_annotations(rmcp::model::ToolAnnotations::new().read_only(true)),
+        );
+    }
+    tools
+}
+
+fn object(value: &serde_json::Value) -> Arc<serde_json::Map<String, serde_json::Value>> {
+    Arc::new(value.as_object().cloned().unwrap_or_default())
+}

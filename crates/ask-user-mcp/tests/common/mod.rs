@@ -1,0 +1,250 @@
+//! An in-process MCP client for the server: rmcp on both ends over `tokio::io::duplex`.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ask_user_mcp::{AskUserMcp, McpOptions};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
+    ClientResult, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
+    ProgressNotificationParam, ProtocolVersion, ServerResult,
+};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestContext, RequestHandle, RunningService,
+};
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tool_ask_user::AskUserConfig;
+
+/// What the test client's user does with a form.
+pub enum Reply {
+    /// Answer at once.
+    Now(ElicitResult),
+    /// Hand the form to the test, which answers through the sender.
+    Hold,
+}
+
+/// A form the client received and the test holds.
+pub struct HeldForm {
+    pub params: ElicitRequestParams,
+    pub reply: oneshot::Sender<ElicitResult>,
+}
+
+#[derive(Clone)]
+pub struct TestClient {
+    name: String,
+    elicitation: bool,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    pub forms: Arc<Mutex<Vec<ElicitRequestParams>>>,
+    held: mpsc::UnboundedSender<HeldForm>,
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities: ClientCapabilities = if self.elicitation {
+            serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(capabilities, Implementation::new(self.name.clone(), "1.0"))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        self.forms.lock().unwrap().push(request.clone());
+        let reply = self.replies.lock().unwrap().pop_front();
+        match reply {
+            Some(Reply::Now(result)) => Ok(result),
+            Some(Reply::Hold) | None => {
+                let (tx, rx) = oneshot::channel();
+                let _ = self.held.send(HeldForm {
+                    params: request,
+                    reply: tx,
+                });
+                rx.await
+                    .map_err(|_| McpError::internal_error("the test dropped the form", None))
+            }
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
+
+/// A server and a connected client.
+pub struct Harness {
+    pub dir: tempfile::TempDir,
+    pub server: AskUserMcp,
+    pub client: RunningService<RoleClient, TestClient>,
+    pub handler: TestClient,
+    pub held: mpsc::UnboundedReceiver<HeldForm>,
+}
+
+pub fn accept(content: Value) -> ElicitResult {
+    ElicitResult::new(ElicitationAction::Accept).with_content(content)
+}
+
+pub fn action(action: ElicitationAction) -> ElicitResult {
+    ElicitResult::new(action)
+}
+
+impl Harness {
+    /// A server in `mode` (None: legacy) with a client that supports form elicitation or not.
+    pub async fn start(tool: Option<AskUserConfig>, elicitation: bool) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(dir, tool, elicitation).await
+    }
+
+    pub async fn start_in(
+        dir: tempfile::TempDir,
+        tool: Option<AskUserConfig>,
+        elicitation: bool,
+    ) -> Self {
+        let server = AskUserMcp::new(McpOptions::new(dir.path()).with_tool(tool)).unwrap();
+        let (client, held, handler) = connect(&server, elicitation).await;
+        Self {
+            dir,
+            server,
+            client,
+            handler,
+            held,
+        }
+    }
+
+    /// Queues what the user does with the next form.
+    pub fn reply(&self, reply: Reply) {
+        self.handler.replies.lock().unwrap().push_back(reply);
+    }
+
+    pub async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
+        let params = CallToolRequestParams::new(name.to_owned())
+            .with_arguments(arguments.as_object().cloned().unwrap());
+        self.client.peer().call_tool(params).await.unwrap()
+    }
+
+    /// Sends a tools/call and returns its handle (to cancel it, or to await it later).
+    pub async fn send_call(&self, name: &str, arguments: Value) -> RequestHandle<RoleClient> {
+        let params = CallToolRequestParams::new(name.to_owned())
+            .with_arguments(arguments.as_object().cloned().unwrap());
+        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        self.client
+            .peer()
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .unwrap()
+    }
+
+    /// The session logs in the state directory.
+    pub fn logs(&self) -> Vec<PathBuf> {
+        logs_in(self.dir.path())
+    }
+
+    /// The only session log's events, as JSON values.
+    pub fn events(&self) -> Vec<Value> {
+        let logs = self.logs();
+        assert_eq!(logs.len(), 1, "one session log: {logs:?}");
+        events(&logs[0])
+    }
+}
+
+pub async fn connect(
+    server: &AskUserMcp,
+    elicitation: bool,
+) -> (
+    RunningService<RoleClient, TestClient>,
+    mpsc::UnboundedReceiver<HeldForm>,
+    TestClient,
+) {
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    let connection = server.connection();
+    tokio::spawn(async move {
+        let running = connection.serve(server_io).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let (held_tx, held) = mpsc::unbounded_channel();
+    let handler = TestClient {
+        name: "test-client".to_owned(),
+        elicitation,
+        replies: Arc::default(),
+        forms: Arc::default(),
+        held: held_tx,
+        progress: Arc::default(),
+    };
+    let client = handler.clone().serve(client_io).await.unwrap();
+    (client, held, handler)
+}
+
+pub fn logs_in(dir: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+pub fn events(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The text blocks of a tool result.
+pub fn texts(result: &CallToolResult) -> Vec<String> {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+/// The `tool/result` records of `call_id`'s text and `isError`.
+pub fn results_of(events: &[Value]) -> Vec<&Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "tool/result")
+        .collect()
+}
+
+pub fn response_result(response: ServerResult) -> CallToolResult {
+    match response {
+        ServerResult::CallToolResult(result) => result,
+        other => panic!("not a tool result: {other:?}"),
+    }
+}
+
+pub fn one_question() -> Value {
+    json!({"questions": [{
+        "id": "db",
+        "question": "Which database?",
+        "header": "Database",
+        "options": [{"label": "PostgreSQL", "description": "the default"}, {"label": "SQLite"}]
+    }]})
+}
+
+pub fn unused(_: ClientResult) {}
+
+/// The projection of a log, folded from its bytes (no checkpoint).
+pub fn fold(log: &Path) -> user_questions_projection::UserQuestionsState {
+    let file = std::fs::File::open(log).unwrap();
+    user_questions_projection::fold_log(std::io::BufReader::new(file))
+        .unwrap()
+        .state
+}
