@@ -418,8 +418,9 @@ impl ServerHandler for McpConnection {
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, McpError> {
-        // Only handshake-era versions are served: answering `server/discover` with "method not
-        // found" makes every client fall back to `initialize`.
+        // Only handshake-era versions are served. A probe naming a newer version is refused by
+        // rmcp before it gets here (`-32022` listing the versions served, which makes clients
+        // fall back to `initialize`); any other probe gets "method not found", which does too.
         Err(McpError::method_not_found::<
             rmcp::model::DiscoverRequestMethod,
         >())

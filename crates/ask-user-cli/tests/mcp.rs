@@ -1,0 +1,379 @@
+//! `ask-user mcp` as a whole process over stdio, spoken to line by line in JSON-RPC: a timed
+//! question answered late from another shell and collected with the companion tool across a
+//! server restart, and bad input of every kind.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::needless_pass_by_value
+)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running `ask-user mcp` and the lines it writes on stdout.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    next_id: u64,
+    /// Every line sent and received, for the failure message.
+    transcript: Vec<String>,
+}
+
+impl Server {
+    fn start(state: &Path, args: &[&str]) -> Self {
+        let mut child = Command::new(BIN)
+            .arg("mcp")
+            .args(args)
+            .arg("--state-dir")
+            .arg(state)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Self {
+            child,
+            stdin,
+            lines,
+            next_id: 1,
+            transcript: Vec::new(),
+        }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        self.transcript.push(format!("> {line}"));
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    fn recv(&mut self) -> Value {
+        let line = self.lines.recv_timeout(READ_TIMEOUT).unwrap_or_else(|e| {
+            panic!(
+                "no line from the server ({e}):\n{}",
+                self.transcript.join("\n")
+            )
+        });
+        self.transcript.push(format!("< {line}"));
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"))
+    }
+
+    /// Sends a request and returns its response, answering nothing in between.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(&message);
+        loop {
+            let message = self.recv();
+            if message["id"] == id && message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+
+    fn initialize(&mut self, elicitation: bool) {
+        let capabilities = if elicitation {
+            json!({"elicitation": {"form": {}}})
+        } else {
+            json!({})
+        };
+        let response = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                   "clientInfo": {"name": "line-client", "version": "1"}}),
+        );
+        assert_eq!(
+            response["result"]["protocolVersion"], "2025-11-25",
+            "{response}"
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    fn call(&mut self, name: &str, arguments: Value) -> Value {
+        let params = json!({"name": name, "arguments": arguments});
+        self.request("tools/call", params)
+    }
+
+    /// Stops the server by closing its stdin (what a client does), and waits for it.
+    fn stop(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "ask-user mcp exited with {status}");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn texts(response: &Value) -> Vec<String> {
+    response["result"]["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a tool result: {response}"))
+        .iter()
+        .map(|c| c["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn logs(dir: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+fn events(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every log line is JSON"))
+        .collect()
+}
+
+fn question() -> Value {
+    json!({"questions": [{"id": "db", "question": "Which database?",
+        "options": [{"label": "PostgreSQL"}, {"label": "SQLite"}]}]})
+}
+
+fn ask_user(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+#[test]
+fn a_timed_question_answered_from_the_shell_reaches_the_model_through_the_companion() {
+    let state = tempfile::tempdir().unwrap();
+    let mut server = Server::start(state.path(), &["--mode", "timed", "--timeout", "1"]);
+    server.initialize(false);
+    let tools = server.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ask_user_question", "ask_user_question_answer"]);
+
+    // No elicitation: the one-second window passes and the call is pending.
+    let pending = server.call("ask_user_question", question());
+    let pending_texts = texts(&pending);
+    let value: Value = serde_json::from_str(&pending_texts[0]).unwrap();
+    assert_eq!(value["pending"], true);
+    assert!(pending_texts[1].contains("ask_user_question_answer"));
+    let call_id = value["callId"].as_str().unwrap().to_owned();
+    let log = logs(state.path()).pop().unwrap();
+    let log_arg = log.to_str().unwrap();
+
+    // The log is free between calls: another shell lists the question and answers it.
+    let listed = ask_user(&["pending", log_arg, "--json"]);
+    assert!(listed.status.success());
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&call_id));
+    let answered = ask_user(&["answer", log_arg, &call_id, "--pick", "db=SQLite"]);
+    assert!(
+        answered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&answered.stderr)
+    );
+
+    // The model collects the reply with the companion tool.
+    let reply = server.call("ask_user_question_answer", json!({"callId": call_id}));
+    let reply: Value = serde_json::from_str(&texts(&reply)[0]).unwrap();
+    assert_eq!(reply["kind"], "answer_to_pending_question");
+    assert_eq!(reply["callId"], call_id.as_str());
+    assert_eq!(
+        reply["answers"],
+        json!([{"id": "db", "selected": ["SQLite"]}])
+    );
+    server.stop();
+
+    // A new server process (a restart) finds the call in the earlier session's log.
+    let mut restarted = Server::start(state.path(), &["--mode", "timed", "--timeout", "1"]);
+    restarted.initialize(false);
+    let again = restarted.call("ask_user_question_answer", json!({"callId": call_id}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&texts(&again)[0]).unwrap(),
+        reply
+    );
+    restarted.stop();
+
+    // Settled exactly once: one admitted reply, and a replay of the log agrees.
+    let events = events(&log);
+    let admitted = events
+        .iter()
+        .filter(|e| {
+            e["type"] == "user/message" && e["data"]["source"]["callId"] == call_id.as_str()
+        })
+        .count();
+    assert_eq!(admitted, 1);
+    let listed = ask_user(&["pending", log_arg, "--json"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(
+        listed["settled"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+}
+
+#[test]
+fn a_question_answered_while_no_server_runs_is_collected_by_the_next_server() {
+    let state = tempfile::tempdir().unwrap();
+    let mut server = Server::start(state.path(), &["--mode", "timed", "--timeout", "1"]);
+    server.initialize(false);
+    let pending = server.call("ask_user_question", question());
+    let call_id = serde_json::from_str::<Value>(&texts(&pending)[0]).unwrap()["callId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let early = server.call("ask_user_question_answer", json!({"callId": call_id}));
+    assert!(texts(&early)[0].starts_with(r#"{"pending":true"#));
+    server.stop();
+
+    // Answered while no server runs; then the next server's companion call returns it.
+    let log = logs(state.path()).pop().unwrap();
+    let answered = ask_user(&[
+        "answer",
+        log.to_str().unwrap(),
+        &call_id,
+        "--custom",
+        "db=DuckDB",
+    ]);
+    assert!(answered.status.success());
+    let mut next = Server::start(state.path(), &["--mode", "timed", "--timeout", "1"]);
+    next.initialize(false);
+    let reply = next.call("ask_user_question_answer", json!({"callId": call_id}));
+    let reply: Value = serde_json::from_str(&texts(&reply)[0]).unwrap();
+    assert_eq!(
+        reply["answers"],
+        json!([{"id": "db", "selected": [], "custom": "DuckDB"}])
+    );
+    next.stop();
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_the_server_serves_on() {
+    let state = tempfile::tempdir().unwrap();
+    let mut server = Server::start(state.path(), &["--mode", "timed", "--timeout", "30"]);
+    server.initialize(true);
+
+    // Malformed JSON-RPC: a parse error, or nothing, but never a dead server.
+    server.send_raw("{this is not json");
+    server.send_raw(r#"{"jsonrpc":"2.0","id":"x","method":42}"#);
+    let tools = server.request("tools/list", json!({}));
+    assert_eq!(
+        tools["result"]["tools"].as_array().unwrap().len(),
+        2,
+        "{tools}"
+    );
+
+    // An unknown tool is a protocol error that names it.
+    let unknown = server.call("rm_rf", json!({}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("rm_rf")
+    );
+
+    // Arguments that fail the schema: the tool's own error, as the model reads it.
+    let invalid = server.call("ask_user_question", json!({"questions": "which?"}));
+    assert_eq!(invalid["result"]["isError"], true, "{invalid}");
+    assert!(texts(&invalid)[0].starts_with("Error: "));
+
+    // The companion with bad arguments or an unknown call id.
+    for (arguments, fragment) in [
+        (json!({}), "callId"),
+        (json!({"callId": 7}), "must be a string"),
+        (json!({"callId": "x", "extra": 1}), "unknown argument"),
+        (json!({"callId": "call_unknown"}), "not a question"),
+    ] {
+        let response = server.call("ask_user_question_answer", arguments);
+        assert_eq!(response["result"]["isError"], true, "{response}");
+        assert!(texts(&response)[0].contains(fragment), "{response}");
+    }
+
+    // Form answers the form could not have produced: BAD_ANSWER, each time.
+    for content in [
+        json!({"q01": "MySQL"}),
+        json!({"q01": 5}),
+        json!({"zz": "?"}),
+        json!(["SQLite"]),
+    ] {
+        let id = server.next_id;
+        server.next_id += 1;
+        server.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "ask_user_question", "arguments": question()}}));
+        let form = server.recv();
+        assert_eq!(form["method"], "elicitation/create", "{form}");
+        server.send(&json!({"jsonrpc": "2.0", "id": form["id"],
+            "result": {"action": "accept", "content": content}}));
+        let result = loop {
+            let message = server.recv();
+            if message["id"] == id {
+                break message;
+            }
+        };
+        assert_eq!(result["result"]["isError"], true, "{result}");
+        assert!(
+            texts(&result)[0].contains("does not fit the questions"),
+            "{result}"
+        );
+    }
+
+    // The server still serves, and the log is intact: every line is JSON, and every tool/call
+    // has its tool/result.
+    let tools = server.request("tools/list", json!({}));
+    assert!(tools["result"]["tools"].is_array());
+    server.stop();
+    let log = logs(state.path()).pop().unwrap();
+    let events = events(&log);
+    let calls = events.iter().filter(|e| e["type"] == "tool/call").count();
+    let results = events.iter().filter(|e| e["type"] == "tool/result").count();
+    assert_eq!((calls, results), (5, 5));
+    let codes: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "tool/result")
+        .map(|e| e["data"]["error"]["code"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "INVALID_ARGS",
+            "BAD_ANSWER",
+            "BAD_ANSWER",
+            "BAD_ANSWER",
+            "BAD_ANSWER"
+        ]
+    );
+}

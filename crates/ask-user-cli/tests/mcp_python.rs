@@ -1,0 +1,61 @@
+//! Interoperability with a client nobody here wrote: the official MCP Python SDK
+//! (`tests/interop/mcp_client.py`, its version pinned in `tests/interop/requirements.txt`) starts
+//! `ask-user mcp`, lists the tools, answers a form, declines one, and collects a timed call's
+//! pending result, over stdio and over streamable HTTP.
+//!
+//! It needs `ASK_USER_PYTHON`: a Python with the SDK installed (`.ci/run` makes one in a virtual
+//! environment). Without it the test fails when `CI=true`, and otherwise says it was skipped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
+
+fn python() -> Option<String> {
+    match std::env::var("ASK_USER_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "ASK_USER_PYTHON is not set: CI must run the MCP Python SDK interop test (see .ci/run)"
+            );
+            eprintln!(
+                "skipped: set ASK_USER_PYTHON to a Python with `mcp` installed to run this test"
+            );
+            None
+        }
+    }
+}
+
+fn run_client(transport: &str) {
+    let Some(python) = python() else { return };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/mcp_client.py");
+    let state = tempfile::tempdir().unwrap();
+    let output = Command::new(python)
+        .arg(&script)
+        .args(["--binary", BIN, "--transport", transport, "--state-dir"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // The checks it passed are part of the test output.
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "the Python SDK client failed over {transport}:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("ok: "), "no checks ran:\n{stdout}");
+}
+
+#[test]
+fn the_python_sdk_answers_a_form_over_stdio() {
+    run_client("stdio");
+}
+
+#[test]
+fn the_python_sdk_answers_a_form_over_streamable_http() {
+    run_client("http");
+}
