@@ -286,9 +286,12 @@ fn bad_input_gets_a_clear_error_and_the_server_serves_on() {
     let mut server = Server::start(state.path(), &["--mode", "timed", "--timeout", "30"]);
     server.initialize(true);
 
-    // Malformed JSON-RPC: a parse error, or nothing, but never a dead server.
+    // Malformed JSON-RPC: a line that is not JSON is dropped (rmcp answers nothing to it), a
+    // request of the wrong shape is an "Invalid request" error; the server serves on.
     server.send_raw("{this is not json");
     server.send_raw(r#"{"jsonrpc":"2.0","id":"x","method":42}"#);
+    let invalid = server.recv();
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
     let tools = server.request("tools/list", json!({}));
     assert_eq!(
         tools["result"]["tools"].as_array().unwrap().len(),

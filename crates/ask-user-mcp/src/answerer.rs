@@ -16,10 +16,13 @@
 //! result, and the form stays open: an `accept` that arrives later is a late answer
 //! (`LateAnswers::answer`), which waits in the session's inbox for the companion tool.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{
+    CancelledNotificationParam, ElicitRequestParams, ElicitationAction, ElicitationSchema,
+};
 use tokio::sync::oneshot;
 use user_questions::{
     AnswerRequest, Answered, Answerer, AnswererError, ErrorCode, Next, Provenance, Question,
@@ -103,7 +106,7 @@ impl Answerer for FormAnswerer {
             handle,
             tx,
             LateRoute {
-                conn: Arc::downgrade(&conn),
+                conn: Arc::clone(&conn),
                 in_flight: Arc::clone(&in_flight),
                 call_id: call_id.clone(),
                 questions: request.questions.clone(),
@@ -152,7 +155,10 @@ impl Answerer for FormAnswerer {
             }
             ElicitationAction::Cancel => Err(UserQuestionError::ask_cancelled().into()),
             // A newer action this server does not know: leave the question to the others.
-            _ => next.run().await,
+            _ => {
+                drop(claim);
+                next.run().await
+            }
         }
     }
 }
@@ -184,22 +190,48 @@ fn form_params(questions: &[Question]) -> Option<ElicitRequestParams> {
 
 /// Where an answer goes that arrives once the answerer stopped waiting.
 struct LateRoute {
-    conn: Weak<Conn>,
+    /// Held until the form is answered or withdrawn, so a late answer always has its session.
+    conn: Arc<Conn>,
     in_flight: Arc<InFlight>,
     call_id: user_questions::CallId,
     questions: Vec<Question>,
     provenance: Provenance,
 }
 
-/// Awaits the client's answer to the form. While the answerer waits, the answer goes to it;
-/// after that (the window closed with the form open), an `accept` is submitted as a late answer
-/// once the call's result is logged.
+/// Awaits the client's answer to the form. While the answerer waits, the answer goes to it.
+/// After that, the form stays open only if its call went pending: an `accept` is then submitted
+/// as a late answer once the pending result is logged. A call that ended any other way
+/// (answered elsewhere, cancelled, an error) withdraws its form (`notifications/cancelled`), so
+/// nobody answers into nothing.
 async fn form_task(
     handle: rmcp::service::RequestHandle<rmcp::RoleServer>,
     tx: oneshot::Sender<FormOutcome>,
     late: LateRoute,
 ) {
-    let outcome = handle.await_response().await;
+    let peer = handle.peer.clone();
+    let request_id = handle.id.clone();
+    let response = handle.await_response();
+    tokio::pin!(response);
+    let withdraw = async {
+        late.in_flight.done.cancelled().await;
+        if late.in_flight.pending.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+    };
+    let outcome = tokio::select! {
+        biased;
+        outcome = &mut response => outcome,
+        () = withdraw => {
+            let note = CancelledNotificationParam::new(
+                Some(request_id),
+                Some("the question was closed".to_owned()),
+            );
+            if let Err(error) = peer.notify_cancelled(note).await {
+                tracing::debug!(%error, "the form could not be withdrawn");
+            }
+            return;
+        }
+    };
     let Err(outcome) = tx.send(outcome) else {
         return;
     };
@@ -218,7 +250,7 @@ async fn form_task(
     };
     // The pending result must be in the log before the question can take a late answer.
     late.in_flight.done.cancelled().await;
-    if let Some(conn) = late.conn.upgrade() {
-        conn.submit_late(&late.call_id, batch, late.provenance);
-    }
+    late.conn
+        .submit_late(&late.call_id, batch, late.provenance)
+        .await;
 }

@@ -50,7 +50,7 @@ pub(crate) fn read_call_id(
     if let Some(extra) = arguments.keys().find(|k| k.as_str() != "callId") {
         return Err(format!(
             "unknown argument {}: the only argument is \"callId\"",
-            serde_json::to_string(extra).unwrap_or_default()
+            crate::connection::quote(extra)
         ));
     }
     match arguments.get("callId") {

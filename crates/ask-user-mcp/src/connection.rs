@@ -23,6 +23,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tool_ask_user::{AskUserMode, ToolOutcome};
+use tracing::Instrument as _;
 use user_questions::sync::lock_unpoisoned;
 use user_questions::{AnswerBatch, AnswererGuard, CallId, Provenance, RegisterOptions, TOOL_NAME};
 
@@ -58,14 +59,32 @@ pub(crate) struct Conn {
     slot: Mutex<Slot>,
     /// Every call id this session has used.
     known: Mutex<HashSet<CallId>>,
+    /// The session's UUID as call ids carry it (`call_<uuid>_<n>`), so a later server finds the
+    /// log of a call from its id alone.
+    call_prefix: String,
+    next_call: std::sync::atomic::AtomicU64,
+    /// Explicit `notifications/cancelled` of this session's timed calls.
+    cancels: Mutex<CancelBook>,
+    /// One companion fetch at a time, so two of them never race for one queued reply.
+    fetching: Mutex<()>,
     answerer: Mutex<Option<AnswererGuard>>,
 }
+
+/// The tokens a client's `notifications/cancelled` cancels, by request id. A cancellation may be
+/// handled before its request's handler has started; those are remembered (a few) for it.
+#[derive(Default)]
+struct CancelBook {
+    live: std::collections::HashMap<rmcp::model::RequestId, CancellationToken>,
+    early: std::collections::VecDeque<rmcp::model::RequestId>,
+}
+
+/// How many cancellations of not-yet-started requests are remembered.
+const EARLY_CANCELS: usize = 64;
 
 #[derive(Default)]
 struct Slot {
     host: Option<Arc<Host>>,
     users: usize,
-    created: bool,
 }
 
 tokio::task_local! {
@@ -89,6 +108,8 @@ pub(crate) struct InFlight {
     pub(crate) call_id: CallId,
     forms: mpsc::UnboundedSender<FormSend>,
     pub(crate) form_mode: bool,
+    /// Set before `done`: the call's logged result is the pending result.
+    pub(crate) pending: std::sync::atomic::AtomicBool,
     /// Cancelled once the call's result is logged.
     pub(crate) done: CancellationToken,
 }
@@ -160,13 +181,7 @@ impl Conn {
                 agent_id: self.agent_id.clone(),
                 owner: None,
             };
-            let host = if slot.created {
-                runtime.open(&self.log, options)?.0
-            } else {
-                runtime.open_or_create(&self.log, options)?.0
-            };
-            slot.created = true;
-            let host = Arc::new(host);
+            let host = Arc::new(runtime.open_or_create(&self.log, options)?.0);
             slot.host = Some(Arc::clone(&host));
             host
         };
@@ -223,35 +238,91 @@ impl Conn {
     }
 
     /// Submits a late answer to a call of this session: the reply waits in the session's durable
-    /// inbox until the companion tool admits it.
-    pub(crate) fn submit_late(
+    /// inbox until the companion tool admits it. The person has closed the form, so the answer
+    /// is not given up while the log is busy (another shell answering, another server reading
+    /// it): the submission is retried, with a growing pause, for up to [`LATE_RETRY_FOR`].
+    pub(crate) async fn submit_late(
         self: &Arc<Self>,
         call_id: &CallId,
         batch: AnswerBatch,
         provenance: Provenance,
     ) {
-        let active = match self.enter() {
-            Ok(active) => active,
-            Err(error) => {
-                tracing::warn!(%error, %call_id, "a late answer from the form is lost: the session log cannot be opened");
-                return;
-            }
-        };
-        let host = active.host();
-        match host
-            .late_answers()
-            .answer(&host.agent(), call_id, batch, provenance)
-        {
-            Ok(true) => tracing::info!(%call_id, "late answer from the form queued"),
-            Ok(false) => {
-                tracing::info!(%call_id, "the form was answered after its call ended without a pending result; the answer is not used");
-            }
-            Err(error) => {
-                tracing::warn!(%error, %call_id, "the late answer from the form was refused");
+        let started = tokio::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(50);
+        loop {
+            match self.enter() {
+                Ok(active) => {
+                    let host = active.host();
+                    match host
+                        .late_answers()
+                        .answer(&host.agent(), call_id, batch, provenance)
+                    {
+                        Ok(true) => tracing::info!(%call_id, "late answer from the form queued"),
+                        Ok(false) => tracing::warn!(
+                            %call_id,
+                            "the form was answered after its call ended without a pending result; the answer is not used"
+                        ),
+                        Err(error) => {
+                            tracing::warn!(%error, %call_id, "the late answer from the form was refused");
+                        }
+                    }
+                    return;
+                }
+                Err(error) if started.elapsed() < LATE_RETRY_FOR => {
+                    tracing::debug!(%error, %call_id, "the session log is busy; the late answer waits");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
+                }
+                Err(error) => {
+                    tracing::error!(%error, %call_id, "a late answer from the form is lost: the session log stayed unusable");
+                    return;
+                }
             }
         }
     }
+
+    /// The token that cancels the timed call of request `id`: only the client's explicit
+    /// `notifications/cancelled` cancels it (a dropped connection lets its window run out, so the
+    /// question stays answerable).
+    fn cancel_token(&self, id: &rmcp::model::RequestId) -> CancellationToken {
+        let token = CancellationToken::new();
+        let mut book = lock_unpoisoned(&self.cancels);
+        if let Some(at) = book.early.iter().position(|early| early == id) {
+            book.early.remove(at);
+            token.cancel();
+        } else {
+            book.live.insert(id.clone(), token.clone());
+        }
+        token
+    }
+
+    fn forget_cancel(&self, id: &rmcp::model::RequestId) {
+        lock_unpoisoned(&self.cancels).live.remove(id);
+    }
+
+    fn cancelled(&self, id: &rmcp::model::RequestId) {
+        let mut book = lock_unpoisoned(&self.cancels);
+        if let Some(token) = book.live.remove(id) {
+            token.cancel();
+        } else {
+            if book.early.len() == EARLY_CANCELS {
+                book.early.pop_front();
+            }
+            book.early.push_back(id.clone());
+        }
+    }
+
+    /// A fresh call id: `call_<session uuid>_<n>`.
+    fn new_call_id(&self) -> CallId {
+        let n = self
+            .next_call
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        CallId::from(format!("call_{}_{n}", self.call_prefix))
+    }
 }
+
+/// How long a late form answer waits for a busy session log.
+pub const LATE_RETRY_FOR: std::time::Duration = std::time::Duration::from_mins(10);
 
 /// A client name fit for a provenance name: visible characters only, at most 64.
 fn client_label(name: &str) -> String {
@@ -269,10 +340,12 @@ impl McpConnection {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let log = format!(
-            "mcp-{stamp}-{}.jsonl",
-            session_id.as_str().trim_start_matches("session-")
-        );
+        let uuid = session_id
+            .as_str()
+            .trim_start_matches("session-")
+            .to_owned();
+        let log = format!("mcp-{stamp}-{uuid}.jsonl");
+        let call_prefix = uuid.replace('-', "");
         Self {
             inner: Arc::new(Conn {
                 server,
@@ -281,6 +354,10 @@ impl McpConnection {
                 session_id,
                 slot: Mutex::new(Slot::default()),
                 known: Mutex::new(HashSet::new()),
+                call_prefix,
+                next_call: std::sync::atomic::AtomicU64::new(1),
+                cancels: Mutex::new(CancelBook::default()),
+                fetching: Mutex::new(()),
                 answerer: Mutex::new(None),
             }),
         }
@@ -303,8 +380,16 @@ impl McpConnection {
             Ok(active) => active,
             Err(error) => return error_result(&format!("the session log cannot be used: {error}")),
         };
-        let call_id = CallId::from(format!("call_{}", uuid::Uuid::new_v4().simple()));
+        let call_id = conn.new_call_id();
         lock_unpoisoned(&conn.known).insert(call_id.clone());
+        let timed = conn.server.runtime().tool().mode() == AskUserMode::Timed;
+        // A blocking call ends with its request, however that ends; a timed one only when the
+        // client cancels it.
+        let cancel = if timed {
+            conn.cancel_token(&context.id)
+        } else {
+            context.ct.clone()
+        };
         let (forms, mut requests) = mpsc::unbounded_channel();
         let in_flight = Arc::new(InFlight {
             session: Arc::downgrade(conn),
@@ -314,6 +399,7 @@ impl McpConnection {
                 .peer
                 .supported_elicitation_modes()
                 .contains(&ElicitationMode::Form),
+            pending: std::sync::atomic::AtomicBool::new(false),
             done: CancellationToken::new(),
         });
 
@@ -326,7 +412,8 @@ impl McpConnection {
                 Arc::clone(&in_flight),
                 active
                     .host()
-                    .call_tool(&call_id, &arguments, context.ct.clone()),
+                    .call_tool(&call_id, &arguments, cancel)
+                    .instrument(tracing::info_span!("tools/call", %call_id)),
             );
             tokio::pin!(call);
             loop {
@@ -354,6 +441,11 @@ impl McpConnection {
                 }
             }
         };
+        conn.forget_cancel(&context.id);
+        let pending = matches!(&outcome, Ok(outcome) if is_pending(outcome));
+        in_flight
+            .pending
+            .store(pending, std::sync::atomic::Ordering::SeqCst);
         in_flight.done.cancel();
         drop(active);
         match outcome {
@@ -364,12 +456,7 @@ impl McpConnection {
 
     fn result_of(outcome: &ToolOutcome) -> CallToolResult {
         let mut content = vec![ContentBlock::text(outcome.text.clone())];
-        let pending = outcome
-            .value
-            .as_ref()
-            .and_then(|v| v.get("pending"))
-            .is_some_and(|p| p == true);
-        if pending {
+        if is_pending(outcome) {
             content.push(ContentBlock::text(LATE_ANSWER_HINT));
         }
         if outcome.is_error {
@@ -385,13 +472,34 @@ impl McpConnection {
             Err(message) => return error_result(&message),
         };
         let conn = &self.inner;
+        let _one_at_a_time = lock_unpoisoned(&conn.fetching);
         if lock_unpoisoned(&conn.known).contains(&call_id) {
             return match conn.enter() {
                 Ok(active) => late::fetch(active.host(), &call_id, &conn.log),
                 Err(error) => error_result(&format!("the session log cannot be used: {error}")),
             };
         }
-        late::fetch_elsewhere(&conn.server, &conn.log, &call_id)
+        late::fetch_elsewhere(&conn.server, &call_id)
+    }
+}
+
+/// Whether a tool outcome is the pending result of a timed call.
+fn is_pending(outcome: &ToolOutcome) -> bool {
+    outcome
+        .value
+        .as_ref()
+        .and_then(|v| v.get("pending"))
+        .is_some_and(|p| p == true)
+}
+
+/// A client's text quoted in a message: JSON-quoted, cut to 64 characters.
+pub(crate) fn quote(text: &str) -> String {
+    let cut: String = text.chars().take(64).collect();
+    let quoted = serde_json::to_string(&cut).unwrap_or_default();
+    if cut.len() < text.len() {
+        format!("{quoted}…")
+    } else {
+        quoted
     }
 }
 
@@ -426,6 +534,16 @@ impl ServerHandler for McpConnection {
         >())
     }
 
+    async fn on_cancelled(
+        &self,
+        notification: rmcp::model::CancelledNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleServer>,
+    ) {
+        if let Some(id) = &notification.request_id {
+            self.inner.cancelled(id);
+        }
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -448,7 +566,7 @@ impl ServerHandler for McpConnection {
             other => Err(McpError::invalid_params(
                 format!(
                     "unknown tool {}: this server has {}",
-                    serde_json::to_string(other).unwrap_or_default(),
+                    quote(other),
                     self.inner
                         .server
                         .tools()

@@ -154,10 +154,15 @@ pub fn read_form(
     if let Some(unknown) = content.keys().find(|k| !known.contains(k.as_str())) {
         return Err(mismatch(format!(
             "the form has no field {}",
-            serde_json::to_string(unknown).unwrap_or_default()
+            quote(unknown)
         )));
     }
     Ok(AnswerBatch { answers })
+}
+
+/// A client's text quoted in a message: JSON-quoted, cut to 64 characters.
+fn quote(text: &str) -> String {
+    crate::connection::quote(text)
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -196,7 +201,7 @@ fn choices(
             Value::String(s) if labels.contains(&s.as_str()) => Ok(s.clone()),
             Value::String(s) => Err(mismatch(format!(
                 "field {key}: {} is not one of its choices",
-                serde_json::to_string(s).unwrap_or_default()
+                quote(s)
             ))),
             other => Err(mismatch(format!(
                 "field {key}: a choice must be text, got a JSON {}",

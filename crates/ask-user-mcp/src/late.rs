@@ -3,7 +3,7 @@
 
 use ask_user_host::{CheckpointPolicy, Host, SessionOptions, load_projection};
 use rmcp::model::{CallToolResult, ContentBlock};
-use session_log::{EventBody, LogVisitor, Scanned};
+use session_log::{EventBody, LogVisitor, Scanned, SessionStore};
 use tool_ask_user::ToolOutcome;
 use user_questions::CallId;
 
@@ -43,12 +43,7 @@ pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult 
     }
     let state = host.projection();
     if state.view().settled.iter().any(|s| &s.call_id == call_id) {
-        return match admitted_text(host, log, call_id) {
-            Some(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-            None => error_result(&format!(
-                "call {call_id} is settled, but its reply cannot be read back from the session log"
-            )),
-        };
+        return settled_result(&**host.runtime().store(), log, call_id);
     }
     if state.continued(call_id.as_str()).is_some() {
         return CallToolResult::success(vec![
@@ -67,19 +62,34 @@ pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult 
 }
 
 /// The companion's result for a call of another session in the state directory (a session of an
-/// earlier server process): the session whose log knows the call is opened, served like
-/// [`fetch`] in a turn of its own, and given up again.
-pub(crate) fn fetch_elsewhere(
-    server: &AskUserMcp,
-    current: &str,
-    call_id: &CallId,
-) -> CallToolResult {
+/// earlier server process), found by the session UUID the call id carries. A settled question is
+/// answered from a read-only load of that log; only a pending one, whose reply may wait in the
+/// log's inbox, has the session opened, served like [`fetch`] in a turn of its own, and given up.
+pub(crate) fn fetch_elsewhere(server: &AskUserMcp, call_id: &CallId) -> CallToolResult {
     let runtime = server.runtime();
-    let Some(log) = find_log(server, current, call_id) else {
-        return error_result(&format!(
+    let store = runtime.store();
+    let unknown = || {
+        error_result(&format!(
             "call {call_id} is not a question of any session of this server"
-        ));
+        ))
     };
+    let Some(log) = find_log(server, call_id) else {
+        return unknown();
+    };
+    let state = match load_projection(&**store, &log, CheckpointPolicy::ReadOnly) {
+        Ok(load) => load.state,
+        Err(error) => {
+            return error_result(&format!(
+                "the session log of call {call_id} cannot be read: {error}"
+            ));
+        }
+    };
+    if state.view().settled.iter().any(|s| &s.call_id == call_id) {
+        return settled_result(&**store, &log, call_id);
+    }
+    if state.continued(call_id.as_str()).is_none() {
+        return unknown();
+    }
     let options = SessionOptions::named(ask_user_host::new_session_id());
     let host = match runtime.open(&log, options) {
         Ok((host, _)) => host,
@@ -105,34 +115,28 @@ pub(crate) fn fetch_elsewhere(
     }
 }
 
-/// The newest other log of the state directory whose projection knows `call_id`.
-fn find_log(server: &AskUserMcp, current: &str, call_id: &CallId) -> Option<String> {
-    let entries = std::fs::read_dir(&server.options().state_dir).ok()?;
-    let mut logs: Vec<(std::time::SystemTime, String)> = entries
+/// The log of the session whose UUID `call_id` carries (`call_<uuid>_<n>`): the state
+/// directory's log named `mcp-<time>-<uuid>.jsonl`.
+fn find_log(server: &AskUserMcp, call_id: &CallId) -> Option<String> {
+    let simple = call_id.as_str().strip_prefix("call_")?.split('_').next()?;
+    let uuid = uuid::Uuid::try_parse(simple).ok()?;
+    let suffix = format!("-{}.jsonl", uuid.hyphenated());
+    std::fs::read_dir(&server.options().state_dir)
+        .ok()?
         .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let name = entry.file_name().into_string().ok()?;
-            let is_log = std::path::Path::new(&name)
-                .extension()
-                .is_some_and(|e| e == "jsonl")
-                && name != current;
-            let modified = entry.metadata().ok()?.modified().ok()?;
-            is_log.then_some((modified, name))
-        })
-        .collect();
-    logs.sort_by(|a, b| b.cmp(a));
-    let store = server.runtime().store();
-    logs.into_iter().map(|(_, name)| name).find(|name| {
-        load_projection(&**store, name, CheckpointPolicy::ReadOnly).is_ok_and(|load| {
-            load.state.active(call_id.as_str()).is_some()
-                || load
-                    .state
-                    .view()
-                    .settled
-                    .iter()
-                    .any(|s| &s.call_id == call_id)
-        })
-    })
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .find(|name| name.starts_with("mcp-") && name.ends_with(&suffix))
+}
+
+/// The result for a settled call: the text of the reply that settled it, or, for a question
+/// answered in its foreground window, its own tool result.
+fn settled_result(store: &dyn SessionStore, log: &str, call_id: &CallId) -> CallToolResult {
+    match admitted_text(store, log, call_id) {
+        Some(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        None => error_result(&format!(
+            "call {call_id} is settled, but its answer cannot be read back from the session log"
+        )),
+    }
 }
 
 fn reply_result(message: &user_questions::UserMessage) -> CallToolResult {
@@ -144,11 +148,13 @@ fn reply_result(message: &user_questions::UserMessage) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
-/// The text of the `user/message` that settled `call_id`, read from the log.
-fn admitted_text(host: &Host, log: &str, call_id: &CallId) -> Option<String> {
+/// The text that settled `call_id`, read from the log: the `user/message` reply that settled it,
+/// else (a question answered in its foreground window) the text of its `tool/result`.
+fn admitted_text(store: &dyn SessionStore, log: &str, call_id: &CallId) -> Option<String> {
     struct Find<'a> {
         call_id: &'a CallId,
-        text: Option<String>,
+        reply: Option<String>,
+        result: Option<String>,
     }
     impl LogVisitor for Find<'_> {
         fn line(&mut self, line: &Scanned<'_>) {
@@ -158,28 +164,33 @@ fn admitted_text(host: &Host, log: &str, call_id: &CallId) -> Option<String> {
             let Some(event) = record.record.event() else {
                 return;
             };
-            if let EventBody::UserMessage(message) = &event.body
-                && message.reply_call_id() == Some(self.call_id)
-                && self.text.is_none()
-            {
-                self.text = first_text(record.raw);
+            match &event.body {
+                EventBody::UserMessage(message)
+                    if message.reply_call_id() == Some(self.call_id) && self.reply.is_none() =>
+                {
+                    self.reply = first_text(record.raw, &["data", "content"]);
+                }
+                EventBody::ToolResult(result) if result.call_id.as_ref() == Some(self.call_id) => {
+                    self.result = first_text(record.raw, &["data", "message", "content"]);
+                }
+                _ => {}
             }
         }
     }
     let mut find = Find {
         call_id,
-        text: None,
+        reply: None,
+        result: None,
     };
-    host.runtime().store().read(log, &mut find).ok()?;
-    find.text
+    store.read(log, &mut find).ok()?;
+    find.reply.or(find.result)
 }
 
-/// `data.content[]`'s first text block of a `user/message` line.
-fn first_text(raw: &[u8]) -> Option<String> {
+/// The first text block of the content array at `path` in a record line.
+fn first_text(raw: &[u8], path: &[&str]) -> Option<String> {
     let value: serde_json::Value = serde_json::from_slice(raw).ok()?;
-    value
-        .get("data")?
-        .get("content")?
+    path.iter()
+        .try_fold(&value, |value, key| value.get(key))?
         .as_array()?
         .iter()
         .find(|block| block.get("type").and_then(serde_json::Value::as_str) == Some("text"))?

@@ -12,9 +12,11 @@
 //!   answer.
 //!
 //! `tools/list` returns `ask_user_question` with exactly the description and parameters the tool
-//! crate defines for the configured mode (the catalog's bytes). Every call runs through the host:
-//! `tool/call`, the seam's waterfall, `tool/result`, durably, so `ask-user pending` and
-//! `ask-user answer` work on the logs.
+//! crate defines for the configured mode (the catalog's bytes). Every `ask_user_question` call
+//! runs through the host: `tool/call`, the seam's waterfall, `tool/result`, durably, so
+//! `ask-user pending` and `ask-user answer` work on the logs. Companion calls are not logged as
+//! tool calls: they run in a turn of the session (which they share with calls in flight) and log
+//! only the reply they admit.
 
 #![warn(missing_docs)]
 
@@ -43,7 +45,8 @@ pub const CATALOG: companion::AnswerToolCatalog = companion::AnswerToolCatalog {
     ],
     writes: &[
         "admits a queued late reply as user/message in the call's session log (the settlement)",
-        "nothing when the question is still pending or already settled",
+        "a turn of its own session (turn/start, step/start, request/header, step/end, turn/end) around the fetch, or one it shares with calls in flight",
+        "nothing in the log of an earlier session when the question there is settled (read only)",
     ],
     note: "MCP cannot put a user message into the client's conversation, so over MCP a pending `ask_user_question` result carries a second text block telling the model to call `ask_user_question_answer` later. The tool returns the late reply once the person answered (from the client's form, `ask-user answer` or another surface), or the pending result again.",
 };

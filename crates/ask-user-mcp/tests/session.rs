@@ -306,3 +306,176 @@ async fn a_form_answered_after_the_window_is_a_late_answer_for_the_companion() {
     assert_eq!(state.view().settled.len(), 1);
     assert!(state.view().active.is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_form_answered_in_its_window_answers_the_call() {
+    let mut harness = Harness::start(Some(AskUserConfig::timed(30)), true).await;
+    harness.reply(Reply::Hold);
+    let call = harness.send_call("ask_user_question", one_question()).await;
+    let form = harness.held.recv().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    form.reply
+        .send(accept(json!({"q01": "PostgreSQL"})))
+        .unwrap();
+    let result = common::response_result(call.await_response().await.unwrap());
+    assert_eq!(
+        texts(&result),
+        [r#"{"answers":[{"id":"db","selected":["PostgreSQL"]}]}"#]
+    );
+    // Answered in the foreground: the companion repeats the call's own answer.
+    let events = harness.events();
+    let call_id = events.iter().find(|e| e["type"] == "tool/call").unwrap()["data"]["callId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let again = harness
+        .call("ask_user_question_answer", json!({"callId": call_id}))
+        .await;
+    assert_eq!(texts(&again), texts(&result));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_form_held_past_its_claimed_window_still_returns_pending_on_time() {
+    let mut harness = Harness::start(Some(AskUserConfig::timed(30)), true).await;
+    harness.reply(Reply::Hold);
+    let started = tokio::time::Instant::now();
+    let call = harness.send_call("ask_user_question", one_question()).await;
+    let _form = harness.held.recv().await.unwrap();
+    let result = common::response_result(call.await_response().await.unwrap());
+    let waited = started.elapsed();
+    assert!(texts(&result)[0].starts_with(r#"{"pending":true"#));
+    assert!(
+        waited >= Duration::from_secs(30) && waited < Duration::from_secs(31),
+        "{waited:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_calls_of_one_session_share_its_log_and_the_companion_runs_beside_them() {
+    let mut harness = Harness::start(Some(AskUserConfig::timed(30)), true).await;
+    harness.reply(Reply::Hold);
+    harness.reply(Reply::Hold);
+    let first = harness.send_call("ask_user_question", one_question()).await;
+    let second = harness.send_call("ask_user_question", one_question()).await;
+    let form_a = harness.held.recv().await.unwrap();
+    let form_b = harness.held.recv().await.unwrap();
+    // A companion call while both wait: the question is still in its window.
+    let tool_calls: Vec<String> = harness
+        .events()
+        .iter()
+        .filter(|e| e["type"] == "tool/call")
+        .map(|e| e["data"]["callId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tool_calls.len(), 2);
+    let during = harness
+        .call("ask_user_question_answer", json!({"callId": tool_calls[0]}))
+        .await;
+    assert_eq!(during.is_error, Some(true));
+    assert!(
+        texts(&during)[0].contains("still waiting"),
+        "{:?}",
+        texts(&during)
+    );
+    form_a.reply.send(accept(json!({"q01": "SQLite"}))).unwrap();
+    form_b
+        .reply
+        .send(accept(json!({"q01": "PostgreSQL"})))
+        .unwrap();
+    let a = common::response_result(first.await_response().await.unwrap());
+    let b = common::response_result(second.await_response().await.unwrap());
+    let mut answers = [texts(&a)[0].clone(), texts(&b)[0].clone()];
+    answers.sort();
+    assert_eq!(
+        answers,
+        [
+            r#"{"answers":[{"id":"db","selected":["PostgreSQL"]}]}"#,
+            r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#
+        ]
+    );
+    // One turn held both calls, and the log folds to two settled questions.
+    let events = harness.events();
+    let turns = events.iter().filter(|e| e["type"] == "turn/start").count();
+    assert_eq!(turns, 1, "the calls and the companion shared one turn");
+    let state = common::fold(&harness.logs()[0]);
+    assert_eq!(state.view().settled.len(), 2);
+}
+
+#[tokio::test]
+async fn legacy_mode_has_no_companion_tool() {
+    let harness = Harness::start(None, true).await;
+    let params = rmcp::model::CallToolRequestParams::new("ask_user_question_answer")
+        .with_arguments(json!({"callId": "call_x"}).as_object().cloned().unwrap());
+    let error = harness.client.peer().call_tool(params).await.unwrap_err();
+    assert!(error.to_string().contains("unknown tool"), "{error}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_call_withdraws_its_form() {
+    let mut harness = Harness::start(Some(AskUserConfig::timed(300)), true).await;
+    harness.reply(Reply::Hold);
+    let call = harness.send_call("ask_user_question", one_question()).await;
+    let _form = harness.held.recv().await.unwrap();
+    call.cancel(Some("escape".to_owned())).await.unwrap();
+    let mut withdrawn = 0;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        withdrawn = *harness.handler.withdrawn.lock().unwrap();
+        if withdrawn > 0 {
+            break;
+        }
+    }
+    assert_eq!(withdrawn, 1, "the form of a cancelled call is withdrawn");
+    assert_eq!(first_error_code(&harness), "ASK_ABORTED");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_form_answer_waits_while_another_process_holds_the_log() {
+    let mut harness = Harness::start(Some(AskUserConfig::timed(30)), true).await;
+    harness.reply(Reply::Hold);
+    let call = harness.send_call("ask_user_question", one_question()).await;
+    let form = harness.held.recv().await.unwrap();
+    let result = common::response_result(call.await_response().await.unwrap());
+    let call_id = serde_json::from_str::<Value>(&texts(&result)[0]).unwrap()["callId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Another writer (say `ask-user answer` in another shell) holds the log for ten seconds.
+    let log = harness.logs()[0].clone();
+    let (store, name) = session_log::JsonlStore::for_file(&log).unwrap();
+    let other = ask_user_host::HostRuntime::new(store, Some(AskUserConfig::timed(30))).unwrap();
+    let (holder, _) = other
+        .open(&name, ask_user_host::SessionOptions::named("holder"))
+        .unwrap();
+    form.reply.send(accept(json!({"q01": "SQLite"}))).unwrap();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    // The log really is taken: this session cannot open it meanwhile.
+    let busy = harness
+        .call("ask_user_question_answer", json!({"callId": call_id}))
+        .await;
+    assert!(
+        texts(&busy)[0].contains("already open for write"),
+        "{:?}",
+        texts(&busy)
+    );
+    drop(holder);
+
+    // The answer was kept and queued once the log was free.
+    let mut reply = Vec::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        reply = texts(
+            &harness
+                .call("ask_user_question_answer", json!({"callId": call_id}))
+                .await,
+        );
+        if !reply[0].starts_with(r#"{"pending""#) && !reply[0].starts_with("Error") {
+            break;
+        }
+    }
+    let reply: Value = serde_json::from_str(&reply[0]).unwrap();
+    assert_eq!(
+        reply["answers"],
+        json!([{"id": "db", "selected": ["SQLite"]}])
+    );
+}

@@ -42,6 +42,8 @@ pub struct TestClient {
     pub forms: Arc<Mutex<Vec<ElicitRequestParams>>>,
     held: mpsc::UnboundedSender<HeldForm>,
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    /// Forms the server withdrew (`notifications/cancelled`) while the test held them.
+    pub withdrawn: Arc<Mutex<usize>>,
 }
 
 impl ClientHandler for TestClient {
@@ -58,7 +60,7 @@ impl ClientHandler for TestClient {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
         self.forms.lock().unwrap().push(request.clone());
         let reply = self.replies.lock().unwrap().pop_front();
@@ -70,8 +72,14 @@ impl ClientHandler for TestClient {
                     params: request,
                     reply: tx,
                 });
-                rx.await
-                    .map_err(|_| McpError::internal_error("the test dropped the form", None))
+                tokio::select! {
+                    answer = rx => answer
+                        .map_err(|_| McpError::internal_error("the test dropped the form", None)),
+                    () = context.ct.cancelled() => {
+                        *self.withdrawn.lock().unwrap() += 1;
+                        Err(McpError::internal_error("withdrawn", None))
+                    }
+                }
             }
         }
     }
@@ -183,6 +191,7 @@ pub async fn connect(
         forms: Arc::default(),
         held: held_tx,
         progress: Arc::default(),
+        withdrawn: Arc::default(),
     };
     let client = handler.clone().serve(client_io).await.unwrap();
     (client, held, handler)
