@@ -117,6 +117,19 @@ impl DecodedRecord {
         self.explicit_seq
     }
 
+    /// The record as if decoded with `expected_seq`: a record without an explicit `seq` takes it
+    /// (one decoded ahead of its turn, with a placeholder, gets its real `seq` this way).
+    #[must_use]
+    pub(crate) fn with_expected_seq(mut self, expected_seq: u64) -> Self {
+        if !self.explicit_seq {
+            match &mut self.inner {
+                Inner::Single(event) => event.seq = expected_seq,
+                Inner::Packed { seq0, .. } => *seq0 = expected_seq,
+            }
+        }
+        self
+    }
+
     /// Whether this is a packed chunk row.
     pub fn is_packed(&self) -> bool {
         matches!(self.inner, Inner::Packed { .. })

@@ -57,8 +57,9 @@ pub use record::{
 };
 pub use repair::{RepairReport, RepairedCall, TOOL_OUTCOME_UNKNOWN_TEXT, repair_interrupted};
 pub use scan::{
-    CorruptLine, LogFinding, LogScanner, LossyLine, MAX_LINE_LEN, OpenError, ScanPosition,
-    ScanReport, Scanned, ScannedRecord, SeqGap, TornTail, seq_after_record,
+    CorruptLine, LogFinding, LogScanner, LossyLine, MAX_LINE_LEN, OpenError, PARALLEL_BATCH,
+    READ_CHUNK, ScanPosition, ScanReport, Scanned, ScannedRecord, SeqGap, TornTail,
+    seq_after_record,
 };
 pub use store::{
     AnchorMismatch, CHECKPOINT_SUFFIX, JsonlStore, LogAnchor, LogFile, LogVisitor, LogWriter,

@@ -1,8 +1,13 @@
 //! Reading a session log as a stream (SPEC §7, §9.6): the header, then one record per complete
 //! line, with `seq` assignment, findings (corrupt lines, lossy lines, seq gaps, a torn tail) and a
 //! resumable position. Generic over [`BufRead`]: it never opens a file, never seeks and keeps one
-//! line in memory at a time, so a store can put files, locks, torn-tail truncation and checkpoints
-//! on top.
+//! chunk of input in memory at a time (a line longer than a chunk grows it, up to the line limit),
+//! so a store can put files, locks, torn-tail truncation and checkpoints on top.
+//!
+//! The complete lines of a chunk are decoded as one batch, split across two threads when the
+//! batch is large and the machine has a second core; `seq` assignment, gaps and every other
+//! finding are then applied line by line in log order, so the result is exactly the sequential
+//! one.
 //!
 
 use std::fmt;
@@ -182,22 +187,119 @@ pub enum Scanned<'a> {
 /// bounded memory, and reported as a corrupt line ([`CorruptReason::TooLong`]).
 pub const MAX_LINE_LEN: u64 = 64 << 20;
 
+/// How much the scanner reads at a time (4 MiB): lines are found and decoded in place in chunks
+/// of this size (the buffer grows beyond it only for a line longer than a chunk, up to the line limit).
+pub const READ_CHUNK: usize = 4 << 20;
+
 /// Reads records line by line from a [`BufRead`].
+///
+/// The input is read in large chunks ([`READ_CHUNK`]) into one buffer; line ends are found with
+/// `memchr`, and each record is decoded where it lies in the buffer, without a copy per line.
+/// UTF-8 is validated with SIMD (`simdutf8`); a line with invalid bytes is decoded from its lossy
+/// form and reported as before.
 #[derive(Debug)]
 pub struct LogScanner<R> {
     reader: R,
+    /// Read bytes: `buf[start..end]` is not yet consumed.
     buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    /// The last read filled the buffer: there is more to read than it holds.
+    filled_last: bool,
+    /// Lines of the buffer decoded ahead (with a placeholder `seq`), in log order.
+    decoded: std::collections::VecDeque<Predecoded>,
+    /// A batch of at least this many bytes is decoded on two threads (`usize::MAX`: never).
+    parallel_from: usize,
     position: ScanPosition,
     report: ScanReport,
     finished: bool,
     max_line: u64,
 }
 
+/// A complete line decoded ahead of its turn: where it lies in the buffer, and its record (its
+/// `seq` still a placeholder when implicit).
+#[derive(Debug)]
+struct Predecoded {
+    range: std::ops::Range<usize>,
+    decoded: Result<DecodedRecord, CorruptReason>,
+    lossy: bool,
+}
+
+/// The buffer's first size.
+const FIRST_READ: usize = 64 << 10;
+
+/// By default, a batch of at least this many bytes (256 KiB) is decoded on two threads.
+pub const PARALLEL_BATCH: usize = 256 << 10;
+
+/// Decodes one line (its `\n` excluded) with `expected_seq`; `true` when its UTF-8 was invalid
+/// and the lossy text was decoded.
+fn decode_line(text: &[u8], expected_seq: u64) -> (Result<DecodedRecord, CorruptReason>, bool) {
+    match simdutf8::basic::from_utf8(text) {
+        Ok(text) => (decode_str(text, expected_seq), false),
+        Err(_) => (
+            decode_str(&String::from_utf8_lossy(text), expected_seq),
+            true,
+        ),
+    }
+}
+
+/// Decodes the complete lines of `ranges` in `buf`, on two threads when the batch has at least
+/// `parallel_from` bytes.
+fn decode_batch(
+    buf: &[u8],
+    ranges: Vec<std::ops::Range<usize>>,
+    parallel_from: usize,
+) -> Vec<Predecoded> {
+    let decode = |ranges: Vec<std::ops::Range<usize>>| -> Vec<Predecoded> {
+        ranges
+            .into_iter()
+            .map(|range| {
+                let (decoded, lossy) = decode_line(&buf[range.start..range.end - 1], 0);
+                Predecoded {
+                    range,
+                    decoded,
+                    lossy,
+                }
+            })
+            .collect()
+    };
+    let bytes = match (ranges.first(), ranges.last()) {
+        (Some(first), Some(last)) => last.end - first.start,
+        _ => 0,
+    };
+    if bytes < parallel_from || ranges.len() < 2 || !two_cores() {
+        return decode(ranges);
+    }
+    // Split at the line nearest the middle byte, so both halves are about as long.
+    let middle = ranges[0].start + bytes / 2;
+    let at = ranges
+        .partition_point(|r| r.end <= middle)
+        .clamp(1, ranges.len() - 1);
+    let mut first = ranges;
+    let second = first.split_off(at);
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(|| decode(second));
+        let mut decoded = decode(first);
+        match worker.join() {
+            Ok(rest) => decoded.extend(rest),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+        decoded
+    })
+}
+
+/// Whether a second core is there to decode on.
+fn two_cores() -> bool {
+    static TWO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2))
+}
+
 /// How one physical line was read.
 enum LineRead {
     /// At the end of the input, nothing read.
     End,
-    /// A line ending in `\n`, held in the buffer.
+    /// A line ending in `\n`, decoded ahead: the front of the queue.
     Complete,
     /// Bytes without a final `\n` at the end of the input, held in the buffer unless too long;
     /// the total length.
@@ -244,34 +346,43 @@ impl<R: BufRead> LogScanner<R> {
             events: 0,
         };
         report.end = position;
-        buf.clear();
-        Ok((
-            header,
-            Self {
-                reader,
-                buf,
-                position,
-                report,
-                finished: false,
-                max_line: MAX_LINE_LEN,
-            },
-        ))
+        Ok((header, Self::resume_with_report(reader, position, report)))
+    }
+
+    fn resume_with_report(reader: R, position: ScanPosition, report: ScanReport) -> Self {
+        Self {
+            reader,
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            eof: false,
+            filled_last: false,
+            decoded: std::collections::VecDeque::new(),
+            parallel_from: PARALLEL_BATCH,
+            position,
+            report,
+            finished: false,
+            max_line: MAX_LINE_LEN,
+        }
     }
 
     /// Continues a scan from a known position (a checkpoint): `reader` must be positioned at
     /// `at.byte_offset`. Line numbers in findings count on from `at.line`.
     pub fn resume(reader: R, at: ScanPosition) -> Self {
-        Self {
-            reader,
-            buf: Vec::new(),
-            position: at,
-            report: ScanReport {
-                end: at,
-                ..ScanReport::default()
-            },
-            finished: false,
-            max_line: MAX_LINE_LEN,
-        }
+        let report = ScanReport {
+            end: at,
+            ..ScanReport::default()
+        };
+        Self::resume_with_report(reader, at, report)
+    }
+
+    /// Decodes a batch of lines on two threads once it has at least `bytes` bytes (default
+    /// [`PARALLEL_BATCH`]; `usize::MAX` decodes on the calling thread only). The events and
+    /// findings are the same either way.
+    #[must_use]
+    pub fn with_parallel_from(mut self, bytes: usize) -> Self {
+        self.parallel_from = bytes;
+        self
     }
 
     /// Sets the longest line kept in memory (default [`MAX_LINE_LEN`], at least 1 byte).
@@ -281,46 +392,108 @@ impl<R: BufRead> LogScanner<R> {
         self
     }
 
-    /// Reads one physical line into the buffer, keeping at most `max_line` bytes of it: the
-    /// common case is one `read_until` bounded by `take`; only a line over the limit is then
+    /// Reads more input after `buf[..end]`, growing the buffer when it is full (to a chunk, then
+    /// by doubling, never past the line limit plus one byte). `false` at the end of the input.
+    fn fill(&mut self) -> io::Result<bool> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let cap = usize::try_from(self.max_line.saturating_add(1))
+            .unwrap_or(usize::MAX)
+            .max(1);
+        // Small inputs (a checkpoint's tail, a short log) stay in a small buffer: it starts at
+        // 64 KiB and doubles up to a chunk while reads keep filling it, and beyond a chunk only
+        // for a line that does not fit.
+        let wanted = if self.buf.is_empty() {
+            FIRST_READ.min(cap)
+        } else if self.end == self.buf.len() {
+            self.buf.len().saturating_mul(2).min(cap)
+        } else if self.filled_last && self.buf.len() < READ_CHUNK {
+            self.buf.len().saturating_mul(2).min(READ_CHUNK).min(cap)
+        } else {
+            self.buf.len()
+        };
+        if wanted > self.buf.len() {
+            self.buf.resize(wanted, 0);
+        }
+        loop {
+            let space = self.buf.len() - self.end;
+            match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(0) => return Ok(false),
+                Ok(n) => {
+                    self.end += n;
+                    self.filled_last = n == space;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Decodes every complete line of the buffer ahead, as one batch; `false` when there is none.
+    fn batch(&mut self) -> bool {
+        let window = &self.buf[self.start..self.end];
+        let mut ranges = Vec::new();
+        let mut from = self.start;
+        for at in memchr::memchr_iter(b'\n', window) {
+            let end = self.start + at + 1;
+            ranges.push(from..end);
+            from = end;
+        }
+        if ranges.is_empty() {
+            return false;
+        }
+        self.start = from;
+        self.decoded = decode_batch(&self.buf, ranges, self.parallel_from).into();
+        true
+    }
+
+    /// Finds the next physical line, keeping at most `max_line` bytes of it: a longer line is
     /// skipped chunk by chunk, counted but not kept.
     fn read_line(&mut self) -> io::Result<LineRead> {
-        self.buf.clear();
-        let limit = self.max_line.saturating_add(1);
-        let read = (&mut self.reader)
-            .take(limit)
-            .read_until(b'\n', &mut self.buf)? as u64;
-        if read == 0 {
-            return Ok(LineRead::End);
-        }
-        if self.buf.last() == Some(&b'\n') {
-            return Ok(LineRead::Complete);
-        }
-        if read < limit {
-            // The input ended before a line end.
-            return Ok(LineRead::Torn(read));
-        }
-        // Longer than the limit: drop what was kept and count the rest up to the line end.
-        self.buf = Vec::new();
-        let mut total = read;
         loop {
-            let chunk = match self.reader.fill_buf() {
-                Ok(chunk) => chunk,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if chunk.is_empty() {
-                return Ok(LineRead::Torn(total));
+            if !self.decoded.is_empty() {
+                return Ok(LineRead::Complete);
             }
-            let (take, complete) = match memchr::memchr(b'\n', chunk) {
-                Some(at) => (at + 1, true),
-                None => (chunk.len(), false),
-            };
-            total += take as u64;
-            self.reader.consume(take);
-            if complete {
-                return Ok(LineRead::TooLong(total));
+            if self.batch() {
+                continue;
             }
+            let pending = (self.end - self.start) as u64;
+            if pending > self.max_line {
+                return self.skip_long_line(pending);
+            }
+            if self.eof || !self.fill()? {
+                self.eof = true;
+                self.start = self.end;
+                return Ok(if pending == 0 {
+                    LineRead::End
+                } else {
+                    LineRead::Torn(pending)
+                });
+            }
+        }
+    }
+
+    /// Drops the `counted` bytes of an overlong line held in the buffer and counts the rest of it
+    /// up to its line end, reading chunk by chunk.
+    fn skip_long_line(&mut self, mut counted: u64) -> io::Result<LineRead> {
+        self.start = 0;
+        self.end = 0;
+        loop {
+            if !self.fill()? {
+                self.eof = true;
+                return Ok(LineRead::Torn(counted));
+            }
+            if let Some(at) = memchr::memchr(b'\n', &self.buf[..self.end]) {
+                counted += at as u64 + 1;
+                self.start = at + 1;
+                return Ok(LineRead::TooLong(counted));
+            }
+            counted += self.end as u64;
+            self.end = 0;
         }
     }
 
@@ -354,7 +527,7 @@ impl<R: BufRead> LogScanner<R> {
             }
         };
         let byte_offset = self.position.byte_offset;
-        let len = match read {
+        let range = match read {
             LineRead::End => {
                 self.finished = true;
                 return Ok(None);
@@ -380,17 +553,21 @@ impl<R: BufRead> LogScanner<R> {
                 self.report.end = self.position;
                 return Ok(Some(Scanned::Corrupt(corrupt)));
             }
-            LineRead::Complete => self.buf.len() as u64,
+            LineRead::Complete => match self.decoded.pop_front() {
+                Some(line) => line,
+                None => unreachable!("a complete line is queued"),
+            },
         };
+        let Predecoded {
+            range,
+            decoded,
+            lossy,
+        } = range;
+        let len = (range.end - range.start) as u64;
+        let raw = &self.buf[range];
         let line = self.position.line + 1;
-        let text = &self.buf[..self.buf.len() - 1];
-        let (decoded, lossy) = match std::str::from_utf8(text) {
-            Ok(text) => (decode_str(text, self.position.expected_seq), false),
-            Err(_) => (
-                decode_str(&String::from_utf8_lossy(text), self.position.expected_seq),
-                true,
-            ),
-        };
+        let expected_seq = self.position.expected_seq;
+        let decoded = decoded.map(|record| record.with_expected_seq(expected_seq));
         self.position.byte_offset += len;
         self.position.line = line;
         if lossy {
@@ -415,7 +592,7 @@ impl<R: BufRead> LogScanner<R> {
                 Scanned::Record(ScannedRecord {
                     line,
                     byte_offset,
-                    raw: &self.buf,
+                    raw,
                     record,
                     lossy,
                     gap,

@@ -10,7 +10,8 @@ use clap::Args;
 use user_questions_projection::{ActiveState, EventBody, Replay, Scanned, SessionHeader};
 
 use super::{CliError, Exit};
-use crate::store::{LogVisitor, now_ms, read_log_with, writer_is_live};
+use crate::host::{CheckpointPolicy, load_projection};
+use crate::store::{JsonlStore, LogVisitor, now_ms, read_log_with, writer_is_live};
 
 /// Arguments of `pending`.
 #[derive(Debug, Args)]
@@ -20,6 +21,17 @@ pub struct PendingArgs {
     /// Print the projection view `{"active":[…],"settled":[…]}` as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// `--json`: the projection view from the log's checkpoint and the lines after it when the
+/// checkpoint verifies (else a refold), read only: no lock, no checkpoint written.
+fn print_view(args: &PendingArgs) -> Result<Exit, CliError> {
+    let (store, name) = JsonlStore::for_file(&args.log)?;
+    let load = load_projection(&store, &name, CheckpointPolicy::ReadOnly)?;
+    let text = serde_json::to_string(load.state.view())
+        .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
+    println!("{}", json_visible(&text));
+    Ok(Exit::Ok)
 }
 
 /// One read-only scan: the fold, and when each call was logged (for ages).
@@ -51,6 +63,9 @@ impl LogVisitor for Listing {
 }
 
 pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
+    if args.json {
+        return print_view(args);
+    }
     // One scan, no lock, no checkpoint written; findings (a torn tail left as it is, unreadable
     // lines) are reported by the store as warnings.
     let mut listing = Listing::default();
@@ -62,12 +77,6 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
     );
     let times = listing.times;
     let view = state.view();
-    if args.json {
-        let text = serde_json::to_string(view)
-            .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
-        println!("{}", json_visible(&text));
-        return Ok(Exit::Ok);
-    }
 
     let live = writer_is_live(&args.log)?;
     let now = now_ms();
