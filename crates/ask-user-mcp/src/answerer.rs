@@ -30,7 +30,7 @@ use user_questions::{
 };
 
 use crate::connection::{Conn, InFlight, current_call, elicit_result};
-use crate::form::{FORM_MESSAGE, form_schema, read_form};
+use crate::form::{FORM_MESSAGE, FormStyle, form_schema_for, read_form_for};
 
 /// The code of a form the person declined (an answerer's own code, SPEC §3.2).
 pub const ASK_DECLINED: &str = "ASK_DECLINED";
@@ -93,7 +93,8 @@ impl Answerer for FormAnswerer {
         } else {
             None
         };
-        let Some(params) = form_params(&request.questions) else {
+        let style = in_flight.form_style;
+        let Some(params) = form_params(&request.questions, style) else {
             drop(claim);
             return next.run().await;
         };
@@ -135,16 +136,15 @@ impl Answerer for FormAnswerer {
         };
         match elicited.action {
             ElicitationAction::Accept => {
-                let batch = read_form(&request.questions, elicited.content.as_ref()).map_err(
-                    |mismatch| {
+                let batch = read_form_for(&request.questions, elicited.content.as_ref(), style)
+                    .map_err(|mismatch| {
                         UserQuestionError::new(
                             ErrorCode::BadAnswer,
                             format!(
                                 "The client's form answer does not fit the questions: {mismatch}."
                             ),
                         )
-                    },
-                )?;
+                    })?;
                 Ok(Answered::human(batch))
             }
             ElicitationAction::Decline => Err(declined().into()),
@@ -171,8 +171,8 @@ async fn sleep_or_forever(window: Option<Duration>) {
 }
 
 /// The form request for `questions`; `None` if the schema is not one rmcp accepts.
-fn form_params(questions: &[Question]) -> Option<ElicitRequestParams> {
-    let serde_json::Value::Object(schema) = form_schema(questions) else {
+fn form_params(questions: &[Question], style: FormStyle) -> Option<ElicitRequestParams> {
+    let serde_json::Value::Object(schema) = form_schema_for(questions, style) else {
         return None;
     };
     match ElicitationSchema::from_json_schema(schema) {
@@ -241,7 +241,11 @@ async fn form_task(
     if elicited.action != ElicitationAction::Accept {
         return;
     }
-    let batch = match read_form(&late.questions, elicited.content.as_ref()) {
+    let batch = match read_form_for(
+        &late.questions,
+        elicited.content.as_ref(),
+        late.in_flight.form_style,
+    ) {
         Ok(batch) => batch,
         Err(mismatch) => {
             tracing::warn!(%mismatch, call_id = %late.call_id, "a late form answer does not fit the questions");

@@ -108,6 +108,8 @@ pub(crate) struct InFlight {
     pub(crate) call_id: CallId,
     forms: mpsc::UnboundedSender<FormSend>,
     pub(crate) form_mode: bool,
+    /// The field shapes the client understands.
+    pub(crate) form_style: crate::form::FormStyle,
     /// Set before `done`: the call's logged result is the pending result.
     pub(crate) pending: std::sync::atomic::AtomicBool,
     /// Cancelled once the call's result is logged.
@@ -399,6 +401,12 @@ impl McpConnection {
                 .peer
                 .supported_elicitation_modes()
                 .contains(&ElicitationMode::Form),
+            form_style: context
+                .peer
+                .peer_info()
+                .map_or(crate::form::FormStyle::Legacy, |info| {
+                    crate::form::FormStyle::for_protocol(info.protocol_version.as_str())
+                }),
             pending: std::sync::atomic::AtomicBool::new(false),
             done: CancellationToken::new(),
         });

@@ -8,6 +8,11 @@
 //! | multi-select options | a titled multi-select array (`items.anyOf`) | an optional string: "Other" |
 //! | no options | a string | none |
 //!
+//! That is the form for clients of protocol 2025-11-25 or later ([`FormStyle::Titled`]). Older
+//! clients ([`FormStyle::Legacy`], 2025-06-18) know only primitive fields: a single-select
+//! question is then a string `enum` with `enumNames`, and a multi-select question one boolean
+//! field `qN_cM` per option.
+//!
 //! `N` is the question's 1-based position, zero-padded to two digits so that the fields sort in
 //! question order (the schema's properties are an ordered map). The `const` of a choice is its
 //! label verbatim; its `title` shows the label and its description. A field's `title` is the
@@ -41,8 +46,39 @@ fn multi(question: &Question) -> bool {
     question.multi_select == Some(true)
 }
 
-/// The `requestedSchema` of the form for `questions`: `{"type":"object","properties":{…}}`.
+/// Which field shapes a client understands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FormStyle {
+    /// Titled enums and multi-select arrays (protocol 2025-11-25 and later).
+    Titled,
+    /// Primitive fields only: `enum` + `enumNames`, one boolean per multi-select option
+    /// (protocol 2025-06-18).
+    Legacy,
+}
+
+impl FormStyle {
+    /// The style for a client that asked for protocol `version` (`YYYY-MM-DD`).
+    pub fn for_protocol(version: &str) -> Self {
+        if version >= "2025-11-25" {
+            Self::Titled
+        } else {
+            Self::Legacy
+        }
+    }
+}
+
+/// The boolean field of option `option` (0-based) of the question at `index`, in legacy style.
+fn choice_key(index: usize, option: usize) -> String {
+    format!("{}_c{:02}", key(index), option + 1)
+}
+
+/// The `requestedSchema` of the form for `questions` in titled style.
 pub fn form_schema(questions: &[Question]) -> Value {
+    form_schema_for(questions, FormStyle::Titled)
+}
+
+/// The `requestedSchema` of the form for `questions`: `{"type":"object","properties":{…}}`.
+pub fn form_schema_for(questions: &[Question], style: FormStyle) -> Value {
     let mut properties = Map::new();
     for (index, question) in questions.iter().enumerate() {
         let header = question.header.as_deref().filter(|h| !h.trim().is_empty());
@@ -68,10 +104,29 @@ pub fn form_schema(questions: &[Question]) -> Value {
                         json!({"const": option.label, "title": title})
                     })
                     .collect();
-                if multi(question) {
-                    json!({"type": "array", "title": title, "items": {"anyOf": choices}})
-                } else {
-                    json!({"type": "string", "title": title, "oneOf": choices})
+                match (style, multi(question)) {
+                    (FormStyle::Titled, true) => {
+                        json!({"type": "array", "title": title, "items": {"anyOf": choices}})
+                    }
+                    (FormStyle::Titled, false) => {
+                        json!({"type": "string", "title": title, "oneOf": choices})
+                    }
+                    (FormStyle::Legacy, false) => json!({
+                        "type": "string",
+                        "title": title,
+                        "enum": options.iter().map(|o| o.label.clone()).collect::<Vec<_>>(),
+                        "enumNames": choices.iter().map(|c| c["title"].clone()).collect::<Vec<_>>(),
+                    }),
+                    (FormStyle::Legacy, true) => {
+                        for (at, choice) in choices.iter().enumerate() {
+                            let field = json!({
+                                "type": "boolean",
+                                "title": format!("{title}: {}", choice["title"].as_str().unwrap_or_default()),
+                            });
+                            properties.insert(choice_key(index, at), field);
+                        }
+                        Value::Null
+                    }
                 }
             }
         };
@@ -79,7 +134,9 @@ pub fn form_schema(questions: &[Question]) -> Value {
         if let (Some(description), Some(object)) = (description, field.as_object_mut()) {
             object.insert("description".to_owned(), Value::String(description));
         }
-        properties.insert(key(index), field);
+        if !field.is_null() {
+            properties.insert(key(index), field);
+        }
         if options(question).is_some() {
             properties.insert(
                 format!("{}{OTHER_SUFFIX}", key(index)),
@@ -120,6 +177,15 @@ pub fn read_form(
     questions: &[Question],
     content: Option<&Value>,
 ) -> Result<AnswerBatch, FormMismatch> {
+    read_form_for(questions, content, FormStyle::Titled)
+}
+
+/// [`read_form`] for a form sent in `style`.
+pub fn read_form_for(
+    questions: &[Question],
+    content: Option<&Value>,
+    style: FormStyle,
+) -> Result<AnswerBatch, FormMismatch> {
     let empty = Map::new();
     let content = match content {
         None | Some(Value::Null) => &empty,
@@ -140,6 +206,24 @@ pub fn read_form(
         match options(question) {
             None => {
                 item.custom = text(content.get(&key), &key)?;
+            }
+            Some(options) if style == FormStyle::Legacy && multi(question) => {
+                for (at, option) in options.iter().enumerate() {
+                    let choice = choice_key(index, at);
+                    match content.get(&choice) {
+                        None | Some(Value::Null | Value::Bool(false)) => {}
+                        Some(Value::Bool(true)) => item.selected.push(option.label.clone()),
+                        Some(other) => {
+                            return Err(mismatch(format!(
+                                "field {choice} must be true or false, got a JSON {}",
+                                kind(other)
+                            )));
+                        }
+                    }
+                    known.insert(choice);
+                }
+                item.custom = text(content.get(&other_key), &other_key)?;
+                known.insert(other_key);
             }
             Some(options) => {
                 let labels: Vec<&str> = options.iter().map(|o| o.label.as_str()).collect();

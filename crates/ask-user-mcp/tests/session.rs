@@ -479,3 +479,34 @@ async fn a_late_form_answer_waits_while_another_process_holds_the_log() {
         json!([{"id": "db", "selected": ["SQLite"]}])
     );
 }
+
+#[tokio::test]
+async fn a_client_of_protocol_2025_06_18_gets_a_form_of_primitive_fields() {
+    let harness = Harness::start_speaking(
+        tempfile::tempdir().unwrap(),
+        None,
+        true,
+        rmcp::model::ProtocolVersion::V_2025_06_18,
+    )
+    .await;
+    harness.reply(Reply::Now(accept(json!({
+        "q01": "SQLite",
+        "q02_c01": true,
+        "q02_c02": false,
+        "q02_other": "fuzzing",
+    }))));
+    let args = json!({"questions": [
+        {"id": "db", "question": "Which database?", "header": "Database",
+         "options": [{"label": "PostgreSQL", "description": "the default"}, {"label": "SQLite"}]},
+        {"id": "checks", "question": "Which checks?", "options": [{"label": "Unit tests"}, {"label": "Lint"}], "multi_select": true}
+    ]});
+    let result = harness.call("ask_user_question", args).await;
+    assert_eq!(
+        texts(&result),
+        [
+            r#"{"answers":[{"id":"db","selected":["SQLite"]},{"id":"checks","selected":["Unit tests"],"custom":"fuzzing"}]}"#
+        ]
+    );
+    let forms = harness.handler.forms.lock().unwrap().clone();
+    insta::assert_json_snapshot!("form_protocol_2025_06_18", form_schema_json(&forms[0]));
+}

@@ -38,6 +38,7 @@ pub struct HeldForm {
 pub struct TestClient {
     name: String,
     elicitation: bool,
+    protocol: ProtocolVersion,
     replies: Arc<Mutex<VecDeque<Reply>>>,
     pub forms: Arc<Mutex<Vec<ElicitRequestParams>>>,
     held: mpsc::UnboundedSender<HeldForm>,
@@ -54,7 +55,7 @@ impl ClientHandler for TestClient {
             ClientCapabilities::default()
         };
         ClientConfig::new(capabilities, Implementation::new(self.name.clone(), "1.0"))
-            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+            .with_protocol_version(self.protocol.clone())
     }
 
     async fn create_elicitation(
@@ -122,8 +123,18 @@ impl Harness {
         tool: Option<AskUserConfig>,
         elicitation: bool,
     ) -> Self {
+        Self::start_speaking(dir, tool, elicitation, ProtocolVersion::V_2025_11_25).await
+    }
+
+    /// A server and a client that asks for protocol `protocol`.
+    pub async fn start_speaking(
+        dir: tempfile::TempDir,
+        tool: Option<AskUserConfig>,
+        elicitation: bool,
+        protocol: ProtocolVersion,
+    ) -> Self {
         let server = AskUserMcp::new(McpOptions::new(dir.path()).with_tool(tool)).unwrap();
-        let (client, held, handler) = connect(&server, elicitation).await;
+        let (client, held, handler) = connect(&server, elicitation, protocol).await;
         Self {
             dir,
             server,
@@ -172,6 +183,7 @@ impl Harness {
 pub async fn connect(
     server: &AskUserMcp,
     elicitation: bool,
+    protocol: ProtocolVersion,
 ) -> (
     RunningService<RoleClient, TestClient>,
     mpsc::UnboundedReceiver<HeldForm>,
@@ -187,6 +199,7 @@ pub async fn connect(
     let handler = TestClient {
         name: "test-client".to_owned(),
         elicitation,
+        protocol,
         replies: Arc::default(),
         forms: Arc::default(),
         held: held_tx,
