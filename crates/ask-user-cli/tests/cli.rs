@@ -396,6 +396,43 @@ fn ask_timed_answered_by_script_in_time_settles_with_scripted_provenance() {
 
 // --- pending, then answered late ------------------------------------------------------------
 
+/// The printed hint runs as printed in a shell: the binary's own path (it is not on `PATH` here),
+/// and a log path and a call id that need quoting.
+#[test]
+fn the_pending_hint_runs_as_printed() {
+    let s = Session::new();
+    let log = "odd dir's log.jsonl";
+    let call_id = "call 'one' $HOME";
+    let out = s.ask_timed(log, call_id, TIME_OUT);
+    assert!(out.ok().contains(r#""pending":true"#), "{out:#?}");
+    let hint = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("pending: answer later with `"))
+        .unwrap_or_else(|| panic!("no hint: {out:#?}"));
+    let command = hint.split('`').nth(1).unwrap().replace(
+        "--pick ID=LABEL …",
+        "--pick scope=Everything --skip targets",
+    );
+    assert!(
+        command.starts_with(&format!("'{}' answer", env!("CARGO_BIN_EXE_ask-user")))
+            || command.starts_with(&format!("{} answer", env!("CARGO_BIN_EXE_ask-user"))),
+        "{command}"
+    );
+    let ran = Command::new("sh")
+        .arg("-c")
+        .arg(&command)
+        .current_dir(s.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(s.view(log)["settled"][0]["callId"], call_id);
+}
+
 #[test]
 fn ask_timed_timing_out_prints_pending_and_pending_lists_it_continued() {
     let s = Session::new();
@@ -433,6 +470,13 @@ fn ask_timed_timing_out_prints_pending_and_pending_lists_it_continued() {
         text.contains("targets: Which targets should the release build?"),
         "{text}"
     );
+    // The labels `--pick` takes are listed under their questions.
+    assert!(
+        text.contains("pick one: Everything | Tool only (Recommended)")
+            || text.contains("pick one: Tool only (Recommended) | Everything"),
+        "{text}"
+    );
+    assert!(text.contains("pick any: "), "{text}");
     assert!(text.ends_with("1 active, 0 settled\n"), "{text}");
     assert_eq!(
         s.view("late.jsonl"),
@@ -742,6 +786,26 @@ fn exit_4_bad_answer_against_the_stored_questions() {
         4,
         "BAD_ANSWER",
         &["extra"],
+    );
+}
+
+/// Every problem of one answer at once, with the labels that would fit and the flag that skips.
+#[test]
+fn exit_4_bad_answer_lists_every_problem_and_the_valid_labels() {
+    let s = &failing_ground();
+    check(
+        s,
+        &answer("continued.jsonl", "waiting", &["--pick", "scope=Nothing"]),
+        4,
+        "BAD_ANSWER",
+        &[
+            "2 problems",
+            "\"Nothing\" is not an option of question \"scope\"",
+            "its options: ",
+            "\"Everything\"",
+            "\"targets\" has no answer",
+            "--skip targets",
+        ],
     );
 }
 

@@ -199,6 +199,15 @@ impl CardState {
         self.question().map_or(0, |q| q.options().len())
     }
 
+    /// Whether `Enter` in the text input submits the whole batch: every other question is
+    /// answered, so saving this one completes it.
+    pub fn enter_submits(&self) -> bool {
+        self.drafts
+            .iter()
+            .enumerate()
+            .all(|(at, draft)| at == self.current || draft.is_complete())
+    }
+
     /// The row index of "Other": one past the last option.
     pub fn other_row(&self) -> usize {
         self.option_count()

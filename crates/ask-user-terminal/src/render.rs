@@ -468,7 +468,14 @@ fn hint_lines(hints: &[&str], width: usize) -> Vec<String> {
 fn hints(view: &CardView<'_>) -> Vec<&'static str> {
     let card = view.card;
     if card.editor().is_some() {
-        return vec!["type your answer", "Enter save", "Esc discard"];
+        // Enter saves the text and confirms the question, like Enter on a choice: say where it
+        // goes, so it never submits the batch unannounced.
+        let enter = if card.enter_submits() {
+            "Enter save & submit all"
+        } else {
+            "Enter save & next"
+        };
+        return vec!["type your answer", enter, "Esc discard"];
     }
     let mut hints = vec!["↑↓ move"];
     if card.is_multi_select() {

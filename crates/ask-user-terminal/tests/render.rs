@@ -3,7 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ask_user_terminal::{
-    CardState, CardView, Clock, CloseMode, Key, ReminderView, Scene, buffer_text, render_screen,
+    CardAction, CardState, CardView, Clock, CloseMode, Key, ReminderView, Scene, buffer_text,
+    render_screen,
 };
 use insta::assert_snapshot;
 use ratatui::buffer::Buffer;
@@ -167,4 +168,29 @@ fn short_screen_scrolls_to_the_highlight() {
     let card = card(vec![scope()], &[Key::End]);
     let scene = Scene::Card(view(&card, Clock::Untimed, CloseMode::Cancel));
     assert_snapshot!(screen(&scene, &[], 40, 10));
+}
+
+/// Enter in the text input says where it goes: to the next question while others are open, to
+/// the submission of the batch on the last one.
+#[test]
+fn the_text_input_hint_says_what_enter_does() {
+    // "Other" on the first of two open questions: Enter saves it and moves on.
+    let first = card(vec![scope(), targets()], &[Key::Char('3')]);
+    let text = draw(
+        &Scene::Card(view(&first, Clock::Untimed, CloseMode::Cancel)),
+        80,
+    );
+    assert!(text.contains("Enter save & next"), "{text}");
+    assert!(!text.contains("submit all"), "{text}");
+    // Enter there does move on, and submits nothing yet.
+    let mut moved = card(vec![scope(), targets()], &[Key::Char('3'), Key::Char('x')]);
+    assert_eq!(moved.handle(Key::Enter), CardAction::None);
+    assert_eq!(moved.current(), 1);
+    // Alone, the question's Enter submits the batch, and the hint says so.
+    let last = card(vec![scope()], &[Key::Char('3')]);
+    let text = draw(
+        &Scene::Card(view(&last, Clock::Untimed, CloseMode::Cancel)),
+        80,
+    );
+    assert!(text.contains("Enter save & submit all"), "{text}");
 }

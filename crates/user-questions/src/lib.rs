@@ -69,8 +69,8 @@ pub use scripted::{
 pub use service::{AskRequest, MAX_TIMEOUT_MS, TimedAskRequest, UserQuestions, WeakUserQuestions};
 pub use tokio_util::sync::CancellationToken;
 pub use validate::{
-    MAX_ID_BYTES, MAX_LABEL_BYTES, MAX_QUESTION_BYTES, check_intents, check_question_limits,
-    truncate_headers, validate_answers,
+    AnswerViolation, MAX_ID_BYTES, MAX_LABEL_BYTES, MAX_QUESTION_BYTES, answer_violations,
+    check_intents, check_question_limits, truncate_headers, validate_answers,
 };
 pub use vocab::{
     AnswerBatch, AnswerItem, Answered, AnsweredBy, Provenance, Question, QuestionIntent,

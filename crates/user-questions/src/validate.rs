@@ -184,6 +184,176 @@ pub fn truncate_headers<'q>(
     Cow::Owned(truncated)
 }
 
+/// One way an answer batch does not fit its questions (SPEC §9.2). `Display` is the violation as
+/// `BAD_ANSWER` states it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AnswerViolation {
+    /// Rule 1: an item names no question of the call.
+    UnknownId {
+        /// The item's id.
+        id: String,
+    },
+    /// Rule 2: an id answered twice.
+    RepeatedId {
+        /// The id.
+        id: String,
+    },
+    /// Rule 3: a question without an item.
+    Missing {
+        /// The question's id.
+        id: String,
+    },
+    /// Rule 3: the item count differs from the question count.
+    Count {
+        /// Items.
+        answers: usize,
+        /// Questions.
+        questions: usize,
+    },
+    /// Rule 4: a label that is not one of the question's options.
+    UnknownLabel {
+        /// The label.
+        label: String,
+        /// The question's id.
+        id: String,
+    },
+    /// Rule 5: several labels for a single-select question.
+    SeveralLabels {
+        /// The question's id.
+        id: String,
+        /// How many.
+        count: usize,
+    },
+    /// Rule 6: custom text over the cap.
+    CustomTooLong {
+        /// The question's id.
+        id: String,
+        /// Its length in bytes.
+        bytes: usize,
+        /// The cap.
+        max: usize,
+    },
+}
+
+impl std::fmt::Display for AnswerViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::UnknownId { id } => write!(f, "unknown question id {}", quoted(id)),
+            Self::RepeatedId { id } => {
+                write!(f, "question id {} is answered more than once", quoted(id))
+            }
+            Self::Missing { id } => write!(
+                f,
+                "question {} has no answer; answer each question exactly once",
+                quoted(id)
+            ),
+            Self::Count { answers, questions } => write!(
+                f,
+                "{answers} answers for {questions} questions; answer each question exactly once"
+            ),
+            Self::UnknownLabel { label, id } => write!(
+                f,
+                "label {} is not an option of question {}",
+                quoted(label),
+                quoted(id)
+            ),
+            Self::SeveralLabels { id, count } => write!(
+                f,
+                "single-select question {} has {count} labels (allowed: at most 1)",
+                quoted(id)
+            ),
+            Self::CustomTooLong { id, bytes, max } => write!(
+                f,
+                "custom text of question {} is {bytes} bytes (allowed: at most {max})",
+                quoted(id)
+            ),
+        }
+    }
+}
+
+/// Every violation of an answer batch against its questions (SPEC §9.2), in rule order and,
+/// within a rule, in item order: what [`validate_answers`] reports the first of. A surface that
+/// shows a person their mistakes shows them all at once with this.
+pub fn answer_violations(
+    questions: &[Question],
+    batch: &AnswerBatch,
+    limits: &QuestionLimits,
+) -> Vec<AnswerViolation> {
+    let items = &batch.answers;
+    let mut violations = Vec::new();
+    // Rule 1: every item names a question of the call.
+    for item in items {
+        if !questions.iter().any(|q| q.id == item.id) {
+            violations.push(AnswerViolation::UnknownId {
+                id: item.id.clone(),
+            });
+        }
+    }
+    // Rule 2: no id twice.
+    for (at, item) in items.iter().enumerate() {
+        let first_repeat = items[..at].iter().filter(|e| e.id == item.id).count() == 1;
+        if first_repeat {
+            violations.push(AnswerViolation::RepeatedId {
+                id: item.id.clone(),
+            });
+        }
+    }
+    // Rule 3: every question has an item, and the counts agree.
+    let mut missing = false;
+    for question in questions {
+        if !items.iter().any(|item| item.id == question.id) {
+            missing = true;
+            violations.push(AnswerViolation::Missing {
+                id: question.id.clone(),
+            });
+        }
+    }
+    if !missing && items.len() != questions.len() {
+        violations.push(AnswerViolation::Count {
+            answers: items.len(),
+            questions: questions.len(),
+        });
+    }
+    let paired = || {
+        items
+            .iter()
+            .filter_map(|item| Some((item, questions.iter().find(|q| q.id == item.id)?)))
+    };
+    // Rule 4: labels come from the question's options.
+    for (item, question) in paired() {
+        for label in &item.selected {
+            if !question.options().iter().any(|o| &o.label == label) {
+                violations.push(AnswerViolation::UnknownLabel {
+                    label: label.clone(),
+                    id: question.id.clone(),
+                });
+            }
+        }
+    }
+    // Rule 5: single-select questions take at most one label.
+    for (item, question) in paired() {
+        if !question.is_multi_select() && item.selected.len() > 1 {
+            violations.push(AnswerViolation::SeveralLabels {
+                id: question.id.clone(),
+                count: item.selected.len(),
+            });
+        }
+    }
+    // Rule 6: custom text within the size cap.
+    for (item, question) in paired() {
+        if let Some(custom) = &item.custom
+            && custom.len() > limits.custom_max_bytes
+        {
+            violations.push(AnswerViolation::CustomTooLong {
+                id: question.id.clone(),
+                bytes: custom.len(),
+                max: limits.custom_max_bytes,
+            });
+        }
+    }
+    violations
+}
+
 /// Validates an answer batch against its questions (SPEC §9.2, first violation wins) and
 /// normalises it to typed `{id, selected, custom?}` items in the submitted order.
 ///
@@ -194,90 +364,14 @@ pub fn validate_answers(
     limits: &QuestionLimits,
     call_id: Option<&CallId>,
 ) -> Result<AnswerBatch, UserQuestionError> {
-    let fail = |violation: String| {
-        Err(UserQuestionError::bad_answer(
+    if let Some(first) = answer_violations(questions, batch, limits).first() {
+        return Err(UserQuestionError::bad_answer(
             call_id,
             questions.len(),
-            &violation,
-        ))
-    };
+            &first.to_string(),
+        ));
+    }
     let items = &batch.answers;
-    // Rule 1: every item names a question of the call.
-    if let Some(item) = items
-        .iter()
-        .find(|item| !questions.iter().any(|q| q.id == item.id))
-    {
-        return fail(format!("unknown question id {}", quoted(&item.id)));
-    }
-    // Rule 2: no id twice.
-    for (at, item) in items.iter().enumerate() {
-        if items[..at].iter().any(|earlier| earlier.id == item.id) {
-            return fail(format!(
-                "question id {} is answered more than once",
-                quoted(&item.id)
-            ));
-        }
-    }
-    // Rule 3: every question has an item, and the counts agree.
-    if let Some(missing) = questions
-        .iter()
-        .find(|q| !items.iter().any(|item| item.id == q.id))
-    {
-        return fail(format!(
-            "question {} has no answer; answer each question exactly once",
-            quoted(&missing.id)
-        ));
-    }
-    if items.len() != questions.len() {
-        return fail(format!(
-            "{} answers for {} questions; answer each question exactly once",
-            items.len(),
-            questions.len()
-        ));
-    }
-    // Rules 1–3 have matched every item to its own question.
-    let paired = || {
-        items
-            .iter()
-            .filter_map(|item| Some((item, questions.iter().find(|q| q.id == item.id)?)))
-    };
-    // Rule 4: labels come from the question's options.
-    for (item, question) in paired() {
-        if let Some(label) = item
-            .selected
-            .iter()
-            .find(|label| !question.options().iter().any(|o| &&o.label == label))
-        {
-            return fail(format!(
-                "label {} is not an option of question {}",
-                quoted(label),
-                quoted(&question.id)
-            ));
-        }
-    }
-    // Rule 5: single-select questions take at most one label.
-    for (item, question) in paired() {
-        if !question.is_multi_select() && item.selected.len() > 1 {
-            return fail(format!(
-                "single-select question {} has {} labels (allowed: at most 1)",
-                quoted(&question.id),
-                item.selected.len()
-            ));
-        }
-    }
-    // Rule 6: custom text within the size cap.
-    for (item, question) in paired() {
-        if let Some(custom) = &item.custom
-            && custom.len() > limits.custom_max_bytes
-        {
-            return fail(format!(
-                "custom text of question {} is {} bytes (allowed: at most {})",
-                quoted(&question.id),
-                custom.len(),
-                limits.custom_max_bytes
-            ));
-        }
-    }
     Ok(AnswerBatch {
         answers: items
             .iter()

@@ -60,6 +60,7 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
         None => batch_from_flags(args, questions.as_deref().unwrap_or_default())?,
     };
 
+    let submitted = batch.clone();
     let accepted =
         host.late_answers()
             .answer(&host.agent(), &call_id, batch, Provenance::human(ANSWERER));
@@ -81,6 +82,17 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
         }
         Err(AskError::Question(error)) if error.is(&ErrorCode::ReplyQueued) => {
             return Err(admit_queued_reply(&host, &call_id, &error));
+        }
+        Err(AskError::Question(error)) if error.is(&ErrorCode::BadAnswer) => {
+            // The seam names the first problem; a person fixing the command wants them all.
+            if let Some(questions) = &questions {
+                check_batch(&call_id, questions, &submitted, host.seam().limits())?;
+            }
+            return Err(CliError::new(
+                error.code(),
+                error.message(),
+                Exit::BadAnswer,
+            ));
         }
         Err(AskError::Question(error)) => {
             let exit = match error.error_code() {
@@ -172,6 +184,78 @@ fn admit_queued_reply(
             Exit::ReplyQueued,
         ),
         Err(failure) => failure,
+    }
+}
+
+/// Every problem of the batch at once (the seam reports only the first), with what would fit:
+/// the valid labels of a question whose label is wrong, the flag that skips an unanswered one.
+fn check_batch(
+    call_id: &CallId,
+    questions: &[Question],
+    batch: &AnswerBatch,
+    limits: &user_questions::QuestionLimits,
+) -> Result<(), CliError> {
+    use user_questions::AnswerViolation;
+    let violations = user_questions::answer_violations(questions, batch, limits);
+    if violations.is_empty() {
+        return Ok(());
+    }
+    let options_of = |id: &str| -> String {
+        let labels: Vec<String> = questions
+            .iter()
+            .find(|q| q.id == id)
+            .map(|q| {
+                q.options()
+                    .iter()
+                    .map(|o| serde_json::to_string(&o.label).unwrap_or_default())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if labels.is_empty() {
+            "it has no options: answer it with --custom".to_owned()
+        } else {
+            format!("its options: {}", labels.join(", "))
+        }
+    };
+    let problems: Vec<String> = violations
+        .iter()
+        .map(|violation| match violation {
+            AnswerViolation::UnknownLabel { id, .. } => format!("{violation} ({})", options_of(id)),
+            AnswerViolation::Missing { id } => {
+                format!("{violation} (or skip it with --skip {})", shell_word(id))
+            }
+            AnswerViolation::UnknownId { .. } => {
+                let ids: Vec<String> = questions
+                    .iter()
+                    .map(|q| serde_json::to_string(&q.id).unwrap_or_default())
+                    .collect();
+                format!("{violation} (the questions are {})", ids.join(", "))
+            }
+            other => other.to_string(),
+        })
+        .collect();
+    Err(CliError::new(
+        "BAD_ANSWER",
+        format!(
+            "the answer does not fit call {call_id} ({} problem{}): {}",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" },
+            problems.join("; ")
+        ),
+        Exit::BadAnswer,
+    ))
+}
+
+/// A word as a POSIX shell reads it back: as it is when it is plain, else single-quoted.
+pub(crate) fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 

@@ -118,8 +118,12 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
         .is_some_and(|p| p == true);
     if pending && let Some(path) = host.log_path() {
         say(format!(
-            "pending: answer later with `ask-user answer {} {call_id} --pick ID=LABEL …`",
-            path.display()
+            "pending: answer later with `{} answer {} {} --pick ID=LABEL …` (`{} pending {}` lists the labels)",
+            super::invoked(),
+            super::arg(path.display()),
+            super::arg(&call_id),
+            super::invoked(),
+            super::arg(path.display()),
         ));
     }
     if cancel.is_cancelled() {

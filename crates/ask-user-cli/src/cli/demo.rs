@@ -75,8 +75,9 @@ pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
     }
     demo.independent_work().await?;
     let later = format!(
-        "ask-user answer {} {DEMO_CALL_ID} --pick db='PostgreSQL (Recommended)' --pick checks='Unit tests'",
-        demo.path.display()
+        "{} answer {} {DEMO_CALL_ID} --pick db='PostgreSQL (Recommended)' --pick checks='Unit tests'",
+        super::invoked(),
+        super::arg(demo.path.display())
     );
     if !demo.interactive || demo.cancel.is_cancelled() {
         demo.say(format!(
@@ -269,9 +270,10 @@ impl Demo {
     fn finish(&self, exit: Exit) -> Result<Exit, CliError> {
         self.host.checkpoint()?;
         self.say(format!(
-            "session log: {}\n        inspect it with: ask-user pending {}",
+            "session log: {}\n        inspect it with: {} pending {}",
             self.path.display(),
-            self.path.display()
+            super::invoked(),
+            super::arg(self.path.display())
         ));
         Ok(exit)
     }

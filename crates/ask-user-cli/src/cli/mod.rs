@@ -291,6 +291,29 @@ pub fn init_tracing(verbose: u8) {
         .try_init();
 }
 
+/// The command a printed hint starts with, runnable as printed: `ask-user` when that name on
+/// `PATH` is this binary, else this binary's path (after `cargo run`, for example), shell-quoted.
+pub(crate) fn invoked() -> String {
+    let Ok(exe) = std::env::current_exe() else {
+        return "ask-user".to_owned();
+    };
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("ask-user"))
+            .find(|candidate| candidate.is_file())
+    });
+    let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
+    match on_path {
+        Some(found) if same(&found, &exe) => "ask-user".to_owned(),
+        _ => answer::shell_word(&exe.display().to_string()),
+    }
+}
+
+/// A hint's argument: a path or an id, shell-quoted when it needs it.
+pub(crate) fn arg(word: impl std::fmt::Display) -> String {
+    answer::shell_word(&word.to_string())
+}
+
 /// Reads a file, or stdin for `-`.
 pub(crate) fn read_input(path: &PathBuf) -> Result<String, CliError> {
     if path.as_os_str() == "-" {

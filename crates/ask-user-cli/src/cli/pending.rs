@@ -101,10 +101,29 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
             .get(entry.call_id.as_str())
             .map_or_else(|| "-".to_owned(), |t| format_age(now.saturating_sub(*t)));
         // Call ids and questions come from a model through the log: never raw on a terminal.
+        // Each question's labels under it, as `--pick ID=LABEL` takes them.
         let questions: Vec<String> = entry
             .questions
             .iter()
-            .map(|q| format!("{}: {}", visible(&q.id), visible(&q.question)))
+            .map(|q| {
+                let mut cell = format!("{}: {}", visible(&q.id), visible(&q.question));
+                let labels: Vec<String> = q
+                    .options()
+                    .iter()
+                    .map(|o| visible(&o.label).into_owned())
+                    .collect();
+                if labels.is_empty() {
+                    cell.push_str("\n  (free text: --custom ID=TEXT)");
+                } else {
+                    let kind = if q.is_multi_select() {
+                        "pick any"
+                    } else {
+                        "pick one"
+                    };
+                    let _ = write!(cell, "\n  {kind}: {}", labels.join(" | "));
+                }
+                cell
+            })
             .collect();
         rows.push([
             visible(entry.call_id.as_str()).into_owned(),
