@@ -396,6 +396,53 @@ fn ask_timed_answered_by_script_in_time_settles_with_scripted_provenance() {
 
 // --- pending, then answered late ------------------------------------------------------------
 
+/// `answer --help`'s example works, as printed, against the demo's own log.
+#[test]
+fn the_answer_help_example_answers_the_demo() {
+    let s = Session::new();
+    // Headless, the demo needs a script: one that does not answer lets the window pass.
+    let script = fixture(TIME_OUT);
+    let demo = s.run(&[
+        "demo",
+        "--window",
+        "1",
+        "--log",
+        "demo.jsonl",
+        "--answers",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(demo.code, Some(0), "{demo:#?}");
+    let help = s.run(&["answer", "--help"]);
+    let example = help
+        .ok()
+        .lines()
+        .find(|l| l.trim_start().starts_with("ask-user answer demo.jsonl"))
+        .unwrap_or_else(|| panic!("no example: {help:#?}"))
+        .trim()
+        .replacen(
+            "ask-user",
+            &format!("'{}'", env!("CARGO_BIN_EXE_ask-user")),
+            1,
+        );
+    let ran = Command::new("sh")
+        .arg("-c")
+        .arg(&example)
+        .current_dir(s.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{example}: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let settled = &s.view("demo.jsonl")["settled"][0];
+    assert_eq!(settled["callId"], "call_demo_1");
+    assert_eq!(
+        settled["answers"][1]["selected"],
+        json!(["Unit tests", "Lint"])
+    );
+}
+
 /// The printed hint runs as printed in a shell: the binary's own path (it is not on `PATH` here),
 /// and a log path and a call id that need quoting.
 #[test]

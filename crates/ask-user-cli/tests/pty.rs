@@ -80,7 +80,7 @@ fn pty_demo_answered_in_time() {
     pty.send(ENTER);
     assert_eq!(pty.finish(), 0);
     pty.assert_restored();
-    let screen = pty.contents();
+    let screen = unwrapped(&pty.contents());
     assert!(
         screen.contains(
             "model › Thanks. Going with SQLite; every pull request will run: Unit tests, Integration tests, load tests."
@@ -103,6 +103,15 @@ fn pty_demo_answered_in_time() {
         serde_json::json!({"active":[],"settled":[{"callId":"call_demo_1","answers":answers,
             "provenance":{"answerer":"terminal","answeredBy":"human"}}]})
     );
+}
+
+/// The demo's normal-screen text with its JSON lines put back on one line: they wrap at JSON
+/// boundaries, continuing under the JSON's first character (14 columns after `tool  → model `
+/// and `user  → model `, 8 after `view  › `).
+fn unwrapped(screen: &str) -> String {
+    screen
+        .replace(&format!("\n{}", " ".repeat(14)), "")
+        .replace(&format!("\n{}", " ".repeat(8)), "")
 }
 
 #[test]
@@ -131,12 +140,12 @@ fn pty_demo_left_alone_goes_pending_and_is_answered_late_in_the_card() {
     pty.send("2");
     pty.expect("[x] 2. Lint");
     pty.send(ENTER);
-    pty.expect(r#"→ model {"kind":"answer_to_pending_question","tool":"ask_user_question","callId":"call_demo_1""#);
-    pty.expect(r#"projection › {"active":[],"settled":[{"callId":"call_demo_1""#);
+    pty.expect(r#"→ model {"kind":"answer_to_pending_question","tool":"ask_user_question","#);
+    pty.expect(r#"› {"active":[],"settled":[{"callId":"call_demo_1""#);
     assert_eq!(pty.finish(), 0);
     pty.assert_restored();
-    // The whole story, in order, on the normal screen.
-    let screen = pty.contents();
+    // The whole story, in order, on the normal screen (the JSON lines wrapped at their commas).
+    let screen = unwrapped(&pty.contents());
     let mut from = 0;
     for step in [
         r#"tool  → model {"pending":true,"callId":"call_demo_1""#,
@@ -145,7 +154,7 @@ fn pty_demo_left_alone_goes_pending_and_is_answered_late_in_the_card() {
         "model › · adding the HTTP health-check endpoint",
         "host  › the question is still open in the card",
         r#"user  → model {"kind":"answer_to_pending_question","tool":"ask_user_question","callId":"call_demo_1""#,
-        r#"projection › {"active":[],"settled":[{"callId":"call_demo_1""#,
+        r#"view  › {"active":[],"settled":[{"callId":"call_demo_1""#,
     ] {
         let at = screen[from..]
             .find(step)

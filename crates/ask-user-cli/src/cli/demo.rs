@@ -194,7 +194,7 @@ impl Demo {
         let intro = "I need two decisions from you before I scaffold the orders service.";
         host.assistant_text(intro)?;
         self.say(format!("model › {intro}"));
-        self.say(format!("model → ask_user_question {DEMO_ARGUMENTS}"));
+        self.say(json_line("model → ask_user_question ", DEMO_ARGUMENTS));
         if self.interactive {
             self.say(format!(
                 "        (answer in the card, or let the {} s window pass and answer later)",
@@ -205,7 +205,7 @@ impl Demo {
         let outcome = host
             .call_tool(&call_id, DEMO_ARGUMENTS, self.cancel.clone())
             .await?;
-        self.say(format!("tool  → model {}", outcome.text));
+        self.say(json_line("tool  → model ", &outcome.text));
         host.end_step()?;
         Ok(outcome)
     }
@@ -242,11 +242,11 @@ impl Demo {
         for message in &claimed {
             host.admit(message)?;
             if let Some(text) = message.content.iter().find_map(ContentBlock::as_text) {
-                self.say(format!("user  → model {text}"));
+                self.say(json_line("user  → model ", text));
             }
         }
         let view = serde_json::to_string(host.projection().view()).unwrap_or_default();
-        self.say(format!("projection › {view}"));
+        self.say(json_line("view  › ", &view));
         match claimed
             .iter()
             .filter_map(|m| m.content.iter().find_map(ContentBlock::as_text))
@@ -279,6 +279,44 @@ impl Demo {
     }
 }
 
+/// The width the demo's JSON lines are wrapped to.
+const JSON_WIDTH: usize = 78;
+
+/// `label` then compact JSON, wrapped at JSON boundaries (after a `,` outside strings) so no line
+/// passes [`JSON_WIDTH`] columns unless one value is longer; continuation lines are indented under
+/// the JSON's first character.
+fn json_line(label: &str, json: &str) -> String {
+    let indent = label.chars().count();
+    let mut pieces = Vec::new();
+    let (mut start, mut in_string, mut escaped) = (0, false, false);
+    for (at, c) in json.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            ',' if !in_string => {
+                pieces.push(&json[start..=at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    pieces.push(&json[start..]);
+    let mut out = String::from(label);
+    let mut column = indent;
+    for piece in pieces.into_iter().filter(|p| !p.is_empty()) {
+        let len = piece.chars().count();
+        if column > indent && column + len > JSON_WIDTH {
+            out.push('\n');
+            out.extend(std::iter::repeat_n(' ', indent));
+            column = indent;
+        }
+        out.push_str(piece);
+        column += len;
+    }
+    out
+}
+
 /// The answer batch in a tool result or reply text, if it holds one.
 fn answers_of(text: &str) -> Option<AnswerBatch> {
     let value: serde_json::Value = serde_json::from_str(text).ok()?;
@@ -309,4 +347,42 @@ fn decision(batch: &AnswerBatch) -> String {
         checks.join(", ")
     };
     format!("Thanks. Going with {db}; every pull request will run: {checks}.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{JSON_WIDTH, json_line};
+
+    #[test]
+    fn demo_json_is_wrapped_at_json_boundaries_under_its_label() {
+        let json = r#"{"pending":true,"callId":"call_demo_1","message":"No answer yet, not skipped, not permission: do only independent work, a late answer arrives"}"#;
+        let text = json_line("tool  → model ", json);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            r#"tool  → model {"pending":true,"callId":"call_demo_1","#
+        );
+        assert!(lines[1].starts_with(r#"              "message":"No answer yet, not skipped"#));
+        // The lines put back together are the JSON, unchanged.
+        let label = "tool  → model ";
+        let indent = " ".repeat(label.chars().count());
+        let joined: String = lines
+            .iter()
+            .map(|l| {
+                l.strip_prefix(label)
+                    .or_else(|| l.strip_prefix(&indent))
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(joined, json);
+        // A comma inside a string is not a boundary.
+        let tight = json_line(
+            "x ",
+            r#"{"a":"1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9"}"#,
+        );
+        assert_eq!(tight.lines().count(), 1);
+        // The first line fits; the second is one value longer than the width, kept whole.
+        assert!(lines[0].chars().count() <= JSON_WIDTH);
+        assert_eq!(lines.len(), 2);
+    }
 }
