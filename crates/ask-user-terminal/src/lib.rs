@@ -84,7 +84,10 @@ pub use answerer::{TerminalAnswerer, TerminalOptions};
 pub use card::{CardAction, CardState, Draft, Editor};
 pub use countdown::{Countdown, format_secs};
 pub use keys::Key;
-pub use render::{CardView, Clock, CloseMode, ReminderView, Scene, buffer_text, render_screen};
+pub use render::{
+    CardView, Clock, CloseMode, MIN_HEIGHT, MIN_WIDTH, ReminderView, Scene, buffer_text,
+    render_screen,
+};
 pub use screen::{Display, VirtualTerminal, is_interactive_terminal};
 
 #[doc = include_str!("../README.md")]

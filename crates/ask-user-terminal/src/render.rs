@@ -94,6 +94,26 @@ impl Scene<'_> {
 /// Draws a whole screen: the scene anchored at the bottom, and host notes (the most recent last)
 /// in the space above it.
 pub fn render_screen(scene: &Scene<'_>, notes: &[String], area: Rect, buf: &mut Buffer) {
+    if matches!(scene, Scene::Card(_)) && (area.width < MIN_WIDTH || area.height < MIN_HEIGHT) {
+        // Too small for a card anyone could read: say so instead of drawing a broken one.
+        let text = format!(
+            "Enlarge the terminal to at least {MIN_WIDTH}×{MIN_HEIGHT} to answer the question."
+        );
+        for (row, line) in wrap(&text, usize::from(area.width).max(1))
+            .iter()
+            .take(usize::from(area.height))
+            .enumerate()
+        {
+            buf.set_stringn(
+                area.x,
+                area.y + saturate(row),
+                line,
+                usize::from(area.width),
+                Style::new().bold(),
+            );
+        }
+        return;
+    }
     let height = scene.height(area.width).min(area.height);
     let scene_area = Rect::new(area.x, area.bottom() - height, area.width, height);
     scene.render(scene_area, buf);
@@ -123,6 +143,11 @@ pub fn render_screen(scene: &Scene<'_>, notes: &[String], area: Rect, buf: &mut 
         );
     }
 }
+
+/// The smallest screen a card is drawn on (columns): below it, a line asks for a larger one.
+pub const MIN_WIDTH: u16 = 30;
+/// The smallest screen a card is drawn on (rows).
+pub const MIN_HEIGHT: u16 = 8;
 
 /// The text of a buffer, one line per row, trailing spaces trimmed (for tests and logs).
 pub fn buffer_text(buf: &Buffer) -> String {
@@ -214,14 +239,28 @@ fn render_card(view: &CardView<'_>, area: Rect, buf: &mut Buffer) {
         block = block.title_top(Line::from(clock).right_aligned());
     }
     let inner = block.inner(area);
-    block.render(area, buf);
-
     let footer_rows = saturate(layout.footer.len()).min(inner.height);
     let body_rows = inner.height - footer_rows;
     let body_area = Rect::new(inner.x, inner.y, inner.width, body_rows);
     let footer_area = Rect::new(inner.x, inner.y + body_rows, inner.width, footer_rows);
     // Scroll the body just enough to keep the highlighted row (or the input) on screen.
     let scroll = (layout.focus + 1).saturating_sub(usize::from(body_rows));
+    // Say on the frame what a short screen hides, so nobody answers without seeing every choice.
+    let below = layout
+        .body
+        .len()
+        .saturating_sub(scroll + usize::from(body_rows));
+    let more = match (scroll > 0, below > 0) {
+        (false, false) => None,
+        (true, false) => Some(" ↑ more above ".to_owned()),
+        (false, true) => Some(format!(" ↓ {below} more below ")),
+        (true, true) => Some(format!(" ↑ more above · ↓ {below} more below ")),
+    };
+    if let Some(more) = more {
+        block = block.title_bottom(Line::from(Span::styled(more, dim())).right_aligned());
+    }
+    block.render(area, buf);
+
     Paragraph::new(layout.body)
         .scroll((saturate(scroll), 0))
         .render(body_area, buf);
@@ -350,13 +389,16 @@ impl CardLayout {
         let indent = " ".repeat(prefix.width());
         let style = row_style(here);
         let text_width = width.saturating_sub(indent.len()).max(1);
+        // A question may have an option of its own called "Other": the free-text row then goes
+        // by another name, so the two are never confused.
+        let own = own_answer_label(card);
         match (editor, custom) {
             (Some(_), _) => self.body.push(Line::from(vec![
                 Span::styled(prefix, style),
-                Span::styled("Other: type your answer", style),
+                Span::styled(format!("{own}: type your answer"), style),
             ])),
             (None, Some(text)) => {
-                let quoted = format!("Other: \u{201c}{text}\u{201d}");
+                let quoted = format!("{own}: \u{201c}{text}\u{201d}");
                 for (n, line) in wrap(&quoted, text_width).into_iter().enumerate() {
                     let lead = if n == 0 {
                         prefix.clone()
@@ -371,7 +413,7 @@ impl CardLayout {
             }
             (None, None) => self.body.push(Line::from(vec![
                 Span::styled(prefix, style),
-                Span::styled("Other", style),
+                Span::styled(own, style),
                 Span::styled(": type your own answer", dim()),
             ])),
         }
@@ -463,6 +505,17 @@ fn hint_lines(hints: &[&str], width: usize) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The name of the card's free-text row: "Other", or "Your own answer" when the question has an
+/// option of that name.
+fn own_answer_label(card: &CardState) -> &'static str {
+    let clash = card.question().is_some_and(|q| {
+        q.options()
+            .iter()
+            .any(|o| o.label.trim().eq_ignore_ascii_case("other"))
+    });
+    if clash { "Your own answer" } else { "Other" }
 }
 
 fn hints(view: &CardView<'_>) -> Vec<&'static str> {

@@ -194,3 +194,63 @@ fn the_text_input_hint_says_what_enter_does() {
     );
     assert!(text.contains("Enter save & submit all"), "{text}");
 }
+
+/// A short screen says on the card's frame that choices are hidden below (or above).
+#[test]
+fn a_short_screen_says_more_choices_are_below() {
+    let top = card(vec![scope()], &[]);
+    let text = screen(
+        &Scene::Card(view(&top, Clock::Untimed, CloseMode::Cancel)),
+        &[],
+        40,
+        10,
+    );
+    assert!(text.contains("more below"), "{text}");
+    let bottom = card(vec![scope()], &[Key::End]);
+    let text = screen(
+        &Scene::Card(view(&bottom, Clock::Untimed, CloseMode::Cancel)),
+        &[],
+        40,
+        10,
+    );
+    assert!(text.contains("more above"), "{text}");
+    // A tall screen hides nothing and says nothing.
+    let text = screen(
+        &Scene::Card(view(&top, Clock::Untimed, CloseMode::Cancel)),
+        &[],
+        40,
+        30,
+    );
+    assert!(!text.contains("more"), "{text}");
+}
+
+/// Below a readable minimum the screen asks to be enlarged instead of showing a broken card.
+#[test]
+fn a_tiny_screen_asks_to_be_enlarged() {
+    let card = card(vec![scope()], &[]);
+    let text = screen(
+        &Scene::Card(view(&card, Clock::Untimed, CloseMode::Cancel)),
+        &[],
+        20,
+        5,
+    );
+    assert!(text.contains("Enlarge the"), "{text}");
+    assert!(!text.contains('╭'), "no card is drawn: {text}");
+}
+
+/// An option called "Other" keeps its name; the card's free-text row is renamed.
+#[test]
+fn an_option_called_other_is_not_confused_with_the_free_text_row() {
+    let question = Question::new("pick", "Which one?")
+        .with_options([QuestionOption::new("This"), QuestionOption::new("Other")]);
+    let card = card(vec![question], &[]);
+    let text = draw(
+        &Scene::Card(view(&card, Clock::Untimed, CloseMode::Cancel)),
+        60,
+    );
+    assert!(text.contains("2. Other"), "{text}");
+    assert!(
+        text.contains("Your own answer: type your own answer"),
+        "{text}"
+    );
+}
