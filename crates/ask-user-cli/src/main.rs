@@ -30,5 +30,8 @@ fn run(args: cli::Cli) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let exit = runtime.block_on(cli::run(args));
+    // A blocking read of stdin (the demo waiting for Enter when Ctrl-C came first) must not keep
+    // the process alive: everything the command does has finished inside `block_on`.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     Ok(ExitCode::from(exit.code()))
 }

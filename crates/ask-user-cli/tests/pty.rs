@@ -54,6 +54,10 @@ fn pty_demo_answered_in_time() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("demo.jsonl");
     let mut pty = Pty::spawn_with(ASK_USER, &["demo", "--log", log.to_str().unwrap()]);
+    // The intro comes first; the window starts when the person is ready.
+    let intro = pty.expect("press Enter when you are ready");
+    assert!(!intro.contains("closes in"), "no card yet: {intro}");
+    pty.send(ENTER);
     let screen = pty.expect("Esc ");
     assert!(
         screen.contains("Which database should the new orders service use?"),
@@ -114,6 +118,18 @@ fn unwrapped(screen: &str) -> String {
         .replace(&format!("\n{}", " ".repeat(8)), "")
 }
 
+/// Ctrl-C while the demo waits for Enter stops it at once, with the interrupted status.
+#[test]
+fn pty_demo_interrupted_before_it_starts_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stopped.jsonl");
+    let mut pty = Pty::spawn_with(ASK_USER, &["demo", "--log", log.to_str().unwrap()]);
+    pty.expect("press Enter when you are ready");
+    pty.send("\u{3}");
+    assert_eq!(pty.finish(), 130);
+    pty.assert_restored();
+}
+
 #[test]
 fn pty_demo_left_alone_goes_pending_and_is_answered_late_in_the_card() {
     let dir = tempfile::tempdir().unwrap();
@@ -122,6 +138,8 @@ fn pty_demo_left_alone_goes_pending_and_is_answered_late_in_the_card() {
         ASK_USER,
         &["demo", "--window", "1", "--log", log.to_str().unwrap()],
     );
+    pty.expect("press Enter when you are ready");
+    pty.send(ENTER);
     pty.expect("Which database should the new orders service use?");
     // The window closes: the model reads pending and goes on with independent work. (Above a
     // card, notes are wrapped to its width and runs of spaces close up, so these needles avoid

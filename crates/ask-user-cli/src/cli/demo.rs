@@ -114,6 +114,8 @@ struct Demo {
     cancel: CancellationToken,
     path: PathBuf,
     interactive: bool,
+    /// A script answers first: nobody needs time to read.
+    scripted: bool,
     window: i64,
     _guards: Vec<user_questions::AnswererGuard>,
     _interrupt: super::ask::AbortOnDrop,
@@ -174,6 +176,7 @@ impl Demo {
             cancel,
             path,
             interactive,
+            scripted: args.answers.is_some(),
             window: args.window,
             _guards: guards,
         })
@@ -200,6 +203,21 @@ impl Demo {
                 "        (answer in the card, or let the {} s window pass and answer later)",
                 self.window
             ));
+        }
+        if self.interactive && !self.scripted {
+            // The window starts with the card: let the person read the above first.
+            self.say(format!(
+                "host  › press Enter when you are ready: the card opens and its {} s window starts",
+                self.window
+            ));
+            let ready = tokio::task::spawn_blocking(|| {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).map(|_| ())
+            });
+            tokio::select! {
+                () = self.cancel.cancelled() => {}
+                _ = ready => {}
+            }
         }
         let call_id = CallId::from(DEMO_CALL_ID);
         let outcome = host
