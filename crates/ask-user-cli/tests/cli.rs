@@ -1367,11 +1367,11 @@ fn help_on_every_command_shows_an_example() {
     let s = Session::new();
     let top = s.run(&["--help"]);
     let text = top.ok();
-    for command in ["demo", "ask", "pending", "answer", "schema"] {
+    for command in ["demo", "ask", "pending", "answer", "schema", "mcp"] {
         assert!(text.contains(command), "{text}");
     }
     assert!(text.contains("ask-user demo"), "{text}");
-    for command in ["demo", "ask", "pending", "answer", "schema"] {
+    for command in ["demo", "ask", "pending", "answer", "schema", "mcp"] {
         let out = s.run(&[command, "--help"]);
         let text = out.ok();
         assert!(text.contains("Example:"), "{command}: {text}");
@@ -1502,4 +1502,52 @@ fn text_from_a_model_or_a_log_never_reaches_the_terminal_raw() {
         "{:?}",
         refused.stderr
     );
+}
+
+/// The store's and the host's warnings (and debug logs) quote a log's text through tracing: a
+/// hostile log cannot drive the terminal through them either, at any verbosity.
+#[test]
+fn warnings_about_a_hostile_log_are_escaped_too() {
+    let s = Session::new();
+    s.continued("w.jsonl", "waiting");
+    let esc = "\u{1b}]0;PWNED\u{7}\u{1b}[2J";
+    let mut log = fs::read_to_string(s.path("w.jsonl")).unwrap();
+    // A corrupt line, an event type and a call id of its own, all holding escape sequences.
+    let lines = [
+        format!("{{not json {esc}\n"),
+        format!("{}\n", json!({"type": format!("x{esc}"), "data": {}})),
+        format!(
+            "{}\n",
+            json!({"type": "tool/result", "data": {"callId": format!("c{esc}"), "content": []}})
+        ),
+        format!("torn {esc}"),
+    ];
+    log.push_str(&lines.concat());
+    fs::write(s.path("w.jsonl"), log).unwrap();
+    for args in [
+        vec!["-vv", "pending", "w.jsonl"],
+        vec!["-vv", "pending", "w.jsonl", "--json"],
+        vec![
+            "-vv",
+            "answer",
+            "w.jsonl",
+            "waiting",
+            "--pick",
+            "scope=Everything",
+            "--skip",
+            "targets",
+        ],
+    ] {
+        let out = s.run(&args);
+        assert!(
+            !has_terminal_controls(&out.stderr),
+            "{args:?}: {:?}",
+            out.stderr
+        );
+        assert!(
+            !has_terminal_controls(&out.stdout),
+            "{args:?}: {:?}",
+            out.stdout
+        );
+    }
 }

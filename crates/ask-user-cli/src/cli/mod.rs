@@ -148,7 +148,7 @@ pub enum Command {
     Pending(pending::PendingArgs),
     /// Answer a continued (pending) question late; the reply is admitted into the log.
     #[command(
-        after_help = "Example, on the demo's own log (`ask-user demo --log demo.jsonl`, the window let pass):\n  ask-user answer demo.jsonl call_demo_1 --pick db='PostgreSQL (Recommended)' --pick checks='Unit tests' --pick checks=Lint --custom checks='fuzzing too'\n`ask-user pending LOG` lists each question's labels."
+        after_help = "Example: on the demo's own log (`ask-user demo --log demo.jsonl`, the window let pass),\n  ask-user answer demo.jsonl call_demo_1 --pick db='PostgreSQL (Recommended)' --pick checks='Unit tests' --pick checks=Lint --custom checks='fuzzing too'\n`ask-user pending LOG` lists each question's labels."
     )]
     Answer(answer::AnswerArgs),
     /// Print the tool schema the model sees.
