@@ -301,6 +301,43 @@ fn validate(
         .map_err(StaleReason::State))
 }
 
+/// A fold that runs inside a store's open scan, so opening a log for write reads it once: the
+/// lines the open shows are folded as they pass, then the lines appended after it (resume
+/// repair) are read on, and a fresh checkpoint is written (SPEC §9.6's cache, kept for readers).
+pub(crate) struct OpenFold {
+    fold: FoldVisitor,
+}
+
+impl OpenFold {
+    pub(crate) fn new() -> Self {
+        Self {
+            fold: FoldVisitor::refold(),
+        }
+    }
+
+    /// What the store's open shows its lines to.
+    pub(crate) fn visitor(&mut self) -> &mut dyn LogVisitor {
+        &mut self.fold
+    }
+
+    /// The projection after the open scan, which ended at `end`, and whatever was appended since;
+    /// the checkpoint is refreshed.
+    pub(crate) fn finish(
+        mut self,
+        store: &dyn SessionStore,
+        name: &str,
+        end: ScanPosition,
+    ) -> Result<UserQuestionsState, StoreError> {
+        let tail = store.scan_from(name, end, &mut self.fold)?;
+        let outcome = self.fold.finish(tail);
+        // The open already warned of its line findings; the log-level ones are the fold's.
+        warn_findings(&store.location(name), &outcome, true);
+        let source = ProjectionSource::Refold(RefoldReason::NoCheckpoint);
+        refresh(store, name, &source, &outcome);
+        Ok(outcome.state)
+    }
+}
+
 /// Folds the lines a store shows, remembering where the last record ended.
 struct FoldVisitor {
     replay: Option<Replay>,

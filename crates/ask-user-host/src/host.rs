@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use pending_answer::{InMemoryProjectionHost, LateAnswers, ProjectionHost};
 use serde_json::json;
 use session_log::{
-    JsonlStore, MemoryStore, NewSession, OpenReport, Record, RepairReport, SessionStore,
-    SessionWriter, StoreError, ToolResultRecord, repair_interrupted,
+    JsonlStore, LogVisitor, MemoryStore, NewSession, OpenReport, Record, RepairReport,
+    SessionStore, SessionWriter, StoreError, ToolResultRecord, repair_interrupted,
 };
 use tool_ask_user::{AskUserConfig, AskUserTool, ToolContext, ToolOutcome};
 use user_questions::sync::lock_unpoisoned;
@@ -32,7 +32,7 @@ use user_questions::{
 use user_questions_projection::UserQuestionsState;
 
 use crate::agent::{HostAgent, Restore};
-use crate::checkpoint::{CheckpointPolicy, load_projection};
+use crate::checkpoint::{CheckpointPolicy, OpenFold, load_projection};
 use crate::journal::{Journal, JournalError};
 
 /// Where a single-session host keeps its session log ([`Host::open`]).
@@ -293,18 +293,20 @@ impl HostRuntime {
             .0)
     }
 
-    /// Opens the existing session log `name` for write and starts its session: resume repair runs
-    /// first, the inbox is restored from the log, and the projection is loaded from its
-    /// checkpoint (or refolded) and the checkpoint refreshed.
+    /// Opens the existing session log `name` for write and starts its session: in the open's one
+    /// scan the inbox is restored and the projection folded, resume repair runs, the lines it
+    /// appended are folded too, and the projection checkpoint is refreshed.
     pub fn open(&self, name: &str, options: SessionOptions) -> Result<(Host, Resumed), HostError> {
         let _sessions = lock_unpoisoned(&self.inner.sessions);
         self.check_agent_id(&options)?;
         let store = &*self.inner.store;
+        // One pass: the open scan restores the inbox and folds the projection at once.
         let mut restore = Restore::default();
-        let (mut writer, report) = store.open(name, &mut restore)?;
+        let mut fold = OpenFold::new();
+        let (mut writer, report) = store.open(name, &mut Both(&mut restore, fold.visitor()))?;
         let repair = repair_interrupted(writer.as_mut())?;
-        let load = load_projection(store, name, CheckpointPolicy::Refresh)?;
-        let (host, restored_inbox) = self.start(name, writer, Some(load.state), &restore, options);
+        let state = fold.finish(store, name, report.scan.end)?;
+        let (host, restored_inbox) = self.start(name, writer, Some(state), &restore, options);
         let resumed = Resumed {
             report: Some(report),
             repair: Some(repair),
@@ -383,6 +385,21 @@ impl HostRuntime {
     }
 }
 
+/// Shows a log's lines to two visitors.
+struct Both<'a>(&'a mut dyn LogVisitor, &'a mut dyn LogVisitor);
+
+impl LogVisitor for Both<'_> {
+    fn header(&mut self, header: &session_log::SessionHeader) {
+        self.0.header(header);
+        self.1.header(header);
+    }
+
+    fn line(&mut self, scanned: &session_log::Scanned<'_>) {
+        self.0.line(scanned);
+        self.1.line(scanned);
+    }
+}
+
 /// Turn and step counters, and the call ids the log holds.
 #[derive(Debug, Default)]
 struct Position {
@@ -425,8 +442,8 @@ impl Drop for Host {
 impl Host {
     /// Opens (or creates) one session in a runtime of its own: the store is the log file's
     /// directory ([`JsonlStore`]) or a [`MemoryStore`] for [`LogTarget::Memory`]. For an existing
-    /// log, resume repair runs first, the inbox is restored from the log, and the projection is
-    /// loaded from its checkpoint (or refolded) and the checkpoint refreshed.
+    /// log, the inbox is restored and the projection folded in the open's one scan, resume repair
+    /// runs, and the checkpoint is refreshed.
     pub fn open(options: HostOptions) -> Result<(Self, Resumed), HostError> {
         let registry = options.registry.clone().unwrap_or_default();
         let (store, name): (Arc<dyn SessionStore>, String) = match &options.log {
