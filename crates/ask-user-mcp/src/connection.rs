@@ -7,7 +7,6 @@
 //! finish ends them, refreshes the checkpoint and gives the log up.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ask_user_host::{Host, HostError, SessionOptions, new_session_id};
@@ -57,8 +56,6 @@ pub(crate) struct Conn {
     session_id: user_questions::SessionId,
     agent_id: String,
     slot: Mutex<Slot>,
-    /// Every call id this session has used.
-    known: Mutex<HashSet<CallId>>,
     /// The session's UUID as call ids carry it (`call_<uuid>_<n>`), so a later server finds the
     /// log of a call from its id alone.
     call_prefix: String,
@@ -314,6 +311,15 @@ impl Conn {
         }
     }
 
+    /// Whether `call_id` is one this session gave (it carries the session's UUID).
+    fn owns(&self, call_id: &CallId) -> bool {
+        call_id
+            .as_str()
+            .strip_prefix("call_")
+            .and_then(|rest| rest.strip_prefix(self.call_prefix.as_str()))
+            .is_some_and(|rest| rest.starts_with('_'))
+    }
+
     /// A fresh call id: `call_<session uuid>_<n>`.
     fn new_call_id(&self) -> CallId {
         let n = self
@@ -355,7 +361,6 @@ impl McpConnection {
                 agent_id: session_id.as_str().to_owned(),
                 session_id,
                 slot: Mutex::new(Slot::default()),
-                known: Mutex::new(HashSet::new()),
                 call_prefix,
                 next_call: std::sync::atomic::AtomicU64::new(1),
                 cancels: Mutex::new(CancelBook::default()),
@@ -383,7 +388,6 @@ impl McpConnection {
             Err(error) => return error_result(&format!("the session log cannot be used: {error}")),
         };
         let call_id = conn.new_call_id();
-        lock_unpoisoned(&conn.known).insert(call_id.clone());
         let timed = conn.server.runtime().tool().mode() == AskUserMode::Timed;
         // A blocking call ends with its request, however that ends; a timed one only when the
         // client cancels it.
@@ -481,7 +485,7 @@ impl McpConnection {
         };
         let conn = &self.inner;
         let _one_at_a_time = lock_unpoisoned(&conn.fetching);
-        if lock_unpoisoned(&conn.known).contains(&call_id) {
+        if conn.owns(&call_id) {
             return match conn.enter() {
                 Ok(active) => late::fetch(active.host(), &call_id, &conn.log),
                 Err(error) => error_result(&format!("the session log cannot be used: {error}")),

@@ -27,6 +27,8 @@ use std::fmt;
 use serde_json::{Map, Value, json};
 use user_questions::{AnswerBatch, AnswerItem, Question};
 
+use crate::connection::quote;
+
 /// The message shown above the form.
 pub const FORM_MESSAGE: &str = "The assistant is asking you. Answer what you can; you may leave any question empty to skip it.";
 
@@ -242,11 +244,6 @@ pub fn read_form_for(
         )));
     }
     Ok(AnswerBatch { answers })
-}
-
-/// A client's text quoted in a message: JSON-quoted, cut to 64 characters.
-fn quote(text: &str) -> String {
-    crate::connection::quote(text)
 }
 
 fn kind(value: &Value) -> &'static str {

@@ -302,7 +302,7 @@ async fn a_form_answered_after_the_window_is_a_late_answer_for_the_companion() {
         })
         .count();
     assert_eq!(admitted, 1);
-    let state = common::fold(&harness.logs()[0]);
+    let state = ask_user_testkit::logs::full_fold(&harness.logs()[0]).state;
     assert_eq!(state.view().settled.len(), 1);
     assert!(state.view().active.is_empty());
 }
@@ -396,7 +396,7 @@ async fn concurrent_calls_of_one_session_share_its_log_and_the_companion_runs_be
     let events = harness.events();
     let turns = events.iter().filter(|e| e["type"] == "turn/start").count();
     assert_eq!(turns, 1, "the calls and the companion shared one turn");
-    let state = common::fold(&harness.logs()[0]);
+    let state = ask_user_testkit::logs::full_fold(&harness.logs()[0]).state;
     assert_eq!(state.view().settled.len(), 2);
 }
 

@@ -222,7 +222,7 @@ fn check_batch(
         .map(|violation| match violation {
             AnswerViolation::UnknownLabel { id, .. } => format!("{violation} ({})", options_of(id)),
             AnswerViolation::Missing { id } => {
-                format!("{violation} (or skip it with --skip {})", shell_word(id))
+                format!("{violation} (or skip it with --skip {})", super::shell_word(id))
             }
             AnswerViolation::UnknownId { .. } => {
                 let ids: Vec<String> = questions
@@ -244,19 +244,6 @@ fn check_batch(
         ),
         Exit::BadAnswer,
     ))
-}
-
-/// A word as a POSIX shell reads it back: as it is when it is plain, else single-quoted.
-pub(crate) fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
 }
 
 /// `{"answers":[…]}` or a bare `[…]`.

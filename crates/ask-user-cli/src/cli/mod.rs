@@ -305,13 +305,26 @@ pub(crate) fn invoked() -> String {
     let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
     match on_path {
         Some(found) if same(&found, &exe) => "ask-user".to_owned(),
-        _ => answer::shell_word(&exe.display().to_string()),
+        _ => shell_word(&exe.display().to_string()),
+    }
+}
+
+/// A word as a POSIX shell reads it back: as it is when it is plain, else single-quoted.
+pub(crate) fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
 /// A hint's argument: a path or an id, shell-quoted when it needs it.
 pub(crate) fn arg(word: impl std::fmt::Display) -> String {
-    answer::shell_word(&word.to_string())
+    shell_word(&word.to_string())
 }
 
 /// Reads a file, or stdin for `-`.

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use ask_user_mcp::{AskUserMcp, McpOptions};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
-    ClientResult, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
+    ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
     ProgressNotificationParam, ProtocolVersion, ServerResult,
 };
 use rmcp::service::{
@@ -237,7 +237,7 @@ pub fn texts(result: &CallToolResult) -> Vec<String> {
         .collect()
 }
 
-/// The `tool/result` records of `call_id`'s text and `isError`.
+/// The `tool/result` records among `events`, in log order.
 pub fn results_of(events: &[Value]) -> Vec<&Value> {
     events
         .iter()
@@ -259,14 +259,4 @@ pub fn one_question() -> Value {
         "header": "Database",
         "options": [{"label": "PostgreSQL", "description": "the default"}, {"label": "SQLite"}]
     }]})
-}
-
-pub fn unused(_: ClientResult) {}
-
-/// The projection of a log, folded from its bytes (no checkpoint).
-pub fn fold(log: &Path) -> user_questions_projection::UserQuestionsState {
-    let file = std::fs::File::open(log).unwrap();
-    user_questions_projection::fold_log(std::io::BufReader::new(file))
-        .unwrap()
-        .state
 }
