@@ -121,10 +121,9 @@ fn find_log(server: &AskUserMcp, call_id: &CallId) -> Option<String> {
     let simple = call_id.as_str().strip_prefix("call_")?.split('_').next()?;
     let uuid = uuid::Uuid::try_parse(simple).ok()?;
     let suffix = format!("-{}.jsonl", uuid.hyphenated());
-    std::fs::read_dir(&server.options().state_dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().into_string().ok())
+    let names = server.inner.logs.log_names().ok()?;
+    names
+        .into_iter()
         .find(|name| name.starts_with("mcp-") && name.ends_with(&suffix))
 }
 

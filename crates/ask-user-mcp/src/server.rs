@@ -104,6 +104,8 @@ pub struct AskUserMcp {
 
 pub(crate) struct ServerInner {
     pub(crate) runtime: HostRuntime,
+    /// The runtime's store, typed: the companion lists its logs.
+    pub(crate) logs: JsonlStore,
     pub(crate) options: McpOptions,
     pub(crate) tools: Vec<Tool>,
 }
@@ -127,11 +129,13 @@ impl AskUserMcp {
         if !options.state_dir.is_dir() {
             return Err(state_err(io::Error::other("not a directory")));
         }
-        let runtime = HostRuntime::new(JsonlStore::new(options.state_dir.clone()), options.tool)?;
+        let logs = JsonlStore::new(options.state_dir.clone());
+        let runtime = HostRuntime::new(logs.clone(), options.tool)?;
         let tools = tools_for(&runtime);
         Ok(Self {
             inner: Arc::new(ServerInner {
                 runtime,
+                logs,
                 options,
                 tools,
             }),

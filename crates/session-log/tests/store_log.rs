@@ -896,3 +896,25 @@ fn a_log_whose_file_name_is_not_utf8_is_reached_through_its_path() {
     assert_eq!(writer.location(), path);
     assert_eq!(store.file_path(&name), Some(path));
 }
+
+/// `log_names` lists the `*.jsonl` regular files of the store's directory, sorted: not its
+/// checkpoints, torn-tail copies or directories.
+#[test]
+fn the_store_lists_its_logs_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = session_log::JsonlStore::new(dir.path());
+    for name in ["b.jsonl", "a.jsonl"] {
+        use session_log::SessionStore as _;
+        store
+            .create(name, &session_log::NewSession::new(user_questions::SessionId::from("s")))
+            .unwrap();
+    }
+    std::fs::write(
+        dir.path().join("a.jsonl.userQuestions.checkpoint.json"),
+        "{}",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("a.jsonl.torn-12"), "x").unwrap();
+    std::fs::create_dir(dir.path().join("c.jsonl")).unwrap();
+    assert_eq!(store.log_names().unwrap(), ["a.jsonl", "b.jsonl"]);
+}

@@ -222,7 +222,10 @@ fn check_batch(
         .map(|violation| match violation {
             AnswerViolation::UnknownLabel { id, .. } => format!("{violation} ({})", options_of(id)),
             AnswerViolation::Missing { id } => {
-                format!("{violation} (or skip it with --skip {})", super::shell_word(id))
+                format!(
+                    "{violation} (or skip it with --skip {})",
+                    super::shell_word(id)
+                )
             }
             AnswerViolation::UnknownId { .. } => {
                 let ids: Vec<String> = questions

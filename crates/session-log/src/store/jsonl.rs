@@ -72,6 +72,20 @@ impl JsonlStore {
         &self.dir
     }
 
+    /// The names of the logs in the store's directory (its `*.jsonl` regular files), sorted.
+    pub fn log_names(&self) -> Result<Vec<String>, StoreError> {
+        let entries =
+            std::fs::read_dir(&self.dir).map_err(|e| StoreError::io("list", &self.dir, e))?;
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .filter(|name| Path::new(name).extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// The file of the log `name`.
     pub fn path(&self, name: &str) -> PathBuf {
         match &self.file {
