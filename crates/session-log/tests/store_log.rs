@@ -906,7 +906,10 @@ fn the_store_lists_its_logs_and_nothing_else() {
     for name in ["b.jsonl", "a.jsonl"] {
         use session_log::SessionStore as _;
         store
-            .create(name, &session_log::NewSession::new(user_questions::SessionId::from("s")))
+            .create(
+                name,
+                &session_log::NewSession::new(user_questions::SessionId::from("s")),
+            )
             .unwrap();
     }
     std::fs::write(
