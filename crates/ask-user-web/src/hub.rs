@@ -1,0 +1,847 @@
+//! The shared state of the surface: the cards on show, the clients (pages) looking at them with
+//! their claims, and the events every open stream receives.
+//!
+//! Claims are connections: every client with an open event stream (or inside its reconnect
+//! grace) holds one [`WaitClaim`] on each open timed card; a hold (`POST …/hold`) is a second
+//! claim of that client that outlives its streams. A client's claims go when its last stream has
+//! been gone for the grace, when it says goodbye (`POST /clients/{id}/bye`, sent on `pagehide`),
+//! or when the card leaves the foreground; holds go with the goodbye or the card.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use pending_answer::{LateRefusal, LateSubmission};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, oneshot};
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+use user_questions::{
+    AgentHandle, AnswerBatch, AnswerRequest, CallId, Provenance, Question, QuestionEventKind,
+    Received, UserQuestionError, UserQuestions, WaitClaim, WaitKey, WeakUserQuestions,
+};
+
+use crate::{ContinuedQuestion, WebOptions, WebSessions};
+
+/// The most clients (pages) one surface serves at once.
+pub(crate) const MAX_CLIENTS: usize = 64;
+/// The most event streams one client keeps open at once.
+pub(crate) const MAX_STREAMS_PER_CLIENT: u32 = 4;
+/// How long a late answer to a question this surface just saw go pending is retried while the
+/// host has not logged its pending result yet.
+const LATE_SETTLE: Duration = Duration::from_secs(2);
+
+/// Locks a mutex whose data stays consistent even if a holder panicked.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A card's identity: its session and call.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct CardKey {
+    pub(crate) session: String,
+    pub(crate) call_id: CallId,
+}
+
+/// An answer from a page for a card in its foreground window, with the acknowledgement the
+/// answerer sends once the answer is the one it returns.
+pub(crate) struct Submitted {
+    pub(crate) batch: AnswerBatch,
+    pub(crate) ack: oneshot::Sender<()>,
+}
+
+struct Card {
+    order: u64,
+    questions: Vec<Question>,
+    agent: Option<AgentHandle>,
+    phase: Phase,
+}
+
+enum Phase {
+    /// In its foreground window: the answerer waits for `answer`.
+    Open {
+        timed: bool,
+        keyed: bool,
+        answer: Option<oneshot::Sender<Submitted>>,
+        deadline: Option<Instant>,
+    },
+    /// The window closed with the question pending: it takes a late answer.
+    Continued { since: Instant },
+}
+
+#[derive(Default)]
+struct Client {
+    streams: u32,
+    /// Bumped on every connect and goodbye, so a grace timer of an older disconnect does nothing.
+    generation: u64,
+    grace: Option<AbortHandle>,
+    claims: HashMap<CardKey, WaitClaim>,
+    holds: HashMap<CardKey, WaitClaim>,
+}
+
+impl Client {
+    fn looking(&self) -> bool {
+        self.streams > 0 || self.grace.is_some()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    next_order: u64,
+    cards: BTreeMap<CardKey, Card>,
+    clients: HashMap<String, Client>,
+    /// Continued questions this surface submitted a late answer for: shown as "sent" until the
+    /// sessions stop listing them (the agent admitted the reply).
+    queued: HashSet<CardKey>,
+}
+
+/// One event for every open stream: the SSE event name and its JSON data.
+#[derive(Clone, Debug)]
+pub(crate) struct Push {
+    pub(crate) name: &'static str,
+    pub(crate) data: String,
+}
+
+/// Why an answer from a page was not taken. The route turns it into a status and JSON.
+#[derive(Debug)]
+pub(crate) enum AnswerRefused {
+    /// No card of that call is waiting for an answer.
+    NotWaiting,
+    /// The batch does not fit the questions (`BAD_ANSWER`), or another typed refusal.
+    Rejected(UserQuestionError),
+    /// The host could not deliver a late reply; the same answer may be sent again.
+    Undelivered(String),
+    /// Two sessions have a card of this call: the request must name its session.
+    Ambiguous,
+}
+
+/// Where an accepted answer went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AnswerPath {
+    Foreground,
+    Late,
+}
+
+/// Where an answer from a page goes.
+enum Target {
+    /// To the answerer waiting in the card's window.
+    Foreground(oneshot::Sender<Submitted>, AnswerBatch),
+    /// To the sessions, as a late answer; retried until `retry_until` while the host has not
+    /// logged the pending result yet.
+    Late {
+        key: CardKey,
+        agent: Option<AgentHandle>,
+        batch: AnswerBatch,
+        retry_until: Option<Instant>,
+    },
+}
+
+/// Why a client could not open a stream.
+#[derive(Debug)]
+pub(crate) enum ConnectRefused {
+    TooManyClients,
+    TooManyStreams,
+}
+
+pub(crate) struct Hub {
+    seam: WeakUserQuestions,
+    sessions: Option<Arc<dyn WebSessions>>,
+    pub(crate) options: WebOptions,
+    state: Mutex<State>,
+    push: broadcast::Sender<Push>,
+    weak: Weak<Hub>,
+}
+
+impl Hub {
+    pub(crate) fn new(
+        seam: &UserQuestions,
+        sessions: Option<Arc<dyn WebSessions>>,
+        options: WebOptions,
+    ) -> Arc<Self> {
+        let (push, _) = broadcast::channel(256);
+        let hub = Arc::new_cyclic(|weak| Self {
+            seam: seam.downgrade(),
+            sessions,
+            options,
+            state: Mutex::new(State::default()),
+            push,
+            weak: weak.clone(),
+        });
+        tokio::spawn(follow_seam(Arc::downgrade(&hub), seam.subscribe()));
+        hub
+    }
+
+    fn publish(&self, name: &'static str, data: &Value) {
+        // No receiver is fine: nobody is looking.
+        let _ = self.push.send(Push {
+            name,
+            data: data.to_string(),
+        });
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Push> {
+        self.push.subscribe()
+    }
+
+    // ----- the answerer's side -----
+
+    /// Shows the request's questions as a card and claims its wait for every client looking.
+    pub(crate) fn open_card(
+        &self,
+        request: &AnswerRequest,
+    ) -> (CardKey, oneshot::Receiver<Submitted>) {
+        let session = request
+            .agent
+            .as_ref()
+            .map(|a| a.session().id().as_str().to_owned())
+            .unwrap_or_default();
+        let (timed, keyed, call_id) = match &request.wait {
+            Some(WaitKey::Timed { call_id, .. }) => (true, true, call_id.clone()),
+            Some(WaitKey::Indefinite { call_id }) => (false, true, call_id.clone()),
+            None => (false, false, CallId::from(format!("web-{}", uuid_like()))),
+        };
+        let key = CardKey { session, call_id };
+        let (tx, rx) = oneshot::channel();
+        let mut released = Vec::new();
+        let data = {
+            let mut state = lock(&self.state);
+            state.next_order += 1;
+            let order = state.next_order;
+            if let Some(old) = state.cards.insert(
+                key.clone(),
+                Card {
+                    order,
+                    questions: request.questions.clone(),
+                    agent: request.agent.clone(),
+                    phase: Phase::Open {
+                        timed,
+                        keyed,
+                        answer: Some(tx),
+                        deadline: None,
+                    },
+                },
+            ) {
+                drop(old);
+            }
+            state.queued.remove(&key);
+            if timed {
+                self.claim_for_lookers(&mut state, &key, &mut released);
+            }
+            card_json(&key, &state.cards[&key], false, Instant::now())
+        };
+        drop(released);
+        self.publish("card", &data);
+        (key, rx)
+    }
+
+    /// Claims `key`'s wait for every client looking that has no claim on it yet.
+    fn claim_for_lookers(&self, state: &mut State, key: &CardKey, released: &mut Vec<WaitClaim>) {
+        let Some(seam) = self.seam.upgrade() else {
+            return;
+        };
+        let State { cards, clients, .. } = state;
+        let Some(card) = cards.get_mut(key) else {
+            return;
+        };
+        let (
+            Phase::Open {
+                timed: true,
+                deadline,
+                ..
+            },
+            Some(agent),
+        ) = (&mut card.phase, &card.agent)
+        else {
+            return;
+        };
+        for client in clients.values_mut().filter(|c| c.looking()) {
+            if client.claims.contains_key(key) {
+                continue;
+            }
+            match seam.attach_wait(agent, &key.call_id) {
+                Ok(Some(claim)) => {
+                    deadline.get_or_insert_with(|| {
+                        Instant::now() + Duration::from_millis(claim.remaining_ms())
+                    });
+                    if let Some(old) = client.claims.insert(key.clone(), claim) {
+                        released.push(old);
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    tracing::warn!(%error, call_id = %key.call_id, "cannot claim the timed wait");
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The answerer stopped waiting: its answer, another answerer's, or an error ended the
+    /// request (`by` names who answered; `None` for an error).
+    pub(crate) fn foreground_over(&self, key: &CardKey, by: Option<&str>) {
+        let data = match by {
+            Some(by) => json!({"session": key.session, "callId": key.call_id, "by": by}),
+            None => json!({"session": key.session, "callId": key.call_id}),
+        };
+        if self.remove_open(key) {
+            self.publish(if by.is_some() { "settled" } else { "expired" }, &data);
+        }
+    }
+
+    /// The answerer's future went away without an outcome of its own (the request was cancelled
+    /// or its window closed): an unkeyed card goes at once; a keyed one waits for the seam's event
+    /// (pending or cancelled), with its answer channel closed.
+    pub(crate) fn foreground_dropped(&self, key: &CardKey) {
+        let keyed = {
+            let mut state = lock(&self.state);
+            match state.cards.get_mut(key) {
+                Some(Card {
+                    phase: Phase::Open { keyed, answer, .. },
+                    ..
+                }) => {
+                    answer.take();
+                    *keyed
+                }
+                _ => return,
+            }
+        };
+        if !keyed {
+            self.foreground_over(key, None);
+        }
+    }
+
+    /// Removes an open card and every claim on it; `false` if it was not open.
+    fn remove_open(&self, key: &CardKey) -> bool {
+        let mut released = Vec::new();
+        let removed = {
+            let mut state = lock(&self.state);
+            let open = matches!(
+                state.cards.get(key),
+                Some(Card {
+                    phase: Phase::Open { .. },
+                    ..
+                })
+            );
+            if open {
+                state.cards.remove(key);
+                for client in state.clients.values_mut() {
+                    released.extend(client.claims.remove(key));
+                    released.extend(client.holds.remove(key));
+                }
+            }
+            open
+        };
+        drop(released);
+        removed
+    }
+
+    // ----- the seam's events -----
+
+    fn on_seam_event(&self, call_id: &CallId, session: &str, kind: &QuestionEventKind) {
+        let key = CardKey {
+            session: session.to_owned(),
+            call_id: call_id.clone(),
+        };
+        match kind {
+            QuestionEventKind::Pending => self.went_pending(&key),
+            QuestionEventKind::Answered { provenance, .. } => {
+                {
+                    let mut state = lock(&self.state);
+                    state.queued.remove(&key);
+                    state.cards.remove(&key);
+                }
+                self.drop_claims_on(&key);
+                self.publish(
+                    "settled",
+                    &json!({"session": key.session, "callId": key.call_id, "by": provenance.answerer}),
+                );
+            }
+            QuestionEventKind::Cancelled { .. } => self.foreground_over(&key, None),
+            QuestionEventKind::Opened { .. } | QuestionEventKind::Claimed { .. } => {}
+        }
+    }
+
+    fn drop_claims_on(&self, key: &CardKey) {
+        let mut released = Vec::new();
+        {
+            let mut state = lock(&self.state);
+            for client in state.clients.values_mut() {
+                released.extend(client.claims.remove(key));
+                released.extend(client.holds.remove(key));
+            }
+        }
+        drop(released);
+    }
+
+    /// The window closed with the question pending: with sessions to answer it late, the card
+    /// stays as a continued question; without, it goes.
+    fn went_pending(&self, key: &CardKey) {
+        if self.sessions.is_none() {
+            self.foreground_over(key, None);
+            return;
+        }
+        self.drop_claims_on(key);
+        let data = {
+            let mut state = lock(&self.state);
+            let Some(card) = state.cards.get_mut(key) else {
+                return;
+            };
+            card.phase = Phase::Continued {
+                since: Instant::now(),
+            };
+            card_json(key, card, false, Instant::now())
+        };
+        self.publish("card", &data);
+    }
+
+    /// Events were lost: open cards whose answerer is gone are over, one way or the other; the
+    /// sessions know whether they went pending, and the next snapshot shows what is left.
+    fn resync(&self) {
+        let gone: Vec<CardKey> = {
+            let state = lock(&self.state);
+            state
+                .cards
+                .iter()
+                .filter(|(_, card)| matches!(card.phase, Phase::Open { answer: None, .. }))
+                .map(|(key, _)| key.clone())
+                .collect()
+        };
+        let continued: HashSet<CardKey> = self
+            .sessions
+            .as_ref()
+            .map(|s| s.continued().into_iter().map(|c| c.key()).collect())
+            .unwrap_or_default();
+        for key in gone {
+            if continued.contains(&key) {
+                self.went_pending(&key);
+            } else {
+                self.foreground_over(&key, None);
+            }
+        }
+    }
+
+    // ----- the pages' side -----
+
+    /// A page opened an event stream: it claims every open timed card. Returns the guard that
+    /// ends the stream's share of the claims when dropped.
+    pub(crate) fn connect(&self, client_id: &str) -> Result<StreamGuard, ConnectRefused> {
+        let mut released = Vec::new();
+        {
+            let mut state = lock(&self.state);
+            if !state.clients.contains_key(client_id) && state.clients.len() >= MAX_CLIENTS {
+                return Err(ConnectRefused::TooManyClients);
+            }
+            let client = state.clients.entry(client_id.to_owned()).or_default();
+            if client.streams >= MAX_STREAMS_PER_CLIENT {
+                return Err(ConnectRefused::TooManyStreams);
+            }
+            client.streams += 1;
+            client.generation += 1;
+            if let Some(grace) = client.grace.take() {
+                grace.abort();
+            }
+            let timed: Vec<CardKey> = state
+                .cards
+                .iter()
+                .filter(|(_, c)| matches!(c.phase, Phase::Open { timed: true, .. }))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in timed {
+                self.claim_for_lookers(&mut state, &key, &mut released);
+            }
+        }
+        drop(released);
+        Ok(StreamGuard {
+            hub: self.weak.clone(),
+            client_id: client_id.to_owned(),
+        })
+    }
+
+    fn disconnect(&self, client_id: &str) {
+        let mut state = lock(&self.state);
+        let Some(client) = state.clients.get_mut(client_id) else {
+            return;
+        };
+        client.streams = client.streams.saturating_sub(1);
+        if client.streams > 0 {
+            return;
+        }
+        let generation = client.generation;
+        let grace = self.options.reconnect_grace;
+        let hub = self.weak.clone();
+        let id = client_id.to_owned();
+        let timer = tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            if let Some(hub) = hub.upgrade() {
+                hub.grace_over(&id, generation);
+            }
+        });
+        client.grace = Some(timer.abort_handle());
+    }
+
+    fn grace_over(&self, client_id: &str, generation: u64) {
+        let released = {
+            let mut state = lock(&self.state);
+            let Some(client) = state.clients.get_mut(client_id) else {
+                return;
+            };
+            if client.generation != generation || client.streams > 0 {
+                return;
+            }
+            client.grace = None;
+            let claims = std::mem::take(&mut client.claims);
+            if client.holds.is_empty() {
+                state.clients.remove(client_id);
+            }
+            claims
+        };
+        drop(released);
+    }
+
+    /// The page is going away (`pagehide`): its claims and holds go now, without the grace.
+    pub(crate) fn goodbye(&self, client_id: &str) -> bool {
+        let client = {
+            let mut state = lock(&self.state);
+            let Some(client) = state.clients.get_mut(client_id) else {
+                return false;
+            };
+            client.generation += 1;
+            if let Some(grace) = client.grace.take() {
+                grace.abort();
+            }
+            let claims = std::mem::take(&mut client.claims);
+            let holds = std::mem::take(&mut client.holds);
+            if client.streams == 0 {
+                state.clients.remove(client_id);
+            }
+            (claims, holds)
+        };
+        drop(client);
+        true
+    }
+
+    /// The person took time or began typing: `client_id` holds the wait of the call until it is
+    /// answered, cancelled or the page says goodbye. `Ok(false)` when the card has no wait to hold
+    /// (not timed); `Err` when it is not open.
+    pub(crate) fn hold(
+        &self,
+        client_id: &str,
+        call_id: &CallId,
+        session: Option<&str>,
+    ) -> Result<bool, AnswerRefused> {
+        let seam = self.seam.upgrade().ok_or(AnswerRefused::NotWaiting)?;
+        let mut released = Vec::new();
+        let result = {
+            let mut state = lock(&self.state);
+            let key = find_key(&state.cards, call_id, session, true)?;
+            let card = &state.cards[&key];
+            let (Phase::Open { timed, .. }, agent) = (&card.phase, card.agent.clone()) else {
+                return Err(AnswerRefused::NotWaiting);
+            };
+            if !timed {
+                return Ok(false);
+            }
+            let agent = agent.ok_or(AnswerRefused::NotWaiting)?;
+            if !state.clients.contains_key(client_id) && state.clients.len() >= MAX_CLIENTS {
+                return Err(AnswerRefused::NotWaiting);
+            }
+            let client = state.clients.entry(client_id.to_owned()).or_default();
+            if client.holds.contains_key(&key) {
+                return Ok(true);
+            }
+            match seam.attach_wait(&agent, call_id) {
+                Ok(Some(claim)) => {
+                    released.extend(client.holds.insert(key, claim));
+                    Ok(true)
+                }
+                Ok(None) | Err(_) => Err(AnswerRefused::NotWaiting),
+            }
+        };
+        drop(released);
+        result
+    }
+
+    /// Every card to show a page that just connected: the open and continued cards of this
+    /// surface, then the continued questions of the sessions that this surface has no card for.
+    pub(crate) fn snapshot(&self) -> Value {
+        let listed = self
+            .sessions
+            .as_ref()
+            .map(|s| s.continued())
+            .unwrap_or_default();
+        let now = Instant::now();
+        let mut state = lock(&self.state);
+        let listed_keys: HashSet<CardKey> = listed.iter().map(ContinuedQuestion::key).collect();
+        // A reply the agent admitted settles its question: it is no longer listed.
+        state.queued.retain(|key| listed_keys.contains(key));
+        let mut cards: Vec<(&u64, Value)> = state
+            .cards
+            .iter()
+            .map(|(key, card)| {
+                (
+                    &card.order,
+                    card_json(key, card, state.queued.contains(key), now),
+                )
+            })
+            .collect();
+        cards.sort_by_key(|(order, _)| **order);
+        let mut cards: Vec<Value> = cards.into_iter().map(|(_, v)| v).collect();
+        for question in listed {
+            let key = question.key();
+            if state.cards.contains_key(&key) {
+                continue;
+            }
+            cards.push(json!({
+                "session": key.session,
+                "callId": key.call_id,
+                "state": "continued",
+                "timed": true,
+                "remainingMs": null,
+                "replyQueued": state.queued.contains(&key),
+                "questions": question.questions,
+            }));
+        }
+        json!({ "cards": cards })
+    }
+
+    /// An answer from a page: to the waiting answerer while the card is in its window, else a
+    /// late answer through the sessions.
+    pub(crate) async fn answer(
+        &self,
+        call_id: &CallId,
+        session: Option<&str>,
+        batch: AnswerBatch,
+    ) -> Result<AnswerPath, AnswerRefused> {
+        let seam = self.seam.upgrade().ok_or(AnswerRefused::NotWaiting)?;
+        let target = {
+            let mut state = lock(&self.state);
+            match find_key(&state.cards, call_id, session, false) {
+                Ok(key) => {
+                    let Some(card) = state.cards.get_mut(&key) else {
+                        return Err(AnswerRefused::NotWaiting);
+                    };
+                    match &mut card.phase {
+                        Phase::Open { answer, .. } => {
+                            let batch = seam
+                                .validate_answers(&card.questions, &batch, Some(call_id))
+                                .map_err(AnswerRefused::Rejected)?;
+                            let sender = answer.take().ok_or(AnswerRefused::NotWaiting)?;
+                            Target::Foreground(sender, batch)
+                        }
+                        Phase::Continued { since } => Target::Late {
+                            agent: card.agent.clone(),
+                            retry_until: Some(*since + LATE_SETTLE),
+                            key,
+                            batch,
+                        },
+                    }
+                }
+                Err(AnswerRefused::NotWaiting) => {
+                    drop(state);
+                    let listed = self
+                        .sessions
+                        .as_ref()
+                        .map(|s| s.continued())
+                        .unwrap_or_default();
+                    let mut matching = listed.into_iter().filter(|c| {
+                        &c.call_id == call_id && session.is_none_or(|s| s == c.session)
+                    });
+                    let found = matching.next().ok_or(AnswerRefused::NotWaiting)?;
+                    if matching.next().is_some() {
+                        return Err(AnswerRefused::Ambiguous);
+                    }
+                    Target::Late {
+                        key: found.key(),
+                        agent: found.agent,
+                        batch,
+                        retry_until: None,
+                    }
+                }
+                Err(other) => return Err(other),
+            }
+        };
+        match target {
+            Target::Foreground(sender, batch) => {
+                let (ack, acked) = oneshot::channel();
+                sender
+                    .send(Submitted { batch, ack })
+                    .map_err(|_| AnswerRefused::NotWaiting)?;
+                acked.await.map_err(|_| AnswerRefused::NotWaiting)?;
+                Ok(AnswerPath::Foreground)
+            }
+            Target::Late {
+                key,
+                agent,
+                batch,
+                retry_until,
+            } => {
+                self.answer_late(key, agent, batch, retry_until).await?;
+                Ok(AnswerPath::Late)
+            }
+        }
+    }
+
+    async fn answer_late(
+        &self,
+        key: CardKey,
+        agent: Option<AgentHandle>,
+        batch: AnswerBatch,
+        retry_until: Option<Instant>,
+    ) -> Result<(), AnswerRefused> {
+        let sessions = self.sessions.clone().ok_or(AnswerRefused::NotWaiting)?;
+        loop {
+            let submission = LateSubmission {
+                call_id: key.call_id.clone(),
+                agent: agent.clone(),
+                answers: batch.clone(),
+                provenance: Provenance::human(self.options.name.clone()),
+            };
+            let sessions = Arc::clone(&sessions);
+            // The sessions may open a log: off the async threads.
+            let result = tokio::task::spawn_blocking(move || sessions.submit(submission))
+                .await
+                .map_err(|e| AnswerRefused::Undelivered(e.to_string()))?;
+            match result {
+                Ok(()) => break,
+                // The pending result may not be logged yet: the window closed a moment ago.
+                Err(LateRefusal::NotWaiting)
+                    if retry_until.is_some_and(|until| Instant::now() < until) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(LateRefusal::NotWaiting | LateRefusal::NoAgent) => {
+                    return Err(AnswerRefused::NotWaiting);
+                }
+                Err(LateRefusal::Rejected(error)) => return Err(AnswerRefused::Rejected(error)),
+                Err(LateRefusal::Undelivered(error)) => {
+                    return Err(AnswerRefused::Undelivered(error.to_string()));
+                }
+            }
+        }
+        let data = {
+            let mut state = lock(&self.state);
+            state.cards.remove(&key);
+            state.queued.insert(key.clone());
+            json!({"session": key.session, "callId": key.call_id, "late": true, "answers": batch.answers})
+        };
+        self.publish("queued", &data);
+        Ok(())
+    }
+
+    /// The projection view of every session, for `GET /pending`.
+    pub(crate) fn pending_view(&self) -> Value {
+        self.sessions
+            .as_ref()
+            .map_or_else(|| json!({"sessions": []}), |s| s.pending_view())
+    }
+
+    /// Claims held now by pages (stream claims and holds), for tests and metrics.
+    pub(crate) fn claims_held(&self) -> usize {
+        let state = lock(&self.state);
+        state
+            .clients
+            .values()
+            .map(|c| c.claims.len() + c.holds.len())
+            .sum()
+    }
+
+    /// Clients known now (with a stream, in their grace, or holding).
+    pub(crate) fn clients(&self) -> usize {
+        lock(&self.state).clients.len()
+    }
+}
+
+/// The key of the card of `call_id` (in `session`, when given). `open_only`: continued cards
+/// do not count.
+fn find_key(
+    cards: &BTreeMap<CardKey, Card>,
+    call_id: &CallId,
+    session: Option<&str>,
+    open_only: bool,
+) -> Result<CardKey, AnswerRefused> {
+    let mut matching = cards.iter().filter(|(key, card)| {
+        &key.call_id == call_id
+            && session.is_none_or(|s| s == key.session)
+            && (!open_only || matches!(card.phase, Phase::Open { .. }))
+    });
+    let (key, _) = matching.next().ok_or(AnswerRefused::NotWaiting)?;
+    if matching.next().is_some() {
+        return Err(AnswerRefused::Ambiguous);
+    }
+    Ok(key.clone())
+}
+
+fn card_json(key: &CardKey, card: &Card, reply_queued: bool, now: Instant) -> Value {
+    let (state, timed, remaining) = match &card.phase {
+        Phase::Open {
+            timed, deadline, ..
+        } => (
+            "open",
+            *timed,
+            deadline.map(|d| {
+                u64::try_from(d.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX)
+            }),
+        ),
+        Phase::Continued { .. } => ("continued", true, None),
+    };
+    json!({
+        "session": key.session,
+        "callId": key.call_id,
+        "state": state,
+        "timed": timed,
+        "remainingMs": remaining,
+        "replyQueued": reply_queued,
+        "questions": card.questions,
+    })
+}
+
+/// An id for a card without a call id: unique in the process.
+fn uuid_like() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        .to_string()
+}
+
+/// Ends one stream's share of its client's claims when dropped.
+pub(crate) struct StreamGuard {
+    hub: Weak<Hub>,
+    client_id: String,
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        if let Some(hub) = self.hub.upgrade() {
+            hub.disconnect(&self.client_id);
+        }
+    }
+}
+
+/// Follows the seam's lifecycle events for as long as the hub lives.
+async fn follow_seam(hub: Weak<Hub>, mut events: user_questions::QuestionEvents) {
+    while let Some(received) = events.recv().await {
+        let Some(hub) = hub.upgrade() else {
+            return;
+        };
+        match received {
+            Received::Event(event) => {
+                if let Some(call_id) = &event.call_id {
+                    let session = event
+                        .session_id
+                        .as_ref()
+                        .map(|s| s.as_str().to_owned())
+                        .unwrap_or_default();
+                    hub.on_seam_event(call_id, &session, &event.kind);
+                }
+            }
+            Received::Missed(missed) => {
+                tracing::warn!(
+                    missed,
+                    "the web surface fell behind the seam's events; resyncing"
+                );
+                hub.resync();
+            }
+        }
+    }
+}

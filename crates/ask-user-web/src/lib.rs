@@ -1,0 +1,243 @@
+#![doc = include_str!("../README.md")]
+
+mod answerer;
+mod hub;
+pub mod page;
+mod routes;
+mod token;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pending_answer::LateAnswerSink;
+use tokio::net::TcpListener;
+use user_questions::{
+    AgentHandle, AnswererGuard, CallId, CancellationToken, Question, RegisterOptions, UserQuestions,
+};
+
+pub use routes::TOKEN_HEADER;
+
+use crate::hub::{CardKey, Hub};
+
+/// How to build a [`WebSurface`].
+#[derive(Clone, Debug)]
+pub struct WebOptions {
+    /// The provenance name (and registration name) of the surface; `web` by default.
+    pub name: String,
+    /// The reconnect delay a page is told (`retry:` of the event stream); 2 s by default.
+    pub retry: Duration,
+    /// How long a page's claims outlive its last event stream, so a network blip does not expire
+    /// a wait; 2× `retry` by default.
+    pub reconnect_grace: Duration,
+    /// The keep-alive interval of event streams; 5 s by default.
+    pub keep_alive: Duration,
+    /// The largest request body taken, in bytes; 64 KiB by default.
+    pub body_limit: usize,
+    /// Whether only loopback addresses may name the server in `Host` (true by default; a server
+    /// bound to another address sets it false, and then any IP literal is taken, never a DNS
+    /// name).
+    pub loopback_only: bool,
+}
+
+impl Default for WebOptions {
+    fn default() -> Self {
+        Self {
+            name: "web".to_owned(),
+            retry: Duration::from_secs(2),
+            reconnect_grace: Duration::from_secs(4),
+            keep_alive: Duration::from_secs(5),
+            body_limit: 64 * 1024,
+            loopback_only: true,
+        }
+    }
+}
+
+/// A continued question of a hosted session: shown as answerable late.
+#[derive(Clone)]
+pub struct ContinuedQuestion {
+    /// The session's id.
+    pub session: String,
+    /// The pending call.
+    pub call_id: CallId,
+    /// The questions as the call asked them.
+    pub questions: Vec<Question>,
+    /// The session's live agent, when the process hosts it (`None` for a log read from disk).
+    pub agent: Option<AgentHandle>,
+}
+
+impl ContinuedQuestion {
+    fn key(&self) -> CardKey {
+        CardKey {
+            session: self.session.clone(),
+            call_id: self.call_id.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for ContinuedQuestion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContinuedQuestion")
+            .field("session", &self.session)
+            .field("call_id", &self.call_id)
+            .field("questions", &self.questions.len())
+            .field("agent", &self.agent.as_ref().map(|a| a.id().clone()))
+            .finish()
+    }
+}
+
+/// The sessions a surface shows continued questions of, and where their late answers go.
+///
+/// A host implements it over what it runs: its live sessions (their projections and
+/// `LateAnswers`), or logs on disk (opened for write to take an answer). The methods may block
+/// (read or open a log): the surface calls them off its async threads.
+pub trait WebSessions: LateAnswerSink {
+    /// The continued questions of every session, oldest first.
+    fn continued(&self) -> Vec<ContinuedQuestion>;
+    /// The projection view of every session, for `GET /pending`:
+    /// `{"sessions":[{"session":…,"active":[…],"settled":[…]}]}`.
+    fn pending_view(&self) -> serde_json::Value;
+}
+
+/// The web answering surface: an answerer in the seam's waterfall that shows every request as a
+/// card on the pages that are open and races the rest of the waterfall (first answer wins), and
+/// the [`router`](Self::router) that serves those pages.
+///
+/// Cloning gives another handle to the same surface.
+#[derive(Clone)]
+pub struct WebSurface {
+    hub: Arc<Hub>,
+    token: Arc<str>,
+}
+
+impl fmt::Debug for WebSurface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WebSurface")
+            .field("options", &self.hub.options)
+            .field("claims_held", &self.claims_held())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebSurface {
+    /// A surface for `seam` (held weakly) with a fresh random token. `sessions` lists continued
+    /// questions and takes late answers; without it, a card whose window closes is taken down.
+    ///
+    /// # Errors
+    ///
+    /// When the operating system's random source fails: no token, no surface.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime: the surface follows the seam's events on a task of its own.
+    pub fn new(
+        seam: &UserQuestions,
+        sessions: Option<Arc<dyn WebSessions>>,
+        options: WebOptions,
+    ) -> std::io::Result<Self> {
+        let token = token::random_hex(24)?;
+        Ok(Self {
+            hub: Hub::new(seam, sessions, options),
+            token: Arc::from(token),
+        })
+    }
+
+    /// The capability token every request must carry (`?token=` or [`TOKEN_HEADER`]).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Registers the answerer at the front of `seam`'s waterfall, globally, under the surface's
+    /// name: it shows the card and runs the rest of the waterfall beside it.
+    pub fn register(&self, seam: &UserQuestions) -> AnswererGuard {
+        seam.register(
+            Arc::new(answerer::WebAnswerer {
+                hub: Arc::downgrade(&self.hub),
+            }),
+            RegisterOptions::global(self.hub.options.name.clone()).prepended(),
+        )
+    }
+
+    /// The routes (see the crate docs), with the token, `Host` and `Origin` checks and the body
+    /// limit.
+    pub fn router(&self) -> axum::Router {
+        routes::router(
+            Arc::clone(&self.hub),
+            Arc::clone(&self.token),
+            CancellationToken::new(),
+        )
+    }
+
+    /// Claims that pages hold now: one per timed card per page looking, plus holds.
+    pub fn claims_held(&self) -> usize {
+        self.hub.claims_held()
+    }
+
+    /// Pages known now: with an open stream, inside their reconnect grace, or holding a wait.
+    pub fn clients(&self) -> usize {
+        self.hub.clients()
+    }
+
+    /// Serves the surface on `listener` until the returned server is shut down or dropped.
+    pub fn serve(&self, listener: TcpListener) -> std::io::Result<WebServer> {
+        let addr = listener.local_addr()?;
+        let stop = CancellationToken::new();
+        // Event streams end with the server, so the graceful stop does not wait for them.
+        let router = routes::router(Arc::clone(&self.hub), Arc::clone(&self.token), stop.clone());
+        let wait = stop.clone();
+        tokio::spawn(async move {
+            let served = axum::serve(listener, router)
+                .with_graceful_shutdown(async move { wait.cancelled().await })
+                .await;
+            if let Err(error) = served {
+                tracing::warn!(%error, "the web surface stopped serving");
+            }
+        });
+        Ok(WebServer {
+            addr,
+            token: Arc::clone(&self.token),
+            _stop: stop.drop_guard(),
+        })
+    }
+
+    /// Binds `addr` and serves there. Binding a non-loopback address needs `loopback_only`
+    /// false in the options; it is refused otherwise, so a page is never reachable from another
+    /// machine by mistake.
+    pub async fn bind(&self, addr: SocketAddr) -> std::io::Result<WebServer> {
+        if self.hub.options.loopback_only && !addr.ip().is_loopback() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{addr} is not a loopback address; serving another needs it asked for"),
+            ));
+        }
+        self.serve(TcpListener::bind(addr).await?)
+    }
+}
+
+/// A running server. Dropping it stops serving.
+pub struct WebServer {
+    addr: SocketAddr,
+    token: Arc<str>,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+impl fmt::Debug for WebServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WebServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebServer {
+    /// The address served.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The page's URL with its token, to print for the person.
+    pub fn url(&self) -> String {
+        format!("http://{}/?token={}", self.addr, self.token)
+    }
+}

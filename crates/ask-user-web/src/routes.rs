@@ -1,0 +1,485 @@
+//! The HTTP routes, and the checks every request passes first: the `Host` (no DNS rebinding),
+//! the `Origin` (no cross-site requests), the capability token, and a body size limit.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::Stream;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use user_questions::{AnswerItem, CallId, CancellationToken};
+
+use crate::hub::{AnswerPath, AnswerRefused, ConnectRefused, Hub, StreamGuard};
+use crate::page;
+use crate::token;
+
+/// The header a script may carry the token in (an `EventSource` cannot: it uses `?token=`).
+pub const TOKEN_HEADER: &str = "x-ask-user-token";
+
+#[derive(Clone)]
+struct App {
+    hub: Arc<Hub>,
+    token: Arc<str>,
+    /// Cancelled when the server stops: every event stream ends.
+    stop: CancellationToken,
+}
+
+pub(crate) fn router(hub: Arc<Hub>, token: Arc<str>, stop: CancellationToken) -> Router {
+    let limit = hub.options.body_limit;
+    let app = App { hub, token, stop };
+    Router::new()
+        .route("/", get(index))
+        .route("/events", get(events))
+        .route("/pending", get(pending))
+        .route("/cards/{call_id}/answer", post(answer))
+        .route("/cards/{call_id}/hold", post(hold))
+        .route("/clients/{client}/bye", post(bye))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .with_state(app)
+}
+
+/// A JSON reply.
+fn reply(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// A refusal: `{"code","message"}`.
+fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
+    reply(status, &json!({"code": code, "message": message}))
+}
+
+async fn not_found() -> Response {
+    refuse(StatusCode::NOT_FOUND, "NOT_FOUND", "There is nothing here.")
+}
+
+/// Whether `host` (a `Host` header value, or an origin's host) names this server in a way no DNS
+/// name can: `localhost` or an IP literal, with or without a port. With `loopback_only`, the IP
+/// must be a loopback address.
+fn host_allowed(host: &str, loopback_only: bool) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        // `[v6]` or `[v6]:port`.
+        let Some((ip, after)) = rest.split_once(']') else {
+            return false;
+        };
+        if !(after.is_empty() || after.strip_prefix(':').is_some_and(is_port)) {
+            return false;
+        }
+        return ip
+            .parse::<std::net::Ipv6Addr>()
+            .is_ok_and(|ip| !loopback_only || ip.is_loopback());
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if is_port(port) => name,
+            Some(_) => return false,
+            None => host,
+        }
+    };
+    if name.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    name.parse::<std::net::Ipv4Addr>()
+        .is_ok_and(|ip| !loopback_only || ip.is_loopback())
+}
+
+fn is_port(text: &str) -> bool {
+    !text.is_empty() && text.len() <= 5 && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The token of a request: `?token=` or the header.
+fn token_of<'a>(query: Option<&'a str>, headers: &'a HeaderMap) -> Option<&'a str> {
+    let from_query = query.and_then(|q| {
+        q.split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .find(|(k, _)| *k == "token")
+            .map(|(_, v)| v)
+    });
+    from_query.or_else(|| headers.get(TOKEN_HEADER).and_then(|v| v.to_str().ok()))
+}
+
+/// The checks every request passes, and the headers every response carries.
+async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
+    let loopback_only = app.hub.options.loopback_only;
+    let headers = request.headers();
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return secured(refuse(
+            StatusCode::FORBIDDEN,
+            "BAD_HOST",
+            "The request names no host.",
+        ));
+    };
+    if !host_allowed(host, loopback_only) {
+        return secured(refuse(
+            StatusCode::FORBIDDEN,
+            "BAD_HOST",
+            "This server answers to its own address only (no DNS names).",
+        ));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let same = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.strip_prefix("http://"))
+            .is_some_and(|o| o.eq_ignore_ascii_case(host));
+        if !same {
+            return secured(refuse(
+                StatusCode::FORBIDDEN,
+                "BAD_ORIGIN",
+                "Requests from other sites are refused.",
+            ));
+        }
+    }
+    let cross_site = headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes() == b"cross-site");
+    if cross_site {
+        return secured(refuse(
+            StatusCode::FORBIDDEN,
+            "BAD_ORIGIN",
+            "Requests from other sites are refused.",
+        ));
+    }
+    let given = token_of(request.uri().query(), headers);
+    if !given.is_some_and(|t| token::same(t, &app.token)) {
+        return secured(refuse(
+            StatusCode::UNAUTHORIZED,
+            "BAD_TOKEN",
+            "Open the link ask-user printed: it carries the page's token.",
+        ));
+    }
+    if request.method() != Method::GET && request.method() != Method::POST {
+        return secured(refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "BAD_METHOD",
+            "Only GET and POST are served.",
+        ));
+    }
+    secured(next.run(request).await)
+}
+
+/// Adds the headers of every response: the Content-Security-Policy (the page's own inline
+/// script and style by hash, nothing from elsewhere), no sniffing, no framing, no referrer (the
+/// token is in the URL), no caching.
+fn secured(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_SECURITY_POLICY, page::csp_header());
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+async fn index() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page::html(),
+    )
+        .into_response()
+}
+
+async fn pending(State(app): State<App>) -> Response {
+    let hub = Arc::clone(&app.hub);
+    // The sessions may read logs: off the async threads.
+    match tokio::task::spawn_blocking(move || hub.pending_view()).await {
+        Ok(view) => reply(StatusCode::OK, &view),
+        Err(error) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            &error.to_string(),
+        ),
+    }
+}
+
+/// A client id as pages make them: 1 to 64 characters of `[A-Za-z0-9_-]`.
+fn client_id_ok(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn bad_client() -> Response {
+    refuse(
+        StatusCode::BAD_REQUEST,
+        "BAD_REQUEST",
+        "The client id must be 1 to 64 letters, digits, '-' or '_'.",
+    )
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    client: Option<String>,
+}
+
+async fn events(
+    State(app): State<App>,
+    query: Result<axum::extract::Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Ok(axum::extract::Query(query)) = query else {
+        return bad_client();
+    };
+    let Some(client) = query.client.filter(|c| client_id_ok(c)) else {
+        return bad_client();
+    };
+    // Subscribed before the snapshot is taken, so nothing falls between; a page applies events
+    // as upserts, so seeing a card in both is harmless.
+    let updates = app.hub.subscribe();
+    let guard = match app.hub.connect(&client) {
+        Ok(guard) => guard,
+        Err(ConnectRefused::TooManyClients) => {
+            return refuse(
+                StatusCode::TOO_MANY_REQUESTS,
+                "TOO_MANY_CLIENTS",
+                "Too many pages are open on this server.",
+            );
+        }
+        Err(ConnectRefused::TooManyStreams) => {
+            return refuse(
+                StatusCode::TOO_MANY_REQUESTS,
+                "TOO_MANY_STREAMS",
+                "This page has too many event streams open.",
+            );
+        }
+    };
+    let stream = card_stream(Arc::clone(&app.hub), guard, updates, app.stop.clone());
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(app.hub.options.keep_alive))
+        .into_response()
+}
+
+/// The stream of one page: the snapshot first (with the reconnect delay), then every update; a
+/// fresh snapshot whenever the stream fell behind.
+fn card_stream(
+    hub: Arc<Hub>,
+    guard: StreamGuard,
+    updates: broadcast::Receiver<crate::hub::Push>,
+    stop: CancellationToken,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    struct Feed {
+        hub: Arc<Hub>,
+        _guard: StreamGuard,
+        updates: broadcast::Receiver<crate::hub::Push>,
+        stop: CancellationToken,
+        first: bool,
+    }
+    let feed = Feed {
+        hub,
+        _guard: guard,
+        updates,
+        stop,
+        first: true,
+    };
+    futures::stream::unfold(feed, |mut feed| async move {
+        let snapshot = |feed: &Feed| {
+            Event::default()
+                .event("snapshot")
+                .retry(feed.hub.options.retry)
+                .data(feed.hub.snapshot().to_string())
+        };
+        if feed.first {
+            feed.first = false;
+            let event = snapshot(&feed);
+            return Some((Ok(event), feed));
+        }
+        let update = tokio::select! {
+            () = feed.stop.cancelled() => return None,
+            update = feed.updates.recv() => update,
+        };
+        let event = match update {
+            Ok(push) => Event::default().event(push.name).data(push.data),
+            Err(broadcast::error::RecvError::Lagged(_)) => snapshot(&feed),
+            Err(broadcast::error::RecvError::Closed) => return None,
+        };
+        Some((Ok(event), feed))
+    })
+}
+
+/// The body of `POST /cards/{callId}/answer`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnswerBody {
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    client: Option<String>,
+    answers: Vec<AnswerItem>,
+}
+
+/// The body of `POST /cards/{callId}/hold`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HoldBody {
+    #[serde(default)]
+    session: Option<String>,
+    client: String,
+}
+
+fn read_body<T: for<'de> Deserialize<'de>>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, Box<Response>> {
+    let bytes = body.map_err(|rejection| {
+        Box::new(if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "TOO_LARGE",
+                "The request is larger than this server takes.",
+            )
+        } else {
+            refuse(
+                StatusCode::BAD_REQUEST,
+                "BAD_REQUEST",
+                &rejection.body_text(),
+            )
+        })
+    })?;
+    serde_json::from_slice(&bytes).map_err(|error| {
+        Box::new(refuse(
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+            &format!("The request body is not the expected JSON: {error}."),
+        ))
+    })
+}
+
+fn refused(refusal: AnswerRefused) -> Response {
+    match refusal {
+        AnswerRefused::NotWaiting => refuse(
+            StatusCode::GONE,
+            "NOT_WAITING",
+            "This question is no longer waiting for an answer.",
+        ),
+        AnswerRefused::Ambiguous => refuse(
+            StatusCode::CONFLICT,
+            "AMBIGUOUS",
+            "Several sessions have a question with this call id: name the session.",
+        ),
+        AnswerRefused::Undelivered(error) => refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "UNDELIVERED",
+            &format!("The answer could not be delivered; send it again. ({error})"),
+        ),
+        AnswerRefused::Rejected(error) => {
+            let status = if error.code() == "BAD_ANSWER" {
+                StatusCode::BAD_REQUEST
+            } else {
+                StatusCode::CONFLICT
+            };
+            refuse(status, error.code(), error.message())
+        }
+    }
+}
+
+async fn answer(
+    State(app): State<App>,
+    Path(call_id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body: AnswerBody = match read_body(body) {
+        Ok(body) => body,
+        Err(response) => return *response,
+    };
+    if body.client.as_deref().is_some_and(|c| !client_id_ok(c)) {
+        return bad_client();
+    }
+    let batch = user_questions::AnswerBatch::new(body.answers);
+    match app
+        .hub
+        .answer(&CallId::from(call_id), body.session.as_deref(), batch)
+        .await
+    {
+        Ok(path) => reply(
+            StatusCode::OK,
+            &json!({"ok": true, "path": match path {
+                AnswerPath::Foreground => "foreground",
+                AnswerPath::Late => "late",
+            }}),
+        ),
+        Err(refusal) => refused(refusal),
+    }
+}
+
+async fn hold(
+    State(app): State<App>,
+    Path(call_id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body: HoldBody = match read_body(body) {
+        Ok(body) => body,
+        Err(response) => return *response,
+    };
+    if !client_id_ok(&body.client) {
+        return bad_client();
+    }
+    match app.hub.hold(
+        &body.client,
+        &CallId::from(call_id),
+        body.session.as_deref(),
+    ) {
+        Ok(held) => reply(StatusCode::OK, &json!({"ok": true, "held": held})),
+        Err(refusal) => refused(refusal),
+    }
+}
+
+async fn bye(State(app): State<App>, Path(client): Path<String>) -> Response {
+    if !client_id_ok(&client) {
+        return bad_client();
+    }
+    let known = app.hub.goodbye(&client);
+    reply(StatusCode::OK, &json!({"ok": true, "known": known}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_loopback_literals_or_localhost() {
+        for ok in [
+            "127.0.0.1:8080",
+            "127.0.0.1",
+            "localhost:1",
+            "LOCALHOST",
+            "[::1]:9",
+            "[::1]",
+        ] {
+            assert!(host_allowed(ok, true), "{ok}");
+        }
+        for bad in [
+            "evil.example:8080",
+            "127.0.0.1.evil.example",
+            "10.0.0.1:80",
+            "[::2]:80",
+            "127.0.0.1:",
+            "127.0.0.1:123456",
+            "[::1",
+            "",
+        ] {
+            assert!(!host_allowed(bad, true), "{bad}");
+        }
+        assert!(host_allowed("10.0.0.1:80", false));
+        assert!(!host_allowed("evil.example:80", false));
+    }
+}

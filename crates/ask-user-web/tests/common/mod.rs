@@ -1,0 +1,151 @@
+//! A small host for the web surface's tests: the real host runtime over the in-memory store,
+//! with the timed tool, one session, a `WebSessions` over it, and the surface registered.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod sse;
+
+use std::sync::{Arc, Mutex};
+
+use ask_user_host::{Host, HostRuntime, SessionOptions};
+use ask_user_web::{ContinuedQuestion, WebOptions, WebSessions, WebSurface};
+use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
+use serde_json::{Value, json};
+use session_log::MemoryStore;
+use tokio::task::JoinHandle;
+use tool_ask_user::{AskUserConfig, ToolOutcome};
+use user_questions::{AnswererGuard, CallId, CancellationToken, QuestionEvent, QuestionEvents};
+use user_questions_projection::ActiveState;
+
+/// Arguments of a one-question call with two options.
+pub const DB_QUESTION: &str = r#"{"questions":[{"id":"db","header":"Database","question":"Which database?","options":[{"label":"PostgreSQL","description":"Relational."},{"label":"SQLite","description":"Embedded."}]}]}"#;
+
+/// The live sessions of the test host.
+pub struct Sessions {
+    pub hosts: Mutex<Vec<Arc<Host>>>,
+}
+
+impl LateAnswerSink for Sessions {
+    fn submit(&self, mut submission: LateSubmission) -> Result<(), LateRefusal> {
+        let hosts = self.hosts.lock().unwrap().clone();
+        let host = hosts
+            .iter()
+            .find(|h| {
+                h.projection()
+                    .continued(submission.call_id.as_str())
+                    .is_some()
+            })
+            .ok_or(LateRefusal::NotWaiting)?;
+        submission.agent.get_or_insert_with(|| host.agent());
+        host.late_answers().submit(submission)
+    }
+}
+
+impl WebSessions for Sessions {
+    fn continued(&self) -> Vec<ContinuedQuestion> {
+        let hosts = self.hosts.lock().unwrap().clone();
+        hosts
+            .iter()
+            .flat_map(|host| {
+                let state = host.projection();
+                state
+                    .view()
+                    .active
+                    .iter()
+                    .filter(|q| q.state == ActiveState::Continued)
+                    .map(|q| ContinuedQuestion {
+                        session: host.session_id().as_str().to_owned(),
+                        call_id: q.call_id.clone(),
+                        questions: q.questions.clone(),
+                        agent: Some(host.agent()),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn pending_view(&self) -> Value {
+        let hosts = self.hosts.lock().unwrap().clone();
+        let sessions: Vec<Value> = hosts
+            .iter()
+            .map(|h| {
+                let mut view = serde_json::to_value(h.projection().view()).unwrap();
+                view["session"] = json!(h.session_id().as_str());
+                view
+            })
+            .collect();
+        json!({ "sessions": sessions })
+    }
+}
+
+pub struct Fixture {
+    pub runtime: HostRuntime,
+    pub host: Arc<Host>,
+    pub web: WebSurface,
+    pub sessions: Arc<Sessions>,
+    pub events: QuestionEvents,
+    _guard: AnswererGuard,
+}
+
+impl Fixture {
+    /// A host with the timed tool (`window` seconds) and the surface registered.
+    pub fn new(window: i64) -> Self {
+        Self::with_options(window, WebOptions::default())
+    }
+
+    pub fn with_options(window: i64, options: WebOptions) -> Self {
+        let runtime =
+            HostRuntime::new(MemoryStore::new(), Some(AskUserConfig::timed(window))).unwrap();
+        let host = Arc::new(runtime.create("s1", SessionOptions::named("s1")).unwrap());
+        let sessions = Arc::new(Sessions {
+            hosts: Mutex::new(vec![Arc::clone(&host)]),
+        });
+        let events = runtime.seam().subscribe();
+        let web = WebSurface::new(
+            runtime.seam(),
+            Some(Arc::clone(&sessions) as Arc<dyn WebSessions>),
+            options,
+        )
+        .unwrap();
+        let guard = web.register(runtime.seam());
+        Self {
+            runtime,
+            host,
+            web,
+            sessions,
+            events,
+            _guard: guard,
+        }
+    }
+
+    /// Starts a turn with one call of the tool, on a task of its own.
+    pub fn ask(&self, call_id: &str, arguments: &str) -> JoinHandle<ToolOutcome> {
+        let host = Arc::clone(&self.host);
+        let call_id = CallId::from(call_id);
+        let arguments = arguments.to_owned();
+        host.begin_turn().unwrap();
+        host.begin_step().unwrap();
+        host.log_request_header().unwrap();
+        tokio::spawn(async move {
+            host.call_tool(&call_id, &arguments, CancellationToken::new())
+                .await
+                .unwrap()
+        })
+    }
+
+    /// The events the seam published so far.
+    pub fn seam_events(&mut self) -> Vec<QuestionEvent> {
+        self.events.drain()
+    }
+}
+
+/// The `answers` value of a foreground result text, or `None`.
+pub fn answers_of(outcome: &ToolOutcome) -> Option<Value> {
+    let value: Value = serde_json::from_str(&outcome.text).ok()?;
+    value.get("answers").cloned()
+}
+
+/// Whether the result is pending.
+pub fn is_pending(outcome: &ToolOutcome) -> bool {
+    outcome.text.starts_with(r#"{"pending":true"#)
+}
