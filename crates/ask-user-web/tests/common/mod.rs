@@ -20,6 +20,9 @@ use user_questions_projection::ActiveState;
 /// Arguments of a one-question call with two options.
 pub const DB_QUESTION: &str = r#"{"questions":[{"id":"db","header":"Database","question":"Which database?","options":[{"label":"PostgreSQL","description":"Relational."},{"label":"SQLite","description":"Embedded."}]}]}"#;
 
+/// The demo's two questions: a single-select with descriptions and a multi-select.
+pub const DEMO_QUESTIONS: &str = r#"{"questions":[{"id":"db","header":"Database","question":"Which database should the new orders service use?","options":[{"label":"PostgreSQL (Recommended)","description":"Relational with strong consistency; the team already runs it in production."},{"label":"SQLite","description":"Embedded file database: simplest to operate, one writer at a time."},{"label":"DynamoDB","description":"Managed key-value store: scales without tuning, no joins."}]},{"id":"checks","header":"CI checks","question":"Which checks should run on every pull request?","multi_select":true,"options":[{"label":"Unit tests","description":"Fast: under a minute."},{"label":"Lint","description":"Formatting and static analysis."},{"label":"Integration tests","description":"Start a database container: about five minutes."},{"label":"Docs build","description":"Catches broken links in the handbook."}]}]}"#;
+
 /// The live sessions of the test host.
 pub struct Sessions {
     pub hosts: Mutex<Vec<Arc<Host>>>,
