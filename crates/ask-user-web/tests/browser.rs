@@ -1,5 +1,5 @@
 //! The page in a real browser: Debian's Chromium, headless, driven through chromedriver by a
-//! WebDriver client (fantoccini), against a real loopback server and the real host runtime.
+//! `WebDriver` client (fantoccini), against a real loopback server and the real host runtime.
 //!
 //! Without chromedriver the tests say so and pass, except under `CI=true`, where they fail: CI
 //! installs `chromium` and `chromium-driver` and must run them. Windows are real time here (a
@@ -12,7 +12,6 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ask_user_terminal::{Display, Key, TerminalAnswerer, TerminalOptions, VirtualTerminal};
@@ -24,7 +23,7 @@ use tokio::process::{Child, Command};
 use tool_ask_user::ToolOutcome;
 
 /// One browser at a time: the machine has two cores.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn chromedriver() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("ASK_USER_CHROMEDRIVER") {
@@ -186,15 +185,13 @@ async fn finished(call: tokio::task::JoinHandle<ToolOutcome>) -> ToolOutcome {
         .unwrap()
 }
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+async fn lock() -> tokio::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_card_renders_and_a_click_answers_as_web() {
-    let _one = lock();
+    let _one = lock().await;
     let Some(browser) = Browser::start().await else {
         return;
     };
@@ -252,7 +249,7 @@ async fn the_card_renders_and_a_click_answers_as_web() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_open_past_the_window_keeps_the_wait_open() {
-    let _one = lock();
+    let _one = lock().await;
     let Some(browser) = Browser::start().await else {
         return;
     };
@@ -283,7 +280,7 @@ async fn a_page_open_past_the_window_keeps_the_wait_open() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_the_tab_releases_the_claim_and_the_call_goes_pending() {
-    let _one = lock();
+    let _one = lock().await;
     let Some(browser) = Browser::start().await else {
         return;
     };
@@ -320,7 +317,7 @@ async fn closing_the_tab_releases_the_claim_and_the_call_goes_pending() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn navigating_away_releases_the_claim_and_coming_back_answers_late() {
-    let _one = lock();
+    let _one = lock().await;
     let Some(browser) = Browser::start().await else {
         return;
     };
@@ -397,7 +394,7 @@ async fn navigating_away_releases_the_claim_and_coming_back_answers_late() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_tabs_are_two_claims() {
-    let _one = lock();
+    let _one = lock().await;
     let Some(browser) = Browser::start().await else {
         return;
     };
@@ -432,7 +429,7 @@ async fn two_tabs_are_two_claims() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terminal_and_browser_race_and_exactly_one_answer_wins() {
-    let _one = lock();
+    let _one = lock().await;
     let Some(browser) = Browser::start().await else {
         return;
     };
@@ -507,7 +504,7 @@ async fn terminal_and_browser_race_and_exactly_one_answer_wins() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_text_is_shown_as_text_never_run() {
-    let _one = lock();
+    let _one = lock().await;
     let Some(browser) = Browser::start().await else {
         return;
     };

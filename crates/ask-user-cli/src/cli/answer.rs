@@ -126,13 +126,8 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
 
 /// Admits the queued reply `message_id` for `call_id` in a turn of its own and prints it.
 fn admit(host: &Host, call_id: &CallId, message_id: &str) -> Result<(), CliError> {
-    let reply = host
-        .begin_turn_with(message_id)?
+    let reply = admit_reply(host, message_id)?
         .ok_or_else(|| CliError::new("INTERNAL", "the reply is not queued", Exit::Failure))?;
-    host.begin_step()?;
-    host.admit(&reply)?;
-    host.end_turn("completed")?;
-    host.checkpoint()?;
     let settled = host
         .projection()
         .view()
@@ -156,6 +151,22 @@ fn admit(host: &Host, call_id: &CallId, message_id: &str) -> Result<(), CliError
         }
     );
     Ok(())
+}
+
+/// Admits the queued reply `message_id` in a turn of its own and refreshes the checkpoint;
+/// `None` when no such reply is queued.
+pub(super) fn admit_reply(
+    host: &Host,
+    message_id: &str,
+) -> Result<Option<user_questions::UserMessage>, crate::host::HostError> {
+    let Some(reply) = host.begin_turn_with(message_id)? else {
+        return Ok(None);
+    };
+    host.begin_step()?;
+    host.admit(&reply)?;
+    host.end_turn("completed")?;
+    host.checkpoint()?;
+    Ok(Some(reply))
 }
 
 /// `REPLY_QUEUED`: a reply for this call already waits in the session's durable inbox (an

@@ -29,32 +29,27 @@ pub struct AskArgs {
     call_id: Option<String>,
     /// The model's arguments as JSON text, in a file or `-` for stdin.
     arguments: PathBuf,
+    #[command(flatten)]
+    web: super::web::WebArgs,
 }
 
 pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     let arguments = read_input(&args.arguments)?;
     let config = args.tool.config()?;
-    let script = args
-        .answers
-        .as_ref()
-        .map(|path| ScriptedAnswerer::from_path(path).map_err(|e| CliError::input(e.to_string())))
-        .transpose()?;
     let log = args
         .log
         .clone()
         .map_or(LogTarget::Memory, LogTarget::OpenOrCreate);
     let (host, resumed) = Host::open(HostOptions::new(config, log))?;
+    let host = Arc::new(host);
     report_resume(&resumed);
 
-    let _script = script.map(|script| {
-        let name = script.name().to_owned();
-        host.seam()
-            .register(Arc::new(script), RegisterOptions::global(name))
-    });
+    let _script = register_script(&host, args.answers.as_ref())?;
     let terminal = TerminalAnswerer::new(host.seam(), TerminalOptions::new());
     let _terminal = terminal.register(host.seam());
     let interactive = crate::terminal::is_interactive_terminal();
-    if args.answers.is_none() && !interactive {
+    let web = super::web::start_announced(&host, &terminal, &args.web).await?;
+    if args.answers.is_none() && !interactive && web.is_none() {
         tracing::warn!("no terminal and no --answers: nobody can answer, so the call fails closed");
     }
 
@@ -142,6 +137,22 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     }
 }
 
+/// Registers the scripted answerer of `--answers`, if given.
+fn register_script(
+    host: &Host,
+    path: Option<&PathBuf>,
+) -> Result<Option<user_questions::AnswererGuard>, CliError> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let script = ScriptedAnswerer::from_path(path).map_err(|e| CliError::input(e.to_string()))?;
+    let name = script.name().to_owned();
+    Ok(Some(
+        host.seam()
+            .register(Arc::new(script), RegisterOptions::global(name)),
+    ))
+}
+
 /// Cancels `cancel` on Ctrl-C, so the call ends with `ASK_ABORTED` and its result is logged.
 /// The listener stops when the returned guard is dropped.
 pub(super) fn interrupt_on_ctrl_c(cancel: CancellationToken) -> AbortOnDrop {
@@ -153,7 +164,7 @@ pub(super) fn interrupt_on_ctrl_c(cancel: CancellationToken) -> AbortOnDrop {
 }
 
 /// Owns a spawned task and aborts it when dropped.
-pub(super) struct AbortOnDrop(tokio::task::JoinHandle<()>);
+pub(super) struct AbortOnDrop(pub(super) tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

@@ -49,10 +49,12 @@ pub struct DemoArgs {
     /// Answer from a scripted-answer file, before the terminal card is asked.
     #[arg(long)]
     answers: Option<PathBuf>,
+    #[command(flatten)]
+    web: super::web::WebArgs,
 }
 
 pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
-    let demo = Demo::start(&args)?;
+    let demo = Demo::start(&args).await?;
     let outcome = demo.ask().await?;
     if demo.cancel.is_cancelled() || outcome.is_error {
         demo.host.end_turn(if demo.cancel.is_cancelled() {
@@ -79,7 +81,7 @@ pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
         super::invoked(),
         super::arg(demo.path.display())
     );
-    if !demo.interactive || demo.cancel.is_cancelled() {
+    if !demo.answerable() || demo.cancel.is_cancelled() {
         demo.say(format!(
             "host  › the question stays answerable; answer it later with:\n        {later}"
         ));
@@ -90,7 +92,14 @@ pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
         };
         return demo.finish(exit);
     }
-    demo.say("host  › the question is still open in the card; answer it now (Ctrl-C to stop and answer later)".to_owned());
+    let place = match (demo.interactive, demo.web.is_some()) {
+        (true, true) => "in the card and on the page",
+        (false, true) => "on the page",
+        _ => "in the card",
+    };
+    demo.say(format!(
+        "host  › the question is still open {place}; answer it now (Ctrl-C to stop and answer later)"
+    ));
     tokio::select! {
         () = demo.cancel.cancelled() => {
             // An answer submitted just before Ctrl-C is queued: admit it rather than leave it.
@@ -117,12 +126,14 @@ struct Demo {
     /// A script answers first: nobody needs time to read.
     scripted: bool,
     window: i64,
+    /// The page, with `--web`: it races the terminal card.
+    web: Option<super::web::WebRun>,
     _guards: Vec<user_questions::AnswererGuard>,
     _interrupt: super::ask::AbortOnDrop,
 }
 
 impl Demo {
-    fn start(args: &DemoArgs) -> Result<Self, CliError> {
+    async fn start(args: &DemoArgs) -> Result<Self, CliError> {
         if args.window < 1 {
             return Err(CliError::new(
                 "BAD_USAGE",
@@ -131,10 +142,10 @@ impl Demo {
             ));
         }
         let interactive = is_interactive_terminal();
-        if !interactive && args.answers.is_none() {
+        if !interactive && args.answers.is_none() && !args.web.web {
             return Err(CliError::new(
                 "NO_TERMINAL",
-                "the demo needs a terminal to show its question card (or --answers FILE to run headless)",
+                "the demo needs a terminal to show its question card (or --web to answer on a page, or --answers FILE to run headless)",
                 Exit::Usage,
             ));
         }
@@ -168,8 +179,14 @@ impl Demo {
             TerminalOptions::new().on_late_answer(host.late_answers().clone()),
         );
         guards.push(terminal.register(host.seam()));
+        let web = if args.web.web {
+            Some(super::web::start(&host, Some(&terminal), &args.web).await?)
+        } else {
+            None
+        };
         let cancel = CancellationToken::new();
         Ok(Self {
+            web,
             _interrupt: interrupt_on_ctrl_c(cancel.clone()),
             host,
             terminal,
@@ -182,6 +199,11 @@ impl Demo {
         })
     }
 
+    /// Whether a person can answer here: at the terminal card or on the page.
+    fn answerable(&self) -> bool {
+        self.interactive || self.web.is_some()
+    }
+
     /// Prints a line for the person without tearing a card on screen.
     fn say(&self, line: String) {
         self.terminal.note(line);
@@ -191,6 +213,12 @@ impl Demo {
     async fn ask(&self) -> Result<tool_ask_user::ToolOutcome, CliError> {
         let host = &self.host;
         self.say(format!("session log: {}", self.path.display()));
+        if let Some(web) = &self.web {
+            self.say(format!(
+                "web   › answer on the page too (first answer wins): {}",
+                web.url()
+            ));
+        }
         host.begin_turn()?;
         host.begin_step()?;
         host.log_request_header()?;
@@ -198,7 +226,7 @@ impl Demo {
         host.assistant_text(intro)?;
         self.say(format!("model › {intro}"));
         self.say(json_line("model → ask_user_question ", DEMO_ARGUMENTS));
-        if self.interactive {
+        if self.answerable() {
             self.say(format!(
                 "        (answer in the card, or let the {} s window pass and answer later)",
                 self.window

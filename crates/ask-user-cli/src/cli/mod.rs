@@ -9,6 +9,7 @@ mod demo;
 mod mcp;
 mod pending;
 mod schema;
+mod web;
 
 use std::path::PathBuf;
 
@@ -162,6 +163,12 @@ pub enum Command {
         after_help = "Example:\n  claude mcp add --transport stdio ask-user -- ask-user mcp --mode timed\n  ask-user mcp --http 127.0.0.1:8765"
     )]
     Mcp(mcp::McpArgs),
+    /// Serve the continued (pending) questions of session logs on a web page, to answer them
+    /// late from a browser; each answer is admitted into its log.
+    #[command(
+        after_help = "Example:\n  ask-user serve demo.jsonl\n  ask-user serve logs/*.jsonl --addr 127.0.0.1:8766"
+    )]
+    Serve(web::ServeArgs),
 }
 
 /// The tool mode.
@@ -206,6 +213,7 @@ pub async fn run(cli: Cli) -> Exit {
         Command::Answer(args) => answer::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Mcp(args) => mcp::run(args).await,
+        Command::Serve(args) => web::serve(args).await,
     };
     match result {
         Ok(exit) => exit,

@@ -1,0 +1,290 @@
+//! `--web` and `ask-user serve` as whole processes, spoken to over loopback HTTP the way the page
+//! speaks (the page itself runs in a real browser in `ask-user-web`'s browser tests): the demo
+//! answered on the page in its window, the demo answered late on the page, and a continued
+//! question of a log answered through `serve`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A running command and the lines it writes on stderr.
+struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Running {
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Lines until one contains `needle`.
+    fn until(&mut self, needle: &str) -> String {
+        loop {
+            match self.lines.recv_timeout(WAIT) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(error) => panic!(
+                    "never printed {needle:?} ({error}); stderr so far:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// The page's address and token, from the printed URL.
+    fn url(&mut self) -> (String, String) {
+        let line = self.until("http://127.0.0.1:");
+        let url = &line[line.find("http://").unwrap()..];
+        let url = url.split_whitespace().next().unwrap();
+        let rest = url.strip_prefix("http://").unwrap();
+        let (addr, query) = rest.split_once("/?token=").unwrap();
+        (addr.to_owned(), query.to_owned())
+    }
+
+    fn exit_code(mut self) -> (i32, Vec<String>) {
+        let status = self.child.wait().unwrap();
+        self.seen.extend(self.lines.try_iter());
+        let mut stdout = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        self.seen.extend(stdout.lines().map(str::to_owned));
+        (status.code().unwrap_or(-1), std::mem::take(&mut self.seen))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP request with `Connection: close`; the status and the JSON body.
+fn http(addr: &str, method: &str, path: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let sep = if path.contains('?') { '&' } else { '?' };
+    write!(
+        stream,
+        "{method} {path}{sep}token={token} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let json = response.split("\r\n\r\n").nth(1).unwrap_or("null");
+    (status, serde_json::from_str(json).unwrap_or(Value::Null))
+}
+
+/// Opens the event stream as a page does and reads it until `needle` appears; the stream stays
+/// open (the page is looking) until the returned socket is dropped.
+fn watch(addr: &str, token: &str, needle: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    write!(
+        stream,
+        "GET /events?client=tab-1&token={token} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains(needle) {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "the stream ended: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+    stream
+}
+
+fn demo_answers() -> Value {
+    json!({"answers": [
+        {"id": "db", "selected": ["SQLite"]},
+        {"id": "checks", "selected": ["Unit tests", "Lint"]},
+    ]})
+}
+
+#[test]
+fn demo_web_is_answered_on_the_page_in_its_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("demo.jsonl");
+    let mut demo = Running::start(&[
+        "demo",
+        "--web",
+        "--window",
+        "120",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let (addr, token) = demo.url();
+    let _page = watch(&addr, &token, "call_demo_1");
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/cards/call_demo_1/answer",
+        &token,
+        Some(&demo_answers()),
+    );
+    assert_eq!(
+        (status, body),
+        (200, json!({"ok": true, "path": "foreground"}))
+    );
+    let (code, lines) = demo.exit_code();
+    let text = lines.join("\n");
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("Going with SQLite; every pull request will run: Unit tests, Lint."),
+        "{text}"
+    );
+}
+
+#[test]
+fn demo_web_takes_a_late_answer_on_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("demo.jsonl");
+    let mut demo = Running::start(&[
+        "demo",
+        "--web",
+        "--window",
+        "1",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let (addr, token) = demo.url();
+    demo.until("still open on the page");
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/cards/call_demo_1/answer",
+        &token,
+        Some(&demo_answers()),
+    );
+    assert_eq!((status, body), (200, json!({"ok": true, "path": "late"})));
+    let (code, lines) = demo.exit_code();
+    let text = lines.join("\n");
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("answer_to_pending_question"), "{text}");
+    assert!(text.contains("Going with SQLite"), "{text}");
+}
+
+#[test]
+fn serve_answers_a_continued_question_of_a_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s.jsonl");
+    let args = dir.path().join("args.json");
+    std::fs::write(
+        &args,
+        r#"{"questions":[{"id":"go","question":"Ship it?","options":[{"label":"yes"},{"label":"no"}]}]}"#,
+    )
+    .unwrap();
+    let asked = Command::new(BIN)
+        .args([
+            "ask",
+            "--mode",
+            "timed",
+            "--timeout",
+            "1",
+            "--call-id",
+            "call-9",
+            "--log",
+        ])
+        .arg(&log)
+        .arg(&args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&asked.stdout).starts_with(r#"{"pending":true"#),
+        "{asked:?}"
+    );
+
+    let mut serve = Running::start(&["serve", log.to_str().unwrap()]);
+    let (addr, token) = serve.url();
+    let (status, view) = http(&addr, "GET", "/pending", &token, None);
+    assert_eq!(status, 200);
+    assert_eq!(view["sessions"][0]["active"][0]["callId"], "call-9");
+    assert_eq!(view["sessions"][0]["active"][0]["state"], "continued");
+    let page = watch(&addr, &token, "call-9");
+    drop(page);
+
+    let bad = json!({"answers": [{"id": "go", "selected": ["maybe"]}]});
+    let (status, body) = http(&addr, "POST", "/cards/call-9/answer", &token, Some(&bad));
+    assert_eq!((status, body["code"].as_str()), (400, Some("BAD_ANSWER")));
+    let good = json!({"answers": [{"id": "go", "selected": ["yes"]}]});
+    let (status, body) = http(&addr, "POST", "/cards/call-9/answer", &token, Some(&good));
+    assert_eq!((status, body), (200, json!({"ok": true, "path": "late"})));
+    // Admitted into the log: settled, and nothing is waiting any more.
+    let (status, body) = http(&addr, "POST", "/cards/call-9/answer", &token, Some(&good));
+    assert_eq!((status, body["code"].as_str()), (410, Some("NOT_WAITING")));
+    drop(serve);
+    let pending = Command::new(BIN)
+        .args(["pending", "--json"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let view: Value = serde_json::from_slice(&pending.stdout).unwrap();
+    assert_eq!(view["settled"][0]["callId"], "call-9");
+    assert_eq!(view["settled"][0]["provenance"]["answerer"], "web");
+}
+
+#[test]
+fn serve_refuses_a_missing_log_and_a_foreign_address_needs_asking() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none.jsonl");
+    let out = Command::new(BIN)
+        .arg("serve")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no session log"));
+    let out = Command::new(BIN)
+        .args(["demo", "--web-addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "--web-addr needs --web");
+}
