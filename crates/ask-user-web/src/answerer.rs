@@ -9,7 +9,8 @@ use user_questions::{
     async_trait,
 };
 
-use crate::hub::{CardKey, Hub};
+use crate::hub::Hub;
+use crate::sessions::CardKey;
 
 pub(crate) struct WebAnswerer {
     pub(crate) hub: Weak<Hub>,

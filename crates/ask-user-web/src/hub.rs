@@ -21,7 +21,8 @@ use user_questions::{
     Received, UserQuestionError, UserQuestions, WaitClaim, WaitKey, WeakUserQuestions,
 };
 
-use crate::{ContinuedQuestion, WebOptions, WebSessions};
+pub(crate) use crate::sessions::CardKey;
+use crate::sessions::{ContinuedQuestion, WebOptions, WebSessions};
 
 /// The most clients (pages) one surface serves at once.
 pub(crate) const MAX_CLIENTS: usize = 64;
@@ -36,13 +37,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A card's identity: its session and call.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct CardKey {
-    pub(crate) session: String,
-    pub(crate) call_id: CallId,
 }
 
 /// An answer from a page for a card in its foreground window, with the acknowledgement the

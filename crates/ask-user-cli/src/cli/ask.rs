@@ -8,7 +8,7 @@ use std::sync::Arc;
 use clap::Args;
 use user_questions::{CallId, CancellationToken, RegisterOptions, ScriptedAnswerer};
 
-use super::model_text;
+use super::{AbortOnDrop, model_text};
 use super::{CliError, Exit, ToolArgs, read_input, report_resume};
 use crate::host::{Host, HostOptions, LogTarget};
 use crate::terminal::{TerminalAnswerer, TerminalOptions};
@@ -161,13 +161,4 @@ pub(super) fn interrupt_on_ctrl_c(cancel: CancellationToken) -> AbortOnDrop {
             cancel.cancel();
         }
     }))
-}
-
-/// Owns a spawned task and aborts it when dropped.
-pub(super) struct AbortOnDrop(pub(super) tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }

@@ -129,7 +129,7 @@ struct Demo {
     /// The page, with `--web`: it races the terminal card.
     web: Option<super::web::WebRun>,
     _guards: Vec<user_questions::AnswererGuard>,
-    _interrupt: super::ask::AbortOnDrop,
+    _interrupt: super::AbortOnDrop,
 }
 
 impl Demo {

@@ -204,6 +204,15 @@ impl ToolArgs {
     }
 }
 
+/// Owns a spawned task and aborts it when dropped.
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Runs a command and reports its failure on stderr.
 pub async fn run(cli: Cli) -> Exit {
     let result = match cli.command {

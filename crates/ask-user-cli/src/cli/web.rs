@@ -15,7 +15,7 @@ use user_questions::{
 };
 use user_questions_projection::{ActiveState, UserQuestionsState};
 
-use super::ask::AbortOnDrop;
+use super::AbortOnDrop;
 use super::{CliError, Exit};
 use crate::host::{CheckpointPolicy, Host, HostOptions, LogTarget, load_projection};
 use crate::store::JsonlStore;
