@@ -82,10 +82,18 @@ impl Answerer for WebAnswerer {
                 }
                 answer = &mut submitted, if !pages_gone => match answer {
                     Ok(answer) => {
-                        ticket.over(Some(&hub.options.name));
+                        let mut answered = Answered::human(answer.batch);
+                        let by = match answer.provenance {
+                            Some(provenance) => {
+                                answered.provenance = provenance;
+                                answered.provenance.answerer.clone()
+                            }
+                            None => hub.options.name.clone(),
+                        };
+                        ticket.over(Some(&by));
                         // Acknowledged before it is returned: nothing can come between.
                         let _ = answer.ack.send(());
-                        return Ok(Answered::human(answer.batch));
+                        return Ok(answered);
                     }
                     // The card was taken down (its call settled elsewhere); the rest decides.
                     Err(_) => pages_gone = true,

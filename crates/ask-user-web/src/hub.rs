@@ -44,6 +44,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub(crate) struct Submitted {
     pub(crate) batch: AnswerBatch,
     pub(crate) ack: oneshot::Sender<()>,
+    /// Who answered, when another surface handed the answer over (see [`Hub::offer`]); a
+    /// page's answer is stamped with the surface's registration name.
+    pub(crate) provenance: Option<Provenance>,
 }
 
 struct Card {
@@ -203,7 +206,9 @@ impl Hub {
             let mut state = lock(&self.state);
             state.next_order += 1;
             let order = state.next_order;
-            if let Some(old) = state.cards.insert(
+            // A card of the same call (a request asked again) is replaced; its answerer's channel
+            // closes with it.
+            state.cards.insert(
                 key.clone(),
                 Card {
                     order,
@@ -216,9 +221,7 @@ impl Hub {
                         deadline: None,
                     },
                 },
-            ) {
-                drop(old);
-            }
+            );
             state.queued.remove(&key);
             if timed {
                 self.claim_for_lookers(&mut state, &key, &mut released);
@@ -392,7 +395,7 @@ impl Hub {
 
     /// Events were lost: open cards whose answerer is gone are over, one way or the other; the
     /// sessions know whether they went pending, and the next snapshot shows what is left.
-    fn resync(&self) {
+    async fn resync(&self) {
         let gone: Vec<CardKey> = {
             let state = lock(&self.state);
             state
@@ -403,10 +406,11 @@ impl Hub {
                 .collect()
         };
         let continued: HashSet<CardKey> = self
-            .sessions
-            .as_ref()
-            .map(|s| s.continued().into_iter().map(|c| c.key()).collect())
-            .unwrap_or_default();
+            .listed()
+            .await
+            .iter()
+            .map(ContinuedQuestion::key)
+            .collect();
         for key in gone {
             if continued.contains(&key) {
                 self.went_pending(&key);
@@ -557,14 +561,21 @@ impl Hub {
         result
     }
 
+    /// The continued questions the sessions list, read off the async threads (they may read
+    /// logs).
+    pub(crate) async fn listed(&self) -> Vec<ContinuedQuestion> {
+        let Some(sessions) = self.sessions.clone() else {
+            return Vec::new();
+        };
+        tokio::task::spawn_blocking(move || sessions.continued())
+            .await
+            .unwrap_or_default()
+    }
+
     /// Every card to show a page that just connected: the open and continued cards of this
-    /// surface, then the continued questions of the sessions that this surface has no card for.
-    pub(crate) fn snapshot(&self) -> Value {
-        let listed = self
-            .sessions
-            .as_ref()
-            .map(|s| s.continued())
-            .unwrap_or_default();
+    /// surface, then the continued questions the sessions `listed` that this surface has no card
+    /// for.
+    pub(crate) fn snapshot(&self, listed: Vec<ContinuedQuestion>) -> Value {
         let now = Instant::now();
         let mut state = lock(&self.state);
         let listed_keys: HashSet<CardKey> = listed.iter().map(ContinuedQuestion::key).collect();
@@ -609,14 +620,14 @@ impl Hub {
         batch: AnswerBatch,
     ) -> Result<AnswerPath, AnswerRefused> {
         let seam = self.seam.upgrade().ok_or(AnswerRefused::NotWaiting)?;
-        let target = {
+        let found = {
             let mut state = lock(&self.state);
             match find_key(&state.cards, call_id, session, false) {
                 Ok(key) => {
                     let Some(card) = state.cards.get_mut(&key) else {
                         return Err(AnswerRefused::NotWaiting);
                     };
-                    match &mut card.phase {
+                    Some(match &mut card.phase {
                         Phase::Open { answer, .. } => {
                             let batch = seam
                                 .validate_answers(&card.questions, &batch, Some(call_id))
@@ -628,39 +639,42 @@ impl Hub {
                             agent: card.agent.clone(),
                             retry_until: Some(*since + LATE_SETTLE),
                             key,
-                            batch,
+                            batch: batch.clone(),
                         },
-                    }
+                    })
                 }
-                Err(AnswerRefused::NotWaiting) => {
-                    drop(state);
-                    let listed = self
-                        .sessions
-                        .as_ref()
-                        .map(|s| s.continued())
-                        .unwrap_or_default();
-                    let mut matching = listed.into_iter().filter(|c| {
-                        &c.call_id == call_id && session.is_none_or(|s| s == c.session)
-                    });
-                    let found = matching.next().ok_or(AnswerRefused::NotWaiting)?;
-                    if matching.next().is_some() {
-                        return Err(AnswerRefused::Ambiguous);
-                    }
-                    Target::Late {
-                        key: found.key(),
-                        agent: found.agent,
-                        batch,
-                        retry_until: None,
-                    }
-                }
+                Err(AnswerRefused::NotWaiting) => None,
                 Err(other) => return Err(other),
+            }
+        };
+        let target = if let Some(target) = found {
+            target
+        } else {
+            // No card of this surface: a continued question the sessions list (a log on disk).
+            let listed = self.listed().await;
+            let mut matching = listed
+                .into_iter()
+                .filter(|c| &c.call_id == call_id && session.is_none_or(|s| s == c.session));
+            let found = matching.next().ok_or(AnswerRefused::NotWaiting)?;
+            if matching.next().is_some() {
+                return Err(AnswerRefused::Ambiguous);
+            }
+            Target::Late {
+                key: found.key(),
+                agent: found.agent,
+                batch,
+                retry_until: None,
             }
         };
         match target {
             Target::Foreground(sender, batch) => {
                 let (ack, acked) = oneshot::channel();
                 sender
-                    .send(Submitted { batch, ack })
+                    .send(Submitted {
+                        batch,
+                        ack,
+                        provenance: None,
+                    })
                     .map_err(|_| AnswerRefused::NotWaiting)?;
                 acked.await.map_err(|_| AnswerRefused::NotWaiting)?;
                 Ok(AnswerPath::Foreground)
@@ -675,6 +689,48 @@ impl Hub {
                 Ok(AnswerPath::Late)
             }
         }
+    }
+
+    /// An answer another surface took for a question this surface still holds in its window (a
+    /// page keeps the wait open after that surface's own countdown ended): it goes to the
+    /// waiting answerer, stamped with `provenance`. `Ok(false)` when no open card of the call
+    /// is here.
+    pub(crate) fn offer(
+        &self,
+        call_id: &CallId,
+        session: Option<&str>,
+        batch: &AnswerBatch,
+        provenance: Provenance,
+    ) -> Result<bool, AnswerRefused> {
+        let seam = self.seam.upgrade().ok_or(AnswerRefused::NotWaiting)?;
+        let mut state = lock(&self.state);
+        let key = match find_key(&state.cards, call_id, session, true) {
+            Ok(key) => key,
+            Err(AnswerRefused::NotWaiting) => return Ok(false),
+            Err(other) => return Err(other),
+        };
+        let Some(Card {
+            questions,
+            phase: Phase::Open { answer, .. },
+            ..
+        }) = state.cards.get_mut(&key)
+        else {
+            return Ok(false);
+        };
+        let batch = seam
+            .validate_answers(questions, batch, Some(call_id))
+            .map_err(AnswerRefused::Rejected)?;
+        let Some(sender) = answer.take() else {
+            return Ok(false);
+        };
+        let (ack, _) = oneshot::channel();
+        Ok(sender
+            .send(Submitted {
+                batch,
+                ack,
+                provenance: Some(provenance),
+            })
+            .is_ok())
     }
 
     async fn answer_late(
@@ -834,7 +890,7 @@ async fn follow_seam(hub: Weak<Hub>, mut events: user_questions::QuestionEvents)
                     missed,
                     "the web surface fell behind the seam's events; resyncing"
                 );
-                hub.resync();
+                hub.resync().await;
             }
         }
     }

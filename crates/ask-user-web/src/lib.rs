@@ -11,6 +11,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
 use tokio::net::TcpListener;
 use user_questions::{AnswererGuard, CancellationToken, RegisterOptions, UserQuestions};
 
@@ -88,6 +89,18 @@ impl WebSurface {
         )
     }
 
+    /// A late-answer sink for another surface (the terminal card) that also reaches a question
+    /// this surface still holds in its window: when a page keeps the wait open after that
+    /// surface's own countdown ended, the person's answer there goes to the waiting request
+    /// (stamped with that surface's provenance) instead of being refused as not continued.
+    /// Anything else goes to `late`.
+    pub fn or_foreground(&self, late: impl LateAnswerSink + 'static) -> ForegroundFirst {
+        ForegroundFirst {
+            hub: Arc::downgrade(&self.hub),
+            late: Box::new(late),
+        }
+    }
+
     /// Claims that pages hold now: one per timed card per page looking, plus holds.
     pub fn claims_held(&self) -> usize {
         self.hub.claims_held()
@@ -131,6 +144,44 @@ impl WebSurface {
             ));
         }
         self.serve(TcpListener::bind(addr).await?)
+    }
+}
+
+/// A late-answer sink that tries the surface's open cards first: see
+/// [`WebSurface::or_foreground`].
+pub struct ForegroundFirst {
+    hub: std::sync::Weak<Hub>,
+    late: Box<dyn LateAnswerSink>,
+}
+
+impl fmt::Debug for ForegroundFirst {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ForegroundFirst").finish_non_exhaustive()
+    }
+}
+
+impl LateAnswerSink for ForegroundFirst {
+    fn submit(&self, submission: LateSubmission) -> Result<(), LateRefusal> {
+        if let Some(hub) = self.hub.upgrade() {
+            let session = submission
+                .agent
+                .as_ref()
+                .map(|a| a.session().id().as_str().to_owned());
+            match hub.offer(
+                &submission.call_id,
+                session.as_deref(),
+                &submission.answers,
+                submission.provenance.clone(),
+            ) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(hub::AnswerRefused::Rejected(error)) => {
+                    return Err(LateRefusal::Rejected(error));
+                }
+                Err(_) => return Err(LateRefusal::NotWaiting),
+            }
+        }
+        self.late.submit(submission)
     }
 }
 

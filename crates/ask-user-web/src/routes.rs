@@ -293,15 +293,9 @@ fn card_stream(
         first: true,
     };
     futures::stream::unfold(feed, |mut feed| async move {
-        let snapshot = |feed: &Feed| {
-            Event::default()
-                .event("snapshot")
-                .retry(feed.hub.options.retry)
-                .data(feed.hub.snapshot().to_string())
-        };
         if feed.first {
             feed.first = false;
-            let event = snapshot(&feed);
+            let event = snapshot(&feed.hub).await;
             return Some((Ok(event), feed));
         }
         let update = tokio::select! {
@@ -310,11 +304,20 @@ fn card_stream(
         };
         let event = match update {
             Ok(push) => Event::default().event(push.name).data(push.data),
-            Err(broadcast::error::RecvError::Lagged(_)) => snapshot(&feed),
+            Err(broadcast::error::RecvError::Lagged(_)) => snapshot(&feed.hub).await,
             Err(broadcast::error::RecvError::Closed) => return None,
         };
         Some((Ok(event), feed))
     })
+}
+
+/// The `snapshot` event: every card a page should show now.
+async fn snapshot(hub: &Hub) -> Event {
+    let listed = hub.listed().await;
+    Event::default()
+        .event("snapshot")
+        .retry(hub.options.retry)
+        .data(hub.snapshot(listed).to_string())
 }
 
 /// The body of `POST /cards/{callId}/answer`.

@@ -687,3 +687,44 @@ async fn hostile_text_travels_as_json_data_only() {
     assert_eq!(status, StatusCode::OK);
     let _ = sse::HOST;
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_terminal_answers_a_question_a_page_still_holds_after_its_own_countdown() {
+    use ask_user_terminal::{Display, Key, TerminalAnswerer, TerminalOptions, VirtualTerminal};
+    let mut fx = Fixture::new(5);
+    let vt = VirtualTerminal::new(80, 30);
+    let terminal = TerminalAnswerer::new(
+        fx.runtime.seam(),
+        TerminalOptions::new()
+            .with_display(Display::virtual_terminal(vt.clone()))
+            .on_late_answer(fx.web.or_foreground(fx.runtime.late_answers().clone())),
+    );
+    let _terminal = terminal.register(fx.runtime.seam());
+    let router = fx.web.router();
+    let token = fx.web.token().to_owned();
+    let mut page = open(&router, &token, "tab-1").await;
+    let mut call = fx.ask("call-1", DB_QUESTION);
+    page.until_card("call-1", "open").await;
+    vt.wait_for("Which database?").await;
+    // The terminal's countdown ends; the page still holds the wait.
+    assert!(
+        tokio::time::timeout(Duration::from_secs(30), &mut call)
+            .await
+            .is_err()
+    );
+    assert_eq!(terminal.late_calls().len(), 1, "the card stays, answerable");
+    vt.press(Key::Enter);
+    let outcome = tokio::time::timeout(Duration::from_secs(5), &mut call)
+        .await
+        .expect("the terminal's answer reached the waiting call")
+        .unwrap();
+    assert_eq!(
+        answers_of(&outcome).unwrap()[0]["selected"][0],
+        "PostgreSQL"
+    );
+    assert!(fx.seam_events().iter().any(|e| matches!(
+        &e.kind,
+        QuestionEventKind::Answered { provenance, .. } if provenance.answerer == "terminal"
+    )));
+    assert_eq!(page.until("settled", "call-1").await["by"], "terminal");
+}

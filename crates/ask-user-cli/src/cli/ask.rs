@@ -45,10 +45,11 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     report_resume(&resumed);
 
     let _script = register_script(&host, args.answers.as_ref())?;
+    let web = super::web::plan(&host, &args.web)?;
     let terminal = TerminalAnswerer::new(host.seam(), TerminalOptions::new());
     let _terminal = terminal.register(host.seam());
     let interactive = crate::terminal::is_interactive_terminal();
-    let web = super::web::start_announced(&host, &terminal, &args.web).await?;
+    let web = super::web::serve_announced(web, &host, &terminal).await?;
     if args.answers.is_none() && !interactive && web.is_none() {
         tracing::warn!("no terminal and no --answers: nobody can answer, so the call fails closed");
     }

@@ -173,16 +173,19 @@ impl Demo {
                     .register(Arc::new(script), RegisterOptions::global(name)),
             );
         }
-        // Late submissions from the card go through LateAnswers into the agent's durable inbox.
-        let terminal = TerminalAnswerer::new(
-            host.seam(),
-            TerminalOptions::new().on_late_answer(host.late_answers().clone()),
-        );
+        // Late submissions from the card go through LateAnswers into the agent's durable inbox
+        // (or, while a page still holds the question in its window, to the waiting call).
+        let web = super::web::plan(&host, &args.web)?;
+        let late = host.late_answers().clone();
+        let options = match &web {
+            Some(plan) => TerminalOptions::new().on_late_answer(plan.late_sink(late)),
+            None => TerminalOptions::new().on_late_answer(late),
+        };
+        let terminal = TerminalAnswerer::new(host.seam(), options);
         guards.push(terminal.register(host.seam()));
-        let web = if args.web.web {
-            Some(super::web::start(&host, Some(&terminal), &args.web).await?)
-        } else {
-            None
+        let web = match web {
+            Some(plan) => Some(plan.serve(&host, Some(&terminal)).await?),
+            None => None,
         };
         let cancel = CancellationToken::new();
         Ok(Self {

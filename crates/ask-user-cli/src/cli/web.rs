@@ -6,7 +6,9 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ask_user_web::{ContinuedQuestion, WebOptions, WebServer, WebSessions, WebSurface};
+use ask_user_web::{
+    ContinuedQuestion, ForegroundFirst, WebOptions, WebServer, WebSessions, WebSurface,
+};
 use clap::Args;
 use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
 use serde_json::{Value, json};
@@ -71,30 +73,20 @@ fn no_surface(error: &std::io::Error) -> CliError {
     CliError::new("WEB", error.to_string(), Exit::Failure)
 }
 
-/// `--web`: starts the surface and prints its URL on stderr (never stdout: the model's text).
-pub(crate) async fn start_announced(
-    host: &Arc<Host>,
-    terminal: &Arc<TerminalAnswerer>,
-    args: &WebArgs,
-) -> Result<Option<WebRun>, CliError> {
+/// The surface of `--web`, registered in the host's seam but not serving yet: the terminal card
+/// is built in between, with [`WebPlan::late_sink`].
+pub(crate) struct WebPlan {
+    surface: WebSurface,
+    guard: AnswererGuard,
+    addr: SocketAddr,
+}
+
+/// `--web`: the surface for `host`, registered at the front of its seam's waterfall; `None`
+/// without `--web`.
+pub(crate) fn plan(host: &Arc<Host>, args: &WebArgs) -> Result<Option<WebPlan>, CliError> {
     if !args.web {
         return Ok(None);
     }
-    let web = start(host, Some(terminal), args).await?;
-    eprintln!(
-        "web › answer on the page (first answer wins): {}",
-        web.url()
-    );
-    Ok(Some(web))
-}
-
-/// Serves `host`'s questions on a page, registered at the front of its seam's waterfall. With a
-/// terminal card beside it, a question answered anywhere is taken off the terminal too.
-pub(crate) async fn start(
-    host: &Arc<Host>,
-    terminal: Option<&Arc<TerminalAnswerer>>,
-    args: &WebArgs,
-) -> Result<WebRun, CliError> {
     let (options, addr) = options_for(args.web_addr);
     let sessions = Arc::new(LiveSessions {
         hosts: vec![Arc::clone(host)],
@@ -102,29 +94,69 @@ pub(crate) async fn start(
     let surface =
         WebSurface::new(host.seam(), Some(sessions), options).map_err(|e| no_surface(&e))?;
     let guard = surface.register(host.seam());
-    let server = bind(&surface, addr).await?;
-    let follow = terminal.map(|terminal| {
-        let terminal = Arc::downgrade(terminal);
-        let mut events = host.seam().subscribe();
-        AbortOnDrop(tokio::spawn(async move {
-            while let Some(received) = events.recv().await {
-                let Received::Event(event) = received else {
-                    continue;
-                };
-                if let (QuestionEventKind::Answered { .. }, Some(call_id)) =
-                    (&event.kind, &event.call_id)
-                    && let Some(terminal) = terminal.upgrade()
-                {
-                    terminal.withdraw(call_id);
+    Ok(Some(WebPlan {
+        surface,
+        guard,
+        addr,
+    }))
+}
+
+impl WebPlan {
+    /// The terminal card's late-answer sink: `late`, except for a question a page still holds
+    /// in its window after the card's own countdown ended, which the card's answer settles.
+    pub(crate) fn late_sink(&self, late: impl LateAnswerSink + 'static) -> ForegroundFirst {
+        self.surface.or_foreground(late)
+    }
+
+    /// Serves the page. With a terminal card beside it, a question answered anywhere is taken
+    /// off the terminal too.
+    pub(crate) async fn serve(
+        self,
+        host: &Arc<Host>,
+        terminal: Option<&Arc<TerminalAnswerer>>,
+    ) -> Result<WebRun, CliError> {
+        let server = bind(&self.surface, self.addr).await?;
+        let follow = terminal.map(|terminal| {
+            let terminal = Arc::downgrade(terminal);
+            let mut events = host.seam().subscribe();
+            AbortOnDrop(tokio::spawn(async move {
+                while let Some(received) = events.recv().await {
+                    let Received::Event(event) = received else {
+                        continue;
+                    };
+                    if let (QuestionEventKind::Answered { .. }, Some(call_id)) =
+                        (&event.kind, &event.call_id)
+                        && let Some(terminal) = terminal.upgrade()
+                    {
+                        terminal.withdraw(call_id);
+                    }
                 }
-            }
-        }))
-    });
-    Ok(WebRun {
-        server,
-        _guard: guard,
-        _follow: follow,
-    })
+            }))
+        });
+        Ok(WebRun {
+            server,
+            _guard: self.guard,
+            _follow: follow,
+        })
+    }
+}
+
+/// `ask --web`: serves the planned surface and prints its URL, before the call and on stderr
+/// (stdout carries only the model's text).
+pub(crate) async fn serve_announced(
+    plan: Option<WebPlan>,
+    host: &Arc<Host>,
+    terminal: &Arc<TerminalAnswerer>,
+) -> Result<Option<WebRun>, CliError> {
+    let Some(plan) = plan else {
+        return Ok(None);
+    };
+    let web = plan.serve(host, Some(terminal)).await?;
+    eprintln!(
+        "web › answer on the page (first answer wins): {}",
+        web.url()
+    );
+    Ok(Some(web))
 }
 
 /// The continued questions of the live sessions of this process.
