@@ -787,6 +787,18 @@ impl Hub {
             .map_or_else(|| json!({"sessions": []}), |s| s.pending_view())
     }
 
+    /// The questions of the card of `call_id` in `session`.
+    pub(crate) fn questions(&self, session: &str, call_id: &CallId) -> Option<Vec<Question>> {
+        let state = lock(&self.state);
+        state
+            .cards
+            .get(&CardKey {
+                session: session.to_owned(),
+                call_id: call_id.clone(),
+            })
+            .map(|card| card.questions.clone())
+    }
+
     /// Claims held now by pages (stream claims and holds), for tests and metrics.
     pub(crate) fn claims_held(&self) -> usize {
         let state = lock(&self.state);

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod answerer;
+mod grants;
 mod hub;
 pub mod page;
 mod routes;
@@ -13,7 +14,9 @@ use std::sync::Arc;
 
 use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
 use tokio::net::TcpListener;
-use user_questions::{AnswererGuard, CancellationToken, RegisterOptions, UserQuestions};
+use user_questions::{
+    AnswererGuard, CallId, CancellationToken, Question, RegisterOptions, UserQuestions,
+};
 
 pub use routes::TOKEN_HEADER;
 pub use sessions::{ContinuedQuestion, WebOptions, WebSessions};
@@ -29,6 +32,7 @@ use crate::hub::Hub;
 pub struct WebSurface {
     hub: Arc<Hub>,
     token: Arc<str>,
+    grants: Arc<grants::Grants>,
 }
 
 impl fmt::Debug for WebSurface {
@@ -60,6 +64,7 @@ impl WebSurface {
         Ok(Self {
             hub: Hub::new(seam, sessions, options),
             token: Arc::from(token),
+            grants: Arc::default(),
         })
     }
 
@@ -85,6 +90,7 @@ impl WebSurface {
         routes::router(
             Arc::clone(&self.hub),
             Arc::clone(&self.token),
+            Arc::clone(&self.grants),
             CancellationToken::new(),
         )
     }
@@ -99,6 +105,38 @@ impl WebSurface {
             hub: Arc::downgrade(&self.hub),
             late: Box::new(late),
         }
+    }
+
+    /// A one-time grant to answer question `question_id` of `call_id` (in `session`) with the
+    /// option `label`: the path and query of the request that does it,
+    /// `/cards/{callId}/answer?grant=…`, to be sent as `POST` with the body
+    /// `{"answers":[{"id":question_id,"selected":[label]}]}` (a notification's answer button; see
+    /// [`WebServer::base_url`]). The grant needs no page token and answers nothing else: used
+    /// once, then refused, and refused for another call or answer.
+    ///
+    /// # Errors
+    ///
+    /// When the operating system's random source fails.
+    pub fn grant(
+        &self,
+        session: &str,
+        call_id: &CallId,
+        question_id: &str,
+        label: &str,
+    ) -> std::io::Result<String> {
+        let token = self
+            .grants
+            .issue(token::random_hex(24)?, session, call_id, question_id, label);
+        Ok(format!(
+            "/cards/{}/answer?grant={token}",
+            routes::path_segment(call_id.as_str())
+        ))
+    }
+
+    /// The questions of the open or continued card of `call_id` in `session`, if this surface
+    /// shows one (a notifier's source for the text it may include).
+    pub fn questions(&self, session: &str, call_id: &CallId) -> Option<Vec<Question>> {
+        self.hub.questions(session, call_id)
     }
 
     /// Claims that pages hold now: one per timed card per page looking, plus holds.
@@ -116,7 +154,12 @@ impl WebSurface {
         let addr = listener.local_addr()?;
         let stop = CancellationToken::new();
         // Event streams end with the server, so the graceful stop does not wait for them.
-        let router = routes::router(Arc::clone(&self.hub), Arc::clone(&self.token), stop.clone());
+        let router = routes::router(
+            Arc::clone(&self.hub),
+            Arc::clone(&self.token),
+            Arc::clone(&self.grants),
+            stop.clone(),
+        );
         let wait = stop.clone();
         tokio::spawn(async move {
             let served = axum::serve(listener, router)
@@ -204,6 +247,11 @@ impl WebServer {
     /// The address served.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// `http://ADDR`, the base of [`WebSurface::grant`] paths.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     /// The page's URL with its token, to print for the person.

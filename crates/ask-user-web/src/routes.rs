@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -17,8 +17,9 @@ use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
-use user_questions::{AnswerItem, CallId, CancellationToken};
+use user_questions::{AnswerBatch, AnswerItem, CallId, CancellationToken};
 
+use crate::grants::{GrantRefused, Grants};
 use crate::hub::{AnswerPath, AnswerRefused, ConnectRefused, Hub, StreamGuard};
 use crate::page;
 use crate::token;
@@ -30,13 +31,24 @@ pub const TOKEN_HEADER: &str = "x-ask-user-token";
 struct App {
     hub: Arc<Hub>,
     token: Arc<str>,
+    grants: Arc<Grants>,
     /// Cancelled when the server stops: every event stream ends.
     stop: CancellationToken,
 }
 
-pub(crate) fn router(hub: Arc<Hub>, token: Arc<str>, stop: CancellationToken) -> Router {
+pub(crate) fn router(
+    hub: Arc<Hub>,
+    token: Arc<str>,
+    grants: Arc<Grants>,
+    stop: CancellationToken,
+) -> Router {
     let limit = hub.options.body_limit;
-    let app = App { hub, token, stop };
+    let app = App {
+        hub,
+        token,
+        grants,
+        stop,
+    };
     Router::new()
         .route("/", get(index))
         .route("/events", get(events))
@@ -102,15 +114,42 @@ fn is_port(text: &str) -> bool {
     !text.is_empty() && text.len() <= 5 && text.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// The token of a request: `?token=` or the header.
-fn token_of<'a>(query: Option<&'a str>, headers: &'a HeaderMap) -> Option<&'a str> {
-    let from_query = query.and_then(|q| {
+/// The value of `name` in a query string (tokens and grants are hex: no decoding needed).
+fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
+    query.and_then(|q| {
         q.split('&')
             .filter_map(|pair| pair.split_once('='))
-            .find(|(k, _)| *k == "token")
+            .find(|(k, _)| *k == name)
             .map(|(_, v)| v)
-    });
-    from_query.or_else(|| headers.get(TOKEN_HEADER).and_then(|v| v.to_str().ok()))
+    })
+}
+
+/// The token of a request: `?token=` or the header.
+fn token_of<'a>(query: Option<&'a str>, headers: &'a HeaderMap) -> Option<&'a str> {
+    query_param(query, "token").or_else(|| headers.get(TOKEN_HEADER).and_then(|v| v.to_str().ok()))
+}
+
+/// Whether the request is a grant's answer (`POST /cards/{callId}/answer?grant=…`): the grant
+/// is its own capability, checked by the route.
+fn is_grant_answer(request: &Request) -> bool {
+    let path = request.uri().path();
+    request.method() == Method::POST
+        && path.starts_with("/cards/")
+        && path.ends_with("/answer")
+        && query_param(request.uri().query(), "grant").is_some()
+}
+
+/// `text` as one URL path segment: every byte outside the unreserved set percent-encoded.
+pub(crate) fn path_segment(text: &str) -> String {
+    use std::fmt::Write as _;
+    text.bytes().fold(String::new(), |mut out, b| {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+        out
+    })
 }
 
 /// The checks every request passes, and the headers every response carries.
@@ -156,7 +195,7 @@ async fn guard(State(app): State<App>, request: Request, next: Next) -> Response
         ));
     }
     let given = token_of(request.uri().query(), headers);
-    if !given.is_some_and(|t| token::same(t, &app.token)) {
+    if !is_grant_answer(&request) && !given.is_some_and(|t| token::same(t, &app.token)) {
         return secured(refuse(
             StatusCode::UNAUTHORIZED,
             "BAD_TOKEN",
@@ -398,6 +437,7 @@ fn refused(refusal: AnswerRefused) -> Response {
 async fn answer(
     State(app): State<App>,
     Path(call_id): Path<String>,
+    RawQuery(query): RawQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let body: AnswerBody = match read_body(body) {
@@ -407,12 +447,47 @@ async fn answer(
     if body.client.as_deref().is_some_and(|c| !client_id_ok(c)) {
         return bad_client();
     }
+    let call_id = CallId::from(call_id);
     let batch = user_questions::AnswerBatch::new(body.answers);
-    match app
-        .hub
-        .answer(&CallId::from(call_id), body.session.as_deref(), batch)
-        .await
-    {
+    if let Some(grant) = query_param(query.as_deref(), "grant") {
+        return answer_by_grant(&app, grant, &call_id, batch).await;
+    }
+    answered(
+        app.hub
+            .answer(&call_id, body.session.as_deref(), batch)
+            .await,
+    )
+}
+
+/// A notification's answer button: the grant answers its one question with its one option,
+/// once.
+async fn answer_by_grant(app: &App, token: &str, call_id: &CallId, batch: AnswerBatch) -> Response {
+    let grant = match app.grants.redeem(token, call_id, &batch) {
+        Ok(grant) => grant,
+        Err(GrantRefused::Unknown) => {
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "BAD_GRANT",
+                "This answer link was already used, has expired, or is not valid.",
+            );
+        }
+        Err(GrantRefused::Mismatch) => {
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "BAD_GRANT",
+                "This answer link answers another question or option.",
+            );
+        }
+    };
+    let result = app.hub.answer(call_id, Some(&grant.session), batch).await;
+    if let Err(AnswerRefused::Undelivered(_)) = &result {
+        app.grants.restore(token.to_owned(), grant);
+    }
+    answered(result)
+}
+
+fn answered(result: Result<AnswerPath, AnswerRefused>) -> Response {
+    match result {
         Ok(path) => reply(
             StatusCode::OK,
             &json!({"ok": true, "path": match path {

@@ -728,3 +728,75 @@ async fn the_terminal_answers_a_question_a_page_still_holds_after_its_own_countd
     )));
     assert_eq!(page.until("settled", "call-1").await["by"], "terminal");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_grant_answers_its_one_option_once_without_the_page_token() {
+    let fx = Fixture::new(60);
+    let router = fx.web.router();
+    let token = fx.web.token().to_owned();
+    let mut page = open(&router, &token, "tab-1").await;
+    let call = fx.ask("call-1", DB_QUESTION);
+    page.until_card("call-1", "open").await;
+    let sqlite = fx
+        .web
+        .grant("s1", &"call-1".into(), "db", "SQLite")
+        .unwrap();
+    let postgres = fx
+        .web
+        .grant("s1", &"call-1".into(), "db", "PostgreSQL")
+        .unwrap();
+    assert!(
+        sqlite.starts_with("/cards/call-1/answer?grant="),
+        "{sqlite}"
+    );
+    let press = |uri: &str, label: &str| {
+        raw(
+            "POST",
+            uri,
+            &[("host", HOST), ("content-type", "application/json")],
+            &json!({"answers": [{"id": "db", "selected": [label]}]}).to_string(),
+        )
+    };
+    // Another option than the grant's, or another call: refused, and the grant stays usable.
+    let (status, body) = send(&router, press(&sqlite, "PostgreSQL")).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("BAD_GRANT"))
+    );
+    let elsewhere = sqlite.replace("/cards/call-1/", "/cards/call-2/");
+    let (status, _) = send(&router, press(&elsewhere, "SQLite")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, body) = send(&router, press(&sqlite, "SQLite")).await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"ok": true, "path": "foreground"}))
+    );
+    assert_eq!(
+        answers_of(&call.await.unwrap()).unwrap()[0]["selected"][0],
+        "SQLite"
+    );
+    // Used once: a replay is refused; the other button finds nothing waiting.
+    let (status, body) = send(&router, press(&sqlite, "SQLite")).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("BAD_GRANT"))
+    );
+    let (status, body) = send(&router, press(&postgres, "PostgreSQL")).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::GONE, Some("NOT_WAITING"))
+    );
+    // A grant is no page token.
+    let grant = sqlite.split("grant=").nth(1).unwrap();
+    let (status, _) = send(
+        &router,
+        raw(
+            "GET",
+            &format!("/pending?grant={grant}"),
+            &[("host", HOST)],
+            "",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
