@@ -18,19 +18,20 @@ const GRANT_LIFETIME: Duration = Duration::from_hours(24);
 pub(crate) struct Grant {
     pub(crate) session: String,
     pub(crate) call_id: CallId,
-    pub(crate) question_id: String,
-    pub(crate) label: String,
+    /// The one batch this grant answers with.
+    pub(crate) batch: AnswerBatch,
     issued: Instant,
 }
 
-impl Grant {
-    /// The one batch this grant answers with.
-    pub(crate) fn batch(&self) -> AnswerBatch {
-        AnswerBatch::new([AnswerItem::selected(
-            self.question_id.clone(),
-            [self.label.clone()],
-        )])
-    }
+/// The batch of a button: `label` for `question_id`, every other question of the call skipped.
+pub(crate) fn button_batch(question_ids: &[String], question_id: &str, label: &str) -> AnswerBatch {
+    AnswerBatch::new(question_ids.iter().map(|id| {
+        if id == question_id {
+            AnswerItem::selected(id.clone(), [label.to_owned()])
+        } else {
+            AnswerItem::skipped(id.clone())
+        }
+    }))
 }
 
 /// Why a grant was refused.
@@ -48,14 +49,13 @@ pub(crate) struct Grants {
 }
 
 impl Grants {
-    /// A new grant for answering `question_id` of `call_id` with `label`.
+    /// A new grant for answering `call_id` with `batch`.
     pub(crate) fn issue(
         &self,
         token: String,
         session: &str,
         call_id: &CallId,
-        question_id: &str,
-        label: &str,
+        batch: AnswerBatch,
     ) -> String {
         let mut live = self
             .live
@@ -76,8 +76,7 @@ impl Grants {
             Grant {
                 session: session.to_owned(),
                 call_id: call_id.clone(),
-                question_id: question_id.to_owned(),
-                label: label.to_owned(),
+                batch,
                 issued: now,
             },
         );
@@ -101,7 +100,7 @@ impl Grants {
             live.remove(token);
             return Err(GrantRefused::Unknown);
         }
-        if &grant.call_id != call_id || *batch != grant.batch() {
+        if &grant.call_id != call_id || *batch != grant.batch {
             return Err(GrantRefused::Mismatch);
         }
         live.remove(token).ok_or(GrantRefused::Unknown)

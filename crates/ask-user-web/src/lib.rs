@@ -107,12 +107,11 @@ impl WebSurface {
         }
     }
 
-    /// A one-time grant to answer question `question_id` of `call_id` (in `session`) with the
-    /// option `label`: the path and query of the request that does it,
-    /// `/cards/{callId}/answer?grant=…`, to be sent as `POST` with the body
-    /// `{"answers":[{"id":question_id,"selected":[label]}]}` (a notification's answer button; see
-    /// [`WebServer::base_url`]). The grant needs no page token and answers nothing else: used
-    /// once, then refused, and refused for another call or answer.
+    /// A one-time grant to answer the call `call_id` (in `session`) by choosing `label` for its
+    /// question `question_id`, every other question of the call skipped: a notification's answer
+    /// button. `None` when this surface shows no card of that call with that option. The request
+    /// it makes needs no page token and answers nothing else: used once, then refused, and
+    /// refused for another call or answer.
     ///
     /// # Errors
     ///
@@ -123,14 +122,29 @@ impl WebSurface {
         call_id: &CallId,
         question_id: &str,
         label: &str,
-    ) -> std::io::Result<String> {
+    ) -> std::io::Result<Option<GrantLink>> {
+        let Some(questions) = self.hub.questions(session, call_id) else {
+            return Ok(None);
+        };
+        let offered = questions
+            .iter()
+            .any(|q| q.id == question_id && q.options().iter().any(|o| o.label == label));
+        if !offered {
+            return Ok(None);
+        }
+        let ids: Vec<String> = questions.iter().map(|q| q.id.clone()).collect();
+        let batch = grants::button_batch(&ids, question_id, label);
+        let body = serde_json::json!({ "answers": batch.answers }).to_string();
         let token = self
             .grants
-            .issue(token::random_hex(24)?, session, call_id, question_id, label);
-        Ok(format!(
-            "/cards/{}/answer?grant={token}",
-            routes::path_segment(call_id.as_str())
-        ))
+            .issue(token::random_hex(24)?, session, call_id, batch);
+        Ok(Some(GrantLink {
+            path: format!(
+                "/cards/{}/answer?grant={token}",
+                routes::path_segment(call_id.as_str())
+            ),
+            body,
+        }))
     }
 
     /// The questions of the open or continued card of `call_id` in `session`, if this surface
@@ -226,6 +240,16 @@ impl LateAnswerSink for ForegroundFirst {
         }
         self.late.submit(submission)
     }
+}
+
+/// A one-time answer: `POST` [`path`](Self::path) (below [`WebServer::base_url`]) with the
+/// JSON [`body`](Self::body) and `Content-Type: application/json`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrantLink {
+    /// `/cards/{callId}/answer?grant=…`.
+    pub path: String,
+    /// `{"answers":[…]}`.
+    pub body: String,
 }
 
 /// A running server. Dropping it stops serving.

@@ -740,11 +740,25 @@ async fn a_grant_answers_its_one_option_once_without_the_page_token() {
     let sqlite = fx
         .web
         .grant("s1", &"call-1".into(), "db", "SQLite")
+        .unwrap()
         .unwrap();
+    assert_eq!(
+        sqlite.body,
+        r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#
+    );
+    let sqlite = sqlite.path;
     let postgres = fx
         .web
         .grant("s1", &"call-1".into(), "db", "PostgreSQL")
-        .unwrap();
+        .unwrap()
+        .unwrap()
+        .path;
+    assert_eq!(
+        fx.web
+            .grant("s1", &"call-1".into(), "db", "Oracle")
+            .unwrap(),
+        None
+    );
     assert!(
         sqlite.starts_with("/cards/call-1/answer?grant="),
         "{sqlite}"
