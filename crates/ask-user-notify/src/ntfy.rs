@@ -1,0 +1,97 @@
+//! The ntfy backend: a JSON publish (`topic`, `title`, `message`, `priority`, `tags`, `click`,
+//! `actions`) to the server, with `http` action buttons that answer from the lock screen.
+//!
+//! JSON publishing carries the same fields as the `Title`, `Priority`, `Tags`, `Click` and
+//! `Actions` headers, without their limits: labels with commas, semicolons or non-ASCII text
+//! need no escaping.
+
+use async_trait::async_trait;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::{Value, json};
+
+use crate::Backend;
+use crate::config::{NtfyConfig, RetryPolicy};
+use crate::http::{self, Delivered};
+use crate::notice::{Notice, NoticeKind};
+
+/// Pushes waiting and pending questions to an ntfy topic.
+#[derive(Debug)]
+pub struct Ntfy {
+    config: NtfyConfig,
+    retry: RetryPolicy,
+    client: reqwest::Client,
+}
+
+impl Ntfy {
+    /// An ntfy backend.
+    pub fn new(config: NtfyConfig, retry: RetryPolicy) -> Self {
+        Self {
+            config,
+            retry,
+            client: http::client(),
+        }
+    }
+
+    /// The JSON message for `notice`.
+    pub fn message(&self, notice: &Notice) -> Value {
+        let (priority, tags) = match notice.kind {
+            NoticeKind::Waiting => (4, ["question"]),
+            NoticeKind::Pending => (2, ["hourglass"]),
+            NoticeKind::Answered { .. } | NoticeKind::Cancelled { .. } => (1, ["white_check_mark"]),
+        };
+        let actions: Vec<Value> = notice
+            .buttons
+            .iter()
+            .map(|b| {
+                json!({
+                    "action": "http",
+                    "label": b.label,
+                    "url": b.url,
+                    "method": "POST",
+                    "headers": {"Content-Type": "application/json"},
+                    "body": b.body,
+                    "clear": true,
+                })
+            })
+            .collect();
+        let mut message = json!({
+            "topic": self.config.topic,
+            "title": notice.title(),
+            "message": notice.message(),
+            "priority": priority,
+            "tags": tags,
+        });
+        if let Some(url) = &notice.url {
+            message["click"] = json!(url);
+        }
+        if !actions.is_empty() {
+            message["actions"] = Value::Array(actions);
+        }
+        message
+    }
+
+    /// Delivers one notification and says how it went.
+    pub async fn send(&self, notice: &Notice) -> Delivered {
+        let body = self.message(notice).to_string();
+        let url = self.config.server.trim_end_matches('/').to_owned();
+        http::post(&self.client, &url, &body, &self.retry, |_| {
+            let mut headers = HeaderMap::new();
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            headers
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl Backend for Ntfy {
+    fn takes_resolutions(&self) -> bool {
+        false
+    }
+
+    async fn deliver(&self, notice: &Notice) {
+        if let Delivered::No { attempts, status } = self.send(notice).await {
+            tracing::warn!(server = %self.config.server, attempts, status, "an ntfy push was not delivered");
+        }
+    }
+}
