@@ -148,7 +148,7 @@ async fn a_claim_within_notify_after_means_no_waiting_notice_and_pending_is_told
         .attach_wait(&host.agent, &"c1".into())
         .unwrap()
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(60)).await;
+    tokio::time::sleep(Duration::from_mins(1)).await;
     settle().await;
     assert!(rx.try_recv().is_err(), "someone is looking");
     drop(claim);
@@ -188,7 +188,7 @@ async fn an_answer_before_notify_after_sends_nothing_after_it_the_resolution() {
         ask(&host, "c1", 60_000).await.unwrap(),
         TimedOutcome::Answered(_)
     ));
-    tokio::time::sleep(Duration::from_secs(60)).await;
+    tokio::time::sleep(Duration::from_mins(1)).await;
     settle().await;
     assert!(rx.try_recv().is_err(), "answered in time: nothing at all");
     drop(slow);
