@@ -42,12 +42,11 @@ impl Receiver {
                     .unwrap()
                     .pop_front()
                     .unwrap_or(Some(StatusCode::OK));
-                match next {
-                    Some(status) => status,
-                    None => {
-                        tokio::time::sleep(Duration::from_secs(30)).await;
-                        StatusCode::OK
-                    }
+                if let Some(status) = next {
+                    status
+                } else {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    StatusCode::OK
                 }
             }
         });
