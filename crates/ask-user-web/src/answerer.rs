@@ -16,15 +16,12 @@ pub(crate) struct WebAnswerer {
     pub(crate) hub: Weak<Hub>,
 }
 
-/// Errors of the rest of the waterfall that leave the question to the pages: nobody else is
-/// there (`NO_PROVIDER`), or another surface's own countdown ran out (`ASK_TIMED_OUT`) while a
-/// page may still hold the wait; the wait's own end decides then.
+/// Whether the rest of the waterfall left the question to the pages: nobody else is there
+/// (`NO_PROVIDER`); the pages, or the wait's own end, decide then. Any other outcome of the rest
+/// is the request's, `ASK_TIMED_OUT` included: another surface's countdown times out the shared
+/// request even while a page looks (SPEC §4.7: a hold is local to its UI).
 fn leaves_it_to_the_pages(error: &AnswererError) -> bool {
-    matches!(
-        error,
-        AnswererError::Question(e)
-            if *e.error_code() == ErrorCode::NoProvider || *e.error_code() == ErrorCode::AskTimedOut
-    )
+    matches!(error, AnswererError::Question(e) if *e.error_code() == ErrorCode::NoProvider)
 }
 
 /// Tells the hub the answerer stopped waiting however its future ended.
@@ -76,43 +73,33 @@ impl Answerer for WebAnswerer {
         let mut pages_gone = false;
         loop {
             tokio::select! {
+                // A page's answer handed over first wins over the window closing: the seam's
+                // dispatch takes an answer the chain returns before it looks at the token.
                 biased;
-                () = request.cancel.cancelled() => {
-                    return Err(UserQuestionError::ask_aborted().into());
-                }
                 answer = &mut submitted, if !pages_gone => match answer {
                     Ok(answer) => {
-                        let mut answered = Answered::human(answer.batch);
-                        let by = match answer.provenance {
-                            Some(provenance) => {
-                                answered.provenance = provenance;
-                                answered.provenance.answerer.clone()
-                            }
-                            None => hub.options.name.clone(),
-                        };
-                        ticket.over(Some(&by));
+                        ticket.over(Some(&hub.options.name));
                         // Acknowledged before it is returned: nothing can come between.
                         let _ = answer.ack.send(());
-                        return Ok(answered);
+                        return Ok(Answered::human(answer.batch));
                     }
                     // The card was taken down (its call settled elsewhere); the rest decides.
                     Err(_) => pages_gone = true,
                 },
+                () = request.cancel.cancelled() => {
+                    return Err(UserQuestionError::ask_aborted().into());
+                }
                 result = &mut rest, if !rest_done => match result {
                     Ok(answered) => {
                         ticket.over(Some(&answered.provenance.answerer));
                         return Ok(answered);
                     }
                     Err(error) if leaves_it_to_the_pages(&error) && !pages_gone => rest_done = true,
-                    Err(error) => {
-                        ticket.over(None);
-                        return Err(error);
-                    }
+                    // The ticket's drop leaves a keyed card to the seam's event: an
+                    // `ASK_TIMED_OUT` makes the call pending, and the card continued.
+                    Err(error) => return Err(error),
                 },
-                else => {
-                    ticket.over(None);
-                    return Err(UserQuestionError::no_provider().into());
-                }
+                else => return Err(UserQuestionError::no_provider().into()),
             }
         }
     }

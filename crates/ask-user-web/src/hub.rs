@@ -44,9 +44,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub(crate) struct Submitted {
     pub(crate) batch: AnswerBatch,
     pub(crate) ack: oneshot::Sender<()>,
-    /// Who answered, when another surface handed the answer over (see [`Hub::offer`]); a
-    /// page's answer is stamped with the surface's registration name.
-    pub(crate) provenance: Option<Provenance>,
 }
 
 struct Card {
@@ -71,6 +68,9 @@ enum Phase {
 #[derive(Default)]
 struct Client {
     streams: u32,
+    /// The page said goodbye: it is not looking, whatever its streams still do, until it
+    /// connects again (restored from the back/forward cache).
+    gone: bool,
     /// Bumped on every connect and goodbye, so a grace timer of an older disconnect does nothing.
     generation: u64,
     grace: Option<AbortHandle>,
@@ -80,7 +80,7 @@ struct Client {
 
 impl Client {
     fn looking(&self) -> bool {
-        self.streams > 0 || self.grace.is_some()
+        !self.gone && (self.streams > 0 || self.grace.is_some())
     }
 }
 
@@ -112,6 +112,8 @@ pub(crate) enum AnswerRefused {
     Undelivered(String),
     /// Two sessions have a card of this call: the request must name its session.
     Ambiguous,
+    /// A hold from a page that has no event stream open.
+    NotLooking,
 }
 
 /// Where an accepted answer went.
@@ -282,9 +284,20 @@ impl Hub {
             Some(by) => json!({"session": key.session, "callId": key.call_id, "by": by}),
             None => json!({"session": key.session, "callId": key.call_id}),
         };
-        if self.remove_open(key) {
-            self.publish(if by.is_some() { "settled" } else { "expired" }, &data);
+        let Some(claims) = self.remove_open(key) else {
+            return;
+        };
+        if by.is_some() && !claims.is_empty() {
+            // SPEC §4.7: claims are kept until the seam has taken the outcome (the wait ends),
+            // so an overdue window cannot close between the answer and the seam.
+            tokio::spawn(async move {
+                for claim in &claims {
+                    claim.ended().await;
+                }
+                drop(claims);
+            });
         }
+        self.publish(if by.is_some() { "settled" } else { "expired" }, &data);
     }
 
     /// The answerer's future went away without an outcome of its own (the request was cancelled
@@ -309,29 +322,22 @@ impl Hub {
         }
     }
 
-    /// Removes an open card and every claim on it; `false` if it was not open.
-    fn remove_open(&self, key: &CardKey) -> bool {
-        let mut released = Vec::new();
-        let removed = {
-            let mut state = lock(&self.state);
-            let open = matches!(
-                state.cards.get(key),
-                Some(Card {
-                    phase: Phase::Open { .. },
-                    ..
-                })
-            );
-            if open {
-                state.cards.remove(key);
-                for client in state.clients.values_mut() {
-                    released.extend(client.claims.remove(key));
-                    released.extend(client.holds.remove(key));
-                }
-            }
-            open
-        };
-        drop(released);
-        removed
+    /// Removes an open card and takes every claim on it (to drop outside the lock); `None` if
+    /// it was not open.
+    fn remove_open(&self, key: &CardKey) -> Option<Vec<WaitClaim>> {
+        let mut state = lock(&self.state);
+        let open = matches!(
+            state.cards.get(key),
+            Some(Card {
+                phase: Phase::Open { .. },
+                ..
+            })
+        );
+        if !open {
+            return None;
+        }
+        state.cards.remove(key);
+        Some(take_claims_on(&mut state, key))
     }
 
     // ----- the seam's events -----
@@ -361,14 +367,7 @@ impl Hub {
     }
 
     fn drop_claims_on(&self, key: &CardKey) {
-        let mut released = Vec::new();
-        {
-            let mut state = lock(&self.state);
-            for client in state.clients.values_mut() {
-                released.extend(client.claims.remove(key));
-                released.extend(client.holds.remove(key));
-            }
-        }
+        let released = take_claims_on(&mut lock(&self.state), key);
         drop(released);
     }
 
@@ -379,8 +378,9 @@ impl Hub {
             self.foreground_over(key, None);
             return;
         }
-        self.drop_claims_on(key);
-        let data = {
+        // One critical section: no page can claim the card between its claims going and its
+        // turning continued.
+        let (data, released) = {
             let mut state = lock(&self.state);
             let Some(card) = state.cards.get_mut(key) else {
                 return;
@@ -388,8 +388,10 @@ impl Hub {
             card.phase = Phase::Continued {
                 since: Instant::now(),
             };
-            card_json(key, card, false, Instant::now())
+            let data = card_json(key, card, false, Instant::now());
+            (data, take_claims_on(&mut state, key))
         };
+        drop(released);
         self.publish("card", &data);
     }
 
@@ -437,6 +439,7 @@ impl Hub {
             }
             client.streams += 1;
             client.generation += 1;
+            client.gone = false;
             if let Some(grace) = client.grace.take() {
                 grace.abort();
             }
@@ -464,6 +467,11 @@ impl Hub {
         };
         client.streams = client.streams.saturating_sub(1);
         if client.streams > 0 {
+            return;
+        }
+        if client.gone {
+            // It said goodbye: no grace.
+            state.clients.remove(client_id);
             return;
         }
         let generation = client.generation;
@@ -506,6 +514,7 @@ impl Hub {
                 return false;
             };
             client.generation += 1;
+            client.gone = true;
             if let Some(grace) = client.grace.take() {
                 grace.abort();
             }
@@ -542,10 +551,11 @@ impl Hub {
                 return Ok(false);
             }
             let agent = agent.ok_or(AnswerRefused::NotWaiting)?;
-            if !state.clients.contains_key(client_id) && state.clients.len() >= MAX_CLIENTS {
-                return Err(AnswerRefused::NotWaiting);
-            }
-            let client = state.clients.entry(client_id.to_owned()).or_default();
+            // Only a page that is looking holds: a hold that arrives after the page's goodbye
+            // (its fetch overtaken by the beacon) must not hold the wait for nobody.
+            let Some(client) = state.clients.get_mut(client_id).filter(|c| c.looking()) else {
+                return Err(AnswerRefused::NotLooking);
+            };
             if client.holds.contains_key(&key) {
                 return Ok(true);
             }
@@ -670,11 +680,7 @@ impl Hub {
             Target::Foreground(sender, batch) => {
                 let (ack, acked) = oneshot::channel();
                 sender
-                    .send(Submitted {
-                        batch,
-                        ack,
-                        provenance: None,
-                    })
+                    .send(Submitted { batch, ack })
                     .map_err(|_| AnswerRefused::NotWaiting)?;
                 acked.await.map_err(|_| AnswerRefused::NotWaiting)?;
                 Ok(AnswerPath::Foreground)
@@ -689,48 +695,6 @@ impl Hub {
                 Ok(AnswerPath::Late)
             }
         }
-    }
-
-    /// An answer another surface took for a question this surface still holds in its window (a
-    /// page keeps the wait open after that surface's own countdown ended): it goes to the
-    /// waiting answerer, stamped with `provenance`. `Ok(false)` when no open card of the call
-    /// is here.
-    pub(crate) fn offer(
-        &self,
-        call_id: &CallId,
-        session: Option<&str>,
-        batch: &AnswerBatch,
-        provenance: Provenance,
-    ) -> Result<bool, AnswerRefused> {
-        let seam = self.seam.upgrade().ok_or(AnswerRefused::NotWaiting)?;
-        let mut state = lock(&self.state);
-        let key = match find_key(&state.cards, call_id, session, true) {
-            Ok(key) => key,
-            Err(AnswerRefused::NotWaiting) => return Ok(false),
-            Err(other) => return Err(other),
-        };
-        let Some(Card {
-            questions,
-            phase: Phase::Open { answer, .. },
-            ..
-        }) = state.cards.get_mut(&key)
-        else {
-            return Ok(false);
-        };
-        let batch = seam
-            .validate_answers(questions, batch, Some(call_id))
-            .map_err(AnswerRefused::Rejected)?;
-        let Some(sender) = answer.take() else {
-            return Ok(false);
-        };
-        let (ack, _) = oneshot::channel();
-        Ok(sender
-            .send(Submitted {
-                batch,
-                ack,
-                provenance: Some(provenance),
-            })
-            .is_ok())
     }
 
     async fn answer_late(
@@ -813,6 +777,20 @@ impl Hub {
     pub(crate) fn clients(&self) -> usize {
         lock(&self.state).clients.len()
     }
+}
+
+/// Takes every claim and hold on `key` from every client, and forgets the clients that are
+/// left with nothing (no stream, no grace, no claim, no hold).
+fn take_claims_on(state: &mut State, key: &CardKey) -> Vec<WaitClaim> {
+    let mut taken = Vec::new();
+    for client in state.clients.values_mut() {
+        taken.extend(client.claims.remove(key));
+        taken.extend(client.holds.remove(key));
+    }
+    state
+        .clients
+        .retain(|_, c| c.looking() || !c.claims.is_empty() || !c.holds.is_empty());
+    taken
 }
 
 /// The key of the card of `call_id` (in `session`, when given). `open_only`: continued cards

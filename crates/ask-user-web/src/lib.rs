@@ -12,7 +12,6 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
 use tokio::net::TcpListener;
 use user_questions::{
     AnswererGuard, CallId, CancellationToken, Question, RegisterOptions, UserQuestions,
@@ -93,18 +92,6 @@ impl WebSurface {
             Arc::clone(&self.grants),
             CancellationToken::new(),
         )
-    }
-
-    /// A late-answer sink for another surface (the terminal card) that also reaches a question
-    /// this surface still holds in its window: when a page keeps the wait open after that
-    /// surface's own countdown ended, the person's answer there goes to the waiting request
-    /// (stamped with that surface's provenance) instead of being refused as not continued.
-    /// Anything else goes to `late`.
-    pub fn or_foreground(&self, late: impl LateAnswerSink + 'static) -> ForegroundFirst {
-        ForegroundFirst {
-            hub: Arc::downgrade(&self.hub),
-            late: Box::new(late),
-        }
     }
 
     /// A one-time grant to answer the call `call_id` (in `session`) by choosing `label` for its
@@ -201,44 +188,6 @@ impl WebSurface {
             ));
         }
         self.serve(TcpListener::bind(addr).await?)
-    }
-}
-
-/// A late-answer sink that tries the surface's open cards first: see
-/// [`WebSurface::or_foreground`].
-pub struct ForegroundFirst {
-    hub: std::sync::Weak<Hub>,
-    late: Box<dyn LateAnswerSink>,
-}
-
-impl fmt::Debug for ForegroundFirst {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ForegroundFirst").finish_non_exhaustive()
-    }
-}
-
-impl LateAnswerSink for ForegroundFirst {
-    fn submit(&self, submission: LateSubmission) -> Result<(), LateRefusal> {
-        if let Some(hub) = self.hub.upgrade() {
-            let session = submission
-                .agent
-                .as_ref()
-                .map(|a| a.session().id().as_str().to_owned());
-            match hub.offer(
-                &submission.call_id,
-                session.as_deref(),
-                &submission.answers,
-                submission.provenance.clone(),
-            ) {
-                Ok(true) => return Ok(()),
-                Ok(false) => {}
-                Err(hub::AnswerRefused::Rejected(error)) => {
-                    return Err(LateRefusal::Rejected(error));
-                }
-                Err(_) => return Err(LateRefusal::NotWaiting),
-            }
-        }
-        self.late.submit(submission)
     }
 }
 

@@ -413,6 +413,11 @@ fn refused(refusal: AnswerRefused) -> Response {
             "NOT_WAITING",
             "This question is no longer waiting for an answer.",
         ),
+        AnswerRefused::NotLooking => refuse(
+            StatusCode::CONFLICT,
+            "NOT_LOOKING",
+            "This page has no event stream open: reload it to hold the question.",
+        ),
         AnswerRefused::Ambiguous => refuse(
             StatusCode::CONFLICT,
             "AMBIGUOUS",

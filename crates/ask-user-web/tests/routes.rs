@@ -689,15 +689,15 @@ async fn hostile_text_travels_as_json_data_only() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_terminal_answers_a_question_a_page_still_holds_after_its_own_countdown() {
+async fn the_terminal_times_out_the_shared_request_even_while_a_page_looks() {
     use ask_user_terminal::{Display, Key, TerminalAnswerer, TerminalOptions, VirtualTerminal};
-    let mut fx = Fixture::new(5);
+    let fx = Fixture::new(5);
     let vt = VirtualTerminal::new(80, 30);
     let terminal = TerminalAnswerer::new(
         fx.runtime.seam(),
         TerminalOptions::new()
             .with_display(Display::virtual_terminal(vt.clone()))
-            .on_late_answer(fx.web.or_foreground(fx.runtime.late_answers().clone())),
+            .on_late_answer(fx.runtime.late_answers().clone()),
     );
     let _terminal = terminal.register(fx.runtime.seam());
     let router = fx.web.router();
@@ -706,27 +706,72 @@ async fn the_terminal_answers_a_question_a_page_still_holds_after_its_own_countd
     let mut call = fx.ask("call-1", DB_QUESTION);
     page.until_card("call-1", "open").await;
     vt.wait_for("Which database?").await;
-    // The terminal's countdown ends; the page still holds the wait.
-    assert!(
-        tokio::time::timeout(Duration::from_secs(30), &mut call)
-            .await
-            .is_err()
-    );
-    assert_eq!(terminal.late_calls().len(), 1, "the card stays, answerable");
-    vt.press(Key::Enter);
-    let outcome = tokio::time::timeout(Duration::from_secs(5), &mut call)
+    // SPEC §4.7: the page's claim is local to the page; the terminal's countdown ends the
+    // window for both. Both surfaces then show the question as answerable late.
+    let outcome = tokio::time::timeout(Duration::from_secs(6), &mut call)
         .await
-        .expect("the terminal's answer reached the waiting call")
+        .expect("the terminal's window ends the call")
         .unwrap();
-    assert_eq!(
-        answers_of(&outcome).unwrap()[0]["selected"][0],
-        "PostgreSQL"
-    );
-    assert!(fx.seam_events().iter().any(|e| matches!(
-        &e.kind,
-        QuestionEventKind::Answered { provenance, .. } if provenance.answerer == "terminal"
-    )));
+    assert!(is_pending(&outcome), "{}", outcome.text);
+    page.until_card("call-1", "continued").await;
+    assert_eq!(fx.web.claims_held(), 0);
+    fx.host.end_turn("completed").unwrap();
+    // The terminal's late card answers; the page's card settles with it.
+    assert_eq!(terminal.late_calls().len(), 1);
+    vt.press(Key::Enter);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while fx.host.host_agent().next_turn().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the terminal's late answer is queued");
+    let reply = fx.host.begin_turn().unwrap();
+    fx.host.admit(&reply[0]).unwrap();
     assert_eq!(page.until("settled", "call-1").await["by"], "terminal");
+    let (status, body) = answer(
+        &router,
+        &token,
+        "call-1",
+        json!([{"id": "db", "selected": ["SQLite"]}]),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::GONE, Some("NOT_WAITING"))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hold_after_the_goodbye_is_refused_and_leaves_nothing_behind() {
+    let fx = Fixture::new(10);
+    let router = fx.web.router();
+    let token = fx.web.token().to_owned();
+    let mut page = open(&router, &token, "tab-1").await;
+    let mut call = fx.ask("call-1", DB_QUESTION);
+    page.until_card("call-1", "open").await;
+    send(&router, request("POST", "/clients/tab-1/bye", &token, None)).await;
+    drop(page);
+    let (status, body) = send(
+        &router,
+        request(
+            "POST",
+            "/cards/call-1/hold",
+            &token,
+            Some(&json!({"client": "tab-1"})),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::CONFLICT, Some("NOT_LOOKING"))
+    );
+    let outcome = tokio::time::timeout(Duration::from_secs(11), &mut call)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(is_pending(&outcome));
+    assert_eq!((fx.web.claims_held(), fx.web.clients()), (0, 0));
 }
 
 #[tokio::test(start_paused = true)]

@@ -173,15 +173,12 @@ impl Demo {
                     .register(Arc::new(script), RegisterOptions::global(name)),
             );
         }
-        // Late submissions from the card go through LateAnswers into the agent's durable inbox
-        // (or, while a page still holds the question in its window, to the waiting call).
+        // Late submissions from the card go through LateAnswers into the agent's durable inbox.
         let web = super::web::plan(&host, &args.web)?;
-        let late = host.late_answers().clone();
-        let options = match &web {
-            Some(plan) => TerminalOptions::new().on_late_answer(plan.late_sink(late)),
-            None => TerminalOptions::new().on_late_answer(late),
-        };
-        let terminal = TerminalAnswerer::new(host.seam(), options);
+        let terminal = TerminalAnswerer::new(
+            host.seam(),
+            TerminalOptions::new().on_late_answer(host.late_answers().clone()),
+        );
         guards.push(terminal.register(host.seam()));
         let web = match web {
             Some(plan) => Some(plan.serve(&host, Some(&terminal)).await?),

@@ -6,9 +6,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ask_user_web::{
-    ContinuedQuestion, ForegroundFirst, WebOptions, WebServer, WebSessions, WebSurface,
-};
+use ask_user_web::{ContinuedQuestion, WebOptions, WebServer, WebSessions, WebSurface};
 use clap::Args;
 use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
 use serde_json::{Value, json};
@@ -73,8 +71,8 @@ fn no_surface(error: &std::io::Error) -> CliError {
     CliError::new("WEB", error.to_string(), Exit::Failure)
 }
 
-/// The surface of `--web`, registered in the host's seam but not serving yet: the terminal card
-/// is built in between, with [`WebPlan::late_sink`].
+/// The surface of `--web`, registered in the host's seam (at the front of the waterfall) but
+/// not serving yet.
 pub(crate) struct WebPlan {
     surface: WebSurface,
     guard: AnswererGuard,
@@ -102,12 +100,6 @@ pub(crate) fn plan(host: &Arc<Host>, args: &WebArgs) -> Result<Option<WebPlan>, 
 }
 
 impl WebPlan {
-    /// The terminal card's late-answer sink: `late`, except for a question a page still holds
-    /// in its window after the card's own countdown ended, which the card's answer settles.
-    pub(crate) fn late_sink(&self, late: impl LateAnswerSink + 'static) -> ForegroundFirst {
-        self.surface.or_foreground(late)
-    }
-
     /// Serves the page. With a terminal card beside it, a question answered anywhere is taken
     /// off the terminal too.
     pub(crate) async fn serve(
