@@ -2,7 +2,7 @@
 (() => {
   // Every text from a model or a log is inserted as a text node, never as HTML, and its
   // invisible characters (controls, bidirectional and zero-width marks) are shown as escapes.
-  const hidden = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
+  const hidden = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
   const visible = (text) => String(text == null ? "" : text)
     .replace(hidden, (c) => "\\u{" + c.codePointAt(0).toString(16) + "}");
 
@@ -66,7 +66,7 @@
     if (!data.timed) return "the agent is waiting";
     if (card.held) return "held: take your time";
     if (card.deadline == null) return "answer soon";
-    const left = card.deadline - Date.now();
+    const left = card.deadline - performance.now();
     return left > 0 ? `${seconds(left)} s left` : "pending: answer any time";
   };
 
@@ -121,7 +121,9 @@
       if (selected.length === 0 && custom === "") {
         throw new Error(`Answer “${visible(question.question)}”, or skip it.`);
       }
-      const item = { id: question.id, selected };
+      // A single-select question's own answer replaces the choice (SPEC §1.5).
+      const multi = question.multiSelect === true;
+      const item = { id: question.id, selected: custom !== "" && !multi ? [] : selected };
       if (custom !== "") item.custom = custom;
       answers.push(item);
     });
@@ -146,8 +148,15 @@
   const hold = async (card) => {
     if (card.held || card.holding || card.data.state !== "open" || !card.data.timed) return;
     card.holding = true;
-    const { ok, reply } = await post(path("cards", card.data.callId, "hold"), { session: card.data.session, client });
-    card.holding = false;
+    let result = { ok: false, reply: {} };
+    try {
+      result = await post(path("cards", card.data.callId, "hold"), { session: card.data.session, client });
+    } catch (_) {
+      // Offline for a moment: the next input tries again.
+    } finally {
+      card.holding = false;
+    }
+    const { ok, reply } = result;
     if (ok && reply.held) {
       card.held = true;
       card.holdButton.disabled = true;
@@ -179,6 +188,7 @@
     let answers;
     try { answers = collect(card); } catch (error) { message.textContent = error.message; return; }
     card.submitButton.disabled = true;
+    card.submitting = true;
     message.textContent = "Sending…";
     let result;
     try {
@@ -187,11 +197,18 @@
       result = { ok: false, reply: { message: "The server could not be reached; try again." } };
     }
     card.submitButton.disabled = false;
+    card.submitting = false;
     if (result.ok) {
       card.mine = true;
       finish(card, result.reply.path === "late"
         ? "Sent. The agent reads your answer in its next turn."
         : "Answered.", true, answers);
+      return;
+    }
+    if (result.reply.code === "NOT_WAITING") {
+      // Answered elsewhere or closed: nothing here can change that.
+      finish(card, visible(result.reply.message), false, null);
+      removeLater(card);
       return;
     }
     message.textContent = visible(result.reply.message || "The answer was not taken.");
@@ -209,7 +226,7 @@
     card.message = el("p", { class: "message", role: "alert" });
     card.form.append(el("div", { class: "actions" }, card.submitButton, card.holdButton), card.message);
     card.form.addEventListener("submit", (event) => { event.preventDefault(); submit(card); });
-    card.form.addEventListener("input", () => hold(card), { once: true });
+    card.form.addEventListener("input", () => hold(card));
     card.article = el("article", { class: "card", "data-call-id": data.callId, "data-session": data.session },
       el("div", { class: "top" }, chip, card.clock), card.form);
     list.append(card.article);
@@ -228,7 +245,7 @@
     card.data = data;
     card.article.dataset.state = data.state;
     if (data.state === "open" && data.timed && typeof data.remainingMs === "number") {
-      card.deadline = Date.now() + data.remainingMs;
+      card.deadline = performance.now() + data.remainingMs;
     }
     card.holdButton.hidden = !(data.state === "open" && data.timed);
     if (data.state === "continued" && data.replyQueued) {
@@ -254,7 +271,8 @@
     card: upsert,
     settled(data) {
       const card = cards.get(keyOf(data));
-      if (!card || card.done) return;
+      // This page's own answer is told by its reply, not as someone else's.
+      if (!card || card.done || card.submitting) return;
       finish(card, `Answered elsewhere (${visible(data.by)}).`, true, null);
       removeLater(card);
     },
@@ -266,7 +284,7 @@
     },
     queued(data) {
       const card = cards.get(keyOf(data));
-      if (!card || card.done) return;
+      if (!card || card.done || card.submitting) return;
       finish(card, "Answered on another page. The agent reads the answer in its next turn.", true, data.answers);
     },
   };
@@ -282,8 +300,9 @@
       });
     }
     source.addEventListener("open", refresh);
-    source.addEventListener("error", () => {
-      statusLine.textContent = source.readyState === EventSource.CLOSED
+    source.addEventListener("error", (event) => {
+      if (event.target !== source) return;
+      statusLine.textContent = event.target.readyState === EventSource.CLOSED
         ? "Disconnected: reload the page (the link needs its token)."
         : "Connection lost: reconnecting…";
     });
@@ -293,6 +312,14 @@
   // from the back/forward cache connects again.
   addEventListener("pagehide", () => {
     if (source) { source.close(); source = null; }
+    // The goodbye ends this page's holds too.
+    for (const card of cards.values()) {
+      if (card.held) {
+        card.held = false;
+        card.holdButton.disabled = false;
+        card.holdButton.textContent = "Take time";
+      }
+    }
     navigator.sendBeacon(withToken(path("clients", client, "bye")));
   });
   addEventListener("pageshow", (event) => { if (event.persisted) connect(); });

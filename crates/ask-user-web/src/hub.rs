@@ -679,11 +679,20 @@ impl Hub {
         match target {
             Target::Foreground(sender, batch) => {
                 let (ack, acked) = oneshot::channel();
-                sender
-                    .send(Submitted { batch, ack })
-                    .map_err(|_| AnswerRefused::NotWaiting)?;
-                acked.await.map_err(|_| AnswerRefused::NotWaiting)?;
-                Ok(AnswerPath::Foreground)
+                let handed = sender.send(Submitted {
+                    batch: batch.clone(),
+                    ack,
+                });
+                if handed.is_ok() && acked.await.is_ok() {
+                    return Ok(AnswerPath::Foreground);
+                }
+                // The window closed just as the answer came: if the call goes pending, the
+                // answer is a late one.
+                let key = self.continued_soon(call_id, session).await?;
+                let agent = self.agent_of(&key);
+                let retry_until = Some(Instant::now() + LATE_SETTLE);
+                self.answer_late(key, agent, batch, retry_until).await?;
+                Ok(AnswerPath::Late)
             }
             Target::Late {
                 key,
@@ -695,6 +704,36 @@ impl Hub {
                 Ok(AnswerPath::Late)
             }
         }
+    }
+
+    /// Waits (at most [`LATE_SETTLE`]) for the card of `call_id` to turn continued, as it does
+    /// when its window closed as an answer came.
+    async fn continued_soon(
+        &self,
+        call_id: &CallId,
+        session: Option<&str>,
+    ) -> Result<CardKey, AnswerRefused> {
+        let until = Instant::now() + LATE_SETTLE;
+        loop {
+            {
+                let state = lock(&self.state);
+                let key = find_key(&state.cards, call_id, session, false)?;
+                if matches!(state.cards[&key].phase, Phase::Continued { .. }) {
+                    return Ok(key);
+                }
+            }
+            if Instant::now() >= until {
+                return Err(AnswerRefused::NotWaiting);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn agent_of(&self, key: &CardKey) -> Option<AgentHandle> {
+        lock(&self.state)
+            .cards
+            .get(key)
+            .and_then(|c| c.agent.clone())
     }
 
     async fn answer_late(

@@ -170,7 +170,15 @@ async fn guard(State(app): State<App>, request: Request, next: Next) -> Response
             "This server answers to its own address only (no DNS names).",
         ));
     }
-    if let Some(origin) = headers.get(header::ORIGIN) {
+    // Opening the printed link from another site (a chat, a mail page) is a top-level
+    // navigation to the page itself: allowed (the token is still needed). Everything else must
+    // come from the page's own origin.
+    let navigation = request.method() == Method::GET
+        && request.uri().path() == "/"
+        && headers
+            .get("sec-fetch-mode")
+            .is_some_and(|v| v.as_bytes() == b"navigate");
+    if !navigation && let Some(origin) = headers.get(header::ORIGIN) {
         let same = origin
             .to_str()
             .ok()
@@ -184,9 +192,10 @@ async fn guard(State(app): State<App>, request: Request, next: Next) -> Response
             ));
         }
     }
-    let cross_site = headers
-        .get("sec-fetch-site")
-        .is_some_and(|v| v.as_bytes() == b"cross-site");
+    let cross_site = !navigation
+        && headers
+            .get("sec-fetch-site")
+            .is_some_and(|v| v.as_bytes() == b"cross-site");
     if cross_site {
         return secured(refuse(
             StatusCode::FORBIDDEN,

@@ -131,6 +131,44 @@ async fn every_request_needs_the_token_a_literal_host_and_its_own_origin() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_printed_link_opens_from_another_site_but_nothing_else_does() {
+    let fx = Fixture::new(60);
+    let router = fx.web.router();
+    let token = fx.web.token().to_owned();
+    // The printed link opened from another site's page: a top-level navigation to the page.
+    let (status, _) = send(
+        &router,
+        raw(
+            "GET",
+            &format!("/?token={token}"),
+            &[
+                ("host", HOST),
+                ("sec-fetch-site", "cross-site"),
+                ("sec-fetch-mode", "navigate"),
+            ],
+            "",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = send(
+        &router,
+        raw(
+            "GET",
+            &format!("/pending?token={token}"),
+            &[
+                ("host", HOST),
+                ("sec-fetch-site", "cross-site"),
+                ("sec-fetch-mode", "navigate"),
+            ],
+            "",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "only the page itself");
+}
+
+#[tokio::test(start_paused = true)]
 async fn bad_requests_get_a_code_and_a_message() {
     let fx = Fixture::new(60);
     let router = fx.web.router();
