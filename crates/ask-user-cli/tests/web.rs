@@ -288,3 +288,134 @@ fn serve_refuses_a_missing_log_and_a_foreign_address_needs_asking() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "--web-addr needs --web");
 }
+
+/// An ntfy-shaped receiver: takes every POST, answers 200, and hands over its path and body.
+fn ntfy_receiver() -> (String, mpsc::Receiver<(String, Value)>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            reader.read_line(&mut request_line).unwrap();
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let path = request_line
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or("")
+                .to_owned();
+            let _ = tx.send((path, serde_json::from_slice(&body).unwrap_or(Value::Null)));
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+        }
+    });
+    (addr, rx)
+}
+
+/// A press of an ntfy `http` action button, as the ntfy app sends it: its method, URL, headers
+/// and body, nothing else (no page token, no origin).
+fn press(action: &Value) -> (u16, Value) {
+    let url = action["url"].as_str().unwrap();
+    let rest = url.strip_prefix("http://").unwrap();
+    let (addr, path) = rest.split_at(rest.find('/').unwrap());
+    let body = action["body"].as_str().unwrap();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    write!(
+        stream,
+        "{} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        action["method"].as_str().unwrap(),
+        action["headers"]["Content-Type"].as_str().unwrap(),
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let json = response.split("\r\n\r\n").nth(1).unwrap_or("null");
+    (status, serde_json::from_str(json).unwrap_or(Value::Null))
+}
+
+#[test]
+fn demo_web_ntfy_sends_answer_buttons_and_a_press_answers_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("demo.jsonl");
+    let (ntfy, pushes) = ntfy_receiver();
+    let mut demo = Running::start(&[
+        "demo",
+        "--web",
+        "--ntfy",
+        "ask-user-test",
+        "--ntfy-server",
+        &format!("http://{ntfy}"),
+        "--notify-after",
+        "1",
+        "--window",
+        "120",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let (addr, token) = demo.url();
+    let (path, push) = pushes.recv_timeout(WAIT).expect("an ntfy push");
+    assert_eq!(path, "/");
+    assert_eq!(push["topic"], "ask-user-test");
+    assert_eq!(push["priority"], 4);
+    assert_eq!(
+        push["title"],
+        "Database: your agent is waiting for an answer"
+    );
+    assert_eq!(push["click"], format!("http://{addr}/?token={token}"));
+    assert!(
+        !push.to_string().contains("Which database"),
+        "no question text unless asked for: {push}"
+    );
+    let actions = push["actions"].as_array().unwrap();
+    let labels: Vec<&str> = actions
+        .iter()
+        .map(|a| a["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["PostgreSQL (Recommended)", "SQLite", "DynamoDB"]);
+    let sqlite = &actions[1];
+    assert_eq!(sqlite["action"], "http");
+    assert!(
+        sqlite["url"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("http://{addr}/cards/call_demo_1/answer?grant="))
+    );
+
+    let (status, body) = press(sqlite);
+    assert_eq!(
+        (status, body),
+        (200, json!({"ok": true, "path": "foreground"}))
+    );
+    let (status, body) = press(sqlite);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("BAD_GRANT")),
+        "used once"
+    );
+    let (code, lines) = demo.exit_code();
+    let text = lines.join("\n");
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("Going with SQLite; every pull request will run: no required checks."),
+        "{text}"
+    );
+}

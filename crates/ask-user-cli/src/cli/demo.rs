@@ -51,6 +51,8 @@ pub struct DemoArgs {
     answers: Option<PathBuf>,
     #[command(flatten)]
     web: super::web::WebArgs,
+    #[command(flatten)]
+    notify: super::notify::NotifyArgs,
 }
 
 pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
@@ -128,6 +130,8 @@ struct Demo {
     window: i64,
     /// The page, with `--web`: it races the terminal card.
     web: Option<super::web::WebRun>,
+    /// Notifications, with `--ntfy`, `--notify-webhook`, `--bell` or `--notify-config`.
+    _notifier: Option<ask_user_notify::Notifier>,
     _guards: Vec<user_questions::AnswererGuard>,
     _interrupt: super::AbortOnDrop,
 }
@@ -184,9 +188,13 @@ impl Demo {
             Some(plan) => Some(plan.serve(&host, Some(&terminal)).await?),
             None => None,
         };
+        let notifier = args
+            .notify
+            .start(host.seam(), web.as_ref().map(super::web::WebRun::links))?;
         let cancel = CancellationToken::new();
         Ok(Self {
             web,
+            _notifier: notifier,
             _interrupt: interrupt_on_ctrl_c(cancel.clone()),
             host,
             terminal,

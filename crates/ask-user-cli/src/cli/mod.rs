@@ -7,6 +7,7 @@ mod answer;
 mod ask;
 mod demo;
 mod mcp;
+mod notify;
 mod pending;
 mod schema;
 mod web;

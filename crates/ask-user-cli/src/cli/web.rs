@@ -36,6 +36,7 @@ pub struct WebArgs {
 
 /// The surface of a run, serving until dropped.
 pub(crate) struct WebRun {
+    surface: WebSurface,
     server: WebServer,
     _guard: AnswererGuard,
     _follow: Option<AbortOnDrop>,
@@ -45,6 +46,53 @@ impl WebRun {
     /// The page's URL, with its token.
     pub(crate) fn url(&self) -> String {
         self.server.url()
+    }
+
+    /// What the page adds to notifications: labels, the card's URL, one-time answer buttons.
+    pub(crate) fn links(&self) -> Arc<dyn ask_user_notify::Links> {
+        Arc::new(WebLinks {
+            surface: self.surface.clone(),
+            base: self.server.base_url(),
+            url: self.server.url(),
+        })
+    }
+}
+
+/// The web surface as notifications see it.
+struct WebLinks {
+    surface: WebSurface,
+    base: String,
+    url: String,
+}
+
+impl ask_user_notify::Links for WebLinks {
+    fn questions(
+        &self,
+        session: &str,
+        call_id: &user_questions::CallId,
+    ) -> Option<Vec<user_questions::Question>> {
+        self.surface.questions(session, call_id)
+    }
+
+    fn card_url(&self) -> Option<String> {
+        Some(self.url.clone())
+    }
+
+    fn answer_button(
+        &self,
+        session: &str,
+        call_id: &user_questions::CallId,
+        question_id: &str,
+        label: &str,
+    ) -> Option<(String, String)> {
+        match self.surface.grant(session, call_id, question_id, label) {
+            Ok(Some(link)) => Some((format!("{}{}", self.base, link.path), link.body)),
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%error, "no answer button: no random source");
+                None
+            }
+        }
     }
 }
 
@@ -126,6 +174,7 @@ impl WebPlan {
             }))
         });
         Ok(WebRun {
+            surface: self.surface,
             server,
             _guard: self.guard,
             _follow: follow,

@@ -1,0 +1,100 @@
+//! `--notify-*`, `--ntfy` and `--bell` for `demo` and `ask`: tell the person that a question is
+//! waiting (`ask-user-notify`), with answer buttons when the page (`--web`) serves it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ask_user_notify::{Links, Notifier, NotifyConfig, NtfyConfig, Secret, WebhookConfig, backends};
+use clap::Args;
+use user_questions::UserQuestions;
+
+use super::{CliError, Exit};
+
+/// The notification flags.
+#[derive(Clone, Debug, Args)]
+pub struct NotifyArgs {
+    /// Notifications from a JSON file (`{"notifyAfter","includeText","webhooks","ntfy","terminal"}`);
+    /// the flags below add to it.
+    #[arg(long, value_name = "FILE")]
+    pub notify_config: Option<PathBuf>,
+    /// Post a signed JSON notification (Standard Webhooks) to URL; needs --webhook-secret.
+    #[arg(long, value_name = "URL", requires = "webhook_secret")]
+    pub notify_webhook: Vec<String>,
+    /// The `whsec_…` secret the webhooks are signed with (never printed; a file via
+    /// --notify-config keeps it out of the shell's history).
+    #[arg(long, value_name = "SECRET")]
+    pub webhook_secret: Option<String>,
+    /// Push to this ntfy topic (with answer buttons when --web serves the question).
+    #[arg(long, value_name = "TOPIC")]
+    pub ntfy: Option<String>,
+    /// The ntfy server (default `https://ntfy.sh`).
+    #[arg(long, value_name = "URL", requires = "ntfy")]
+    pub ntfy_server: Option<String>,
+    /// Notify when nobody has claimed or answered a question after this many seconds
+    /// (default 10; for a timed question at most half its window).
+    #[arg(long, value_name = "SECONDS")]
+    pub notify_after: Option<f64>,
+    /// Put the question text into notifications (off by default: ids, headers and labels only).
+    #[arg(long)]
+    pub notify_text: bool,
+    /// Ring the terminal's bell, with an OSC 9 desktop notification.
+    #[arg(long)]
+    pub bell: bool,
+}
+
+impl NotifyArgs {
+    /// The configuration the flags make; `None` when they name nothing to notify.
+    fn config(&self) -> Result<Option<NotifyConfig>, CliError> {
+        let bad = |message: String| CliError::new("BAD_CONFIG", message, Exit::Usage);
+        let mut config = match &self.notify_config {
+            Some(path) => {
+                let text = super::read_input(path)?;
+                NotifyConfig::from_json(&text).map_err(|e| bad(e.to_string()))?
+            }
+            None => NotifyConfig::default(),
+        };
+        if !self.notify_webhook.is_empty() {
+            let secret = Secret::parse(self.webhook_secret.as_deref().unwrap_or_default())
+                .map_err(|e| bad(e.to_string()))?;
+            for url in &self.notify_webhook {
+                config.webhooks.push(WebhookConfig {
+                    url: url.clone(),
+                    secret: secret.clone(),
+                });
+            }
+        }
+        if let Some(topic) = &self.ntfy {
+            config.ntfy = Some(NtfyConfig {
+                topic: topic.clone(),
+                server: self
+                    .ntfy_server
+                    .clone()
+                    .unwrap_or_else(|| "https://ntfy.sh".to_owned()),
+            });
+        }
+        if let Some(secs) = self.notify_after {
+            if !(secs.is_finite() && (0.0..=86_400.0).contains(&secs)) {
+                return Err(bad("--notify-after is 0 to 86400 seconds".to_owned()));
+            }
+            config.notify_after = Duration::from_secs_f64(secs);
+        }
+        config.include_text |= self.notify_text;
+        config.terminal |= self.bell;
+        config.check().map_err(|e| bad(e.to_string()))?;
+        Ok((!config.is_empty()).then_some(config))
+    }
+
+    /// Starts notifying about `seam`'s questions, with `links` from the page when there is one.
+    pub(crate) fn start(
+        &self,
+        seam: &UserQuestions,
+        links: Option<Arc<dyn Links>>,
+    ) -> Result<Option<Notifier>, CliError> {
+        let Some(config) = self.config()? else {
+            return Ok(None);
+        };
+        let backends = backends(&config);
+        Ok(Some(Notifier::start(seam, config, links, backends)))
+    }
+}
