@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod backend;
 mod config;
 mod http;
 mod notice;
@@ -11,9 +12,7 @@ mod webhook;
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use user_questions::{CallId, Question};
-
+pub use backend::{Backend, Links};
 pub use config::{ConfigError, NotifyConfig, NtfyConfig, RetryPolicy, Secret, WebhookConfig};
 pub use http::Delivered;
 pub use notice::{Button, Notice, NoticeKind, NoticeQuestion};
@@ -21,34 +20,6 @@ pub use ntfy::Ntfy;
 pub use policy::{Notifier, NotifyStats};
 pub use terminal::TerminalBell;
 pub use webhook::Webhook;
-
-/// Where notifications go. Each backend runs on a worker task of its own behind a bounded
-/// queue, so a slow or dead receiver delays only its own notifications.
-#[async_trait]
-pub trait Backend: Send + Sync + 'static {
-    /// Whether it also takes resolutions (answered, cancelled) of questions it was told about.
-    fn takes_resolutions(&self) -> bool;
-    /// Delivers one notification (retrying as it sees fit).
-    async fn deliver(&self, notice: &Notice);
-}
-
-/// What a web surface adds to notifications: the questions' labels and text, the card's URL,
-/// and one-time answer buttons. A host implements it over its surface.
-pub trait Links: Send + Sync {
-    /// The questions of `call_id` in `session`, if the surface shows them.
-    fn questions(&self, session: &str, call_id: &CallId) -> Option<Vec<Question>>;
-    /// The page's URL.
-    fn card_url(&self) -> Option<String>;
-    /// A one-time answer choosing `label` for `question_id`: the URL to `POST` and its JSON
-    /// body.
-    fn answer_button(
-        &self,
-        session: &str,
-        call_id: &CallId,
-        question_id: &str,
-        label: &str,
-    ) -> Option<(String, String)>;
-}
 
 /// The backends `config` names: its webhooks, its ntfy topic, the terminal bell.
 pub fn backends(config: &NotifyConfig) -> Vec<Arc<dyn Backend>> {

@@ -2,9 +2,7 @@
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use user_questions::{CallId, Question};
-
-use crate::Links;
+use user_questions::Question;
 
 /// What a notification says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,34 +188,6 @@ impl Notice {
         }
         lines.join("\n")
     }
-}
-
-/// The buttons for `questions` of `call_id`: one per option of the first question when it is
-/// single-select with one to three options and `links` grants one-time answers.
-pub(crate) fn buttons(
-    links: &dyn Links,
-    session: &str,
-    call_id: &CallId,
-    questions: &[Question],
-) -> Vec<Button> {
-    let Some(first) = questions.first() else {
-        return Vec::new();
-    };
-    let options = first.options();
-    if first.is_multi_select() || options.is_empty() || options.len() > 3 {
-        return Vec::new();
-    }
-    options
-        .iter()
-        .map_while(|option| {
-            let (url, body) = links.answer_button(session, call_id, &first.id, &option.label)?;
-            Some(Button {
-                label: option.label.clone(),
-                url,
-                body,
-            })
-        })
-        .collect()
 }
 
 /// A fresh notification id, `msg_` and 24 random hex digits (the operating system's random

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use crate::Backend;
+use crate::backend::Backend;
 use crate::config::{NtfyConfig, RetryPolicy};
 use crate::http::{self, Delivered};
 use crate::notice::{Notice, NoticeKind};

@@ -24,9 +24,9 @@ use user_questions::{
     WaitMode,
 };
 
+use crate::backend::{Backend, Links};
 use crate::config::NotifyConfig;
-use crate::notice::{Notice, NoticeKind, NoticeQuestion};
-use crate::{Backend, Links};
+use crate::notice::{Button, Notice, NoticeKind, NoticeQuestion};
 
 /// How many notifications wait for one backend at most.
 const BACKEND_QUEUE: usize = 64;
@@ -300,7 +300,7 @@ impl Inner {
         };
         let buttons = match (&kind, &full, &self.links) {
             (NoticeKind::Waiting | NoticeKind::Pending, Some(full), Some(links)) => {
-                crate::notice::buttons(links.as_ref(), session, call_id, full)
+                buttons(links.as_ref(), session, call_id, full)
             }
             _ => Vec::new(),
         };
@@ -326,6 +326,34 @@ impl Inner {
             }
         }
     }
+}
+
+/// The buttons for `questions` of `call_id`: one per option of the first question when it is
+/// single-select with one to three options and `links` grants one-time answers.
+pub(crate) fn buttons(
+    links: &dyn Links,
+    session: &str,
+    call_id: &CallId,
+    questions: &[Question],
+) -> Vec<Button> {
+    let Some(first) = questions.first() else {
+        return Vec::new();
+    };
+    let options = first.options();
+    if first.is_multi_select() || options.is_empty() || options.len() > 3 {
+        return Vec::new();
+    }
+    options
+        .iter()
+        .map_while(|option| {
+            let (url, body) = links.answer_button(session, call_id, &first.id, &option.label)?;
+            Some(Button {
+                label: option.label.clone(),
+                url,
+                body,
+            })
+        })
+        .collect()
 }
 
 fn now_ms() -> i64 {

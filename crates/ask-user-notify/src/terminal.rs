@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::Backend;
+use crate::backend::Backend;
 use crate::notice::{Notice, NoticeKind};
 
 /// Rings the bell and sends `ESC ] 9 ; text BEL` (shown as a desktop notification by terminals

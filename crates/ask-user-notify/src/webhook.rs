@@ -4,10 +4,11 @@
 use async_trait::async_trait;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 
+use crate::backend::Backend;
 use crate::config::{RetryPolicy, WebhookConfig};
 use crate::http::{self, Delivered};
 use crate::notice::Notice;
-use crate::{Backend, sign};
+use crate::sign;
 
 /// Posts every notification, resolutions included, to one URL.
 pub struct Webhook {
