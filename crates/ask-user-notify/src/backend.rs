@@ -11,6 +11,10 @@ use crate::notice::Notice;
 pub trait Backend: Send + Sync + 'static {
     /// Whether it also takes resolutions (answered, cancelled) of questions it was told about.
     fn takes_resolutions(&self) -> bool;
+    /// Whether it shows answer buttons (one-time grants are made only for such backends).
+    fn wants_buttons(&self) -> bool {
+        false
+    }
     /// Delivers one notification (retrying as it sees fit).
     async fn deliver(&self, notice: &Notice);
 }
@@ -20,7 +24,8 @@ pub trait Backend: Send + Sync + 'static {
 pub trait Links: Send + Sync {
     /// The questions of `call_id` in `session`, if the surface shows them.
     fn questions(&self, session: &str, call_id: &CallId) -> Option<Vec<Question>>;
-    /// The page's URL.
+    /// The page's address, without its token (a notification goes to receivers that must not
+    /// get the page's capability): the person opens the link the host printed.
     fn card_url(&self) -> Option<String>;
     /// A one-time answer choosing `label` for `question_id`: the URL to `POST` and its JSON
     /// body.

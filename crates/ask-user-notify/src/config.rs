@@ -73,8 +73,9 @@ impl ConfigError {
     }
 }
 
-/// A webhook: a JSON `POST` to `url`, signed with `secret`.
-#[derive(Clone, Debug, Deserialize)]
+/// A webhook: a JSON `POST` to `url`, signed with `secret`. Its `Debug` shows the URL's host
+/// only.
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookConfig {
     /// Where to post (`http://` or `https://`).
@@ -83,8 +84,9 @@ pub struct WebhookConfig {
     pub secret: Secret,
 }
 
-/// An ntfy topic: `server` (default `https://ntfy.sh`) and `topic`.
-#[derive(Clone, Debug, Deserialize)]
+/// An ntfy topic: `server` (default `https://ntfy.sh`) and `topic`. Its `Debug` shows the
+/// server's host only, never the topic.
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NtfyConfig {
     /// The topic; on a public server, a secret of its own: anyone who knows it reads it.
@@ -92,6 +94,23 @@ pub struct NtfyConfig {
     /// The server's base URL.
     #[serde(default = "default_ntfy_server")]
     pub server: String,
+}
+
+impl fmt::Debug for WebhookConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WebhookConfig")
+            .field("url", &crate::http::redacted(&self.url))
+            .field("secret", &self.secret)
+            .finish()
+    }
+}
+
+impl fmt::Debug for NtfyConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NtfyConfig")
+            .field("server", &crate::http::redacted(&self.server))
+            .finish_non_exhaustive()
+    }
 }
 
 fn default_ntfy_server() -> String {
@@ -144,6 +163,11 @@ pub struct NotifyConfig {
     /// Ring the terminal's bell and send an OSC 9 desktop notification on the card's terminal.
     #[serde(default)]
     pub terminal: bool,
+    /// Notify even when a surface claims the question within `notify_after`. A claim means a
+    /// surface shows the question (a terminal card claims as it opens; a page while it is open),
+    /// which is no proof that a person is there: set this to be told anyway.
+    #[serde(default)]
+    pub ignore_claims: bool,
     /// How deliveries are retried (not in the file: the defaults).
     #[serde(skip)]
     pub retry: RetryPolicy,
@@ -177,6 +201,7 @@ impl Default for NotifyConfig {
             webhooks: Vec::new(),
             ntfy: None,
             terminal: false,
+            ignore_claims: false,
             retry: RetryPolicy::default(),
         }
     }

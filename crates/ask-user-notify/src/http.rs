@@ -23,14 +23,29 @@ pub enum Delivered {
     },
 }
 
-/// The HTTP client every backend uses: rustls with the built-in web PKI roots, no proxy
-/// discovery, no redirects (a webhook that moved is a configuration to fix).
+/// The HTTP client every backend uses: rustls with the built-in web PKI roots, no proxy from
+/// the environment (a body carries one-time answer links), no redirects (a webhook that moved is
+/// a configuration to fix).
 pub(crate) fn client() -> Client {
     Client::builder()
+        .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("ask-user-notify/", env!("CARGO_PKG_VERSION")))
         .build()
         .unwrap_or_default()
+}
+
+/// `url` fit for a log line: its scheme, host and port only (a path, a query or user info may
+/// hold a credential: a Slack-style webhook path, an ntfy password).
+pub(crate) fn redacted(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => match (u.host_str(), u.port()) {
+            (Some(host), Some(port)) => format!("{}://{host}:{port}/…", u.scheme()),
+            (Some(host), None) => format!("{}://{host}/…", u.scheme()),
+            (None, _) => "(an URL)".to_owned(),
+        },
+        Err(_) => "(an URL)".to_owned(),
+    }
 }
 
 fn retryable(status: StatusCode) -> bool {

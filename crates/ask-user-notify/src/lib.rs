@@ -30,7 +30,8 @@ pub fn backends(config: &NotifyConfig) -> Vec<Arc<dyn Backend>> {
     if let Some(ntfy) = &config.ntfy {
         backends.push(Arc::new(Ntfy::new(ntfy.clone(), config.retry)));
     }
-    if config.terminal {
+    // The bell only where stderr is a terminal: escape codes in a log file help nobody.
+    if config.terminal && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         backends.push(Arc::new(TerminalBell::default()));
     }
     backends

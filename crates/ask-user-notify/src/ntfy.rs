@@ -15,11 +15,19 @@ use crate::http::{self, Delivered};
 use crate::notice::{Notice, NoticeKind};
 
 /// Pushes waiting and pending questions to an ntfy topic.
-#[derive(Debug)]
 pub struct Ntfy {
     config: NtfyConfig,
     retry: RetryPolicy,
     client: reqwest::Client,
+}
+
+impl std::fmt::Debug for Ntfy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The topic is a secret on a public server.
+        f.debug_struct("Ntfy")
+            .field("server", &http::redacted(&self.config.server))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Ntfy {
@@ -73,12 +81,19 @@ impl Ntfy {
     /// Delivers one notification and says how it went.
     pub async fn send(&self, notice: &Notice) -> Delivered {
         let body = self.message(notice).to_string();
-        let url = self.config.server.trim_end_matches('/').to_owned();
-        http::post(&self.client, &url, &body, &self.retry, |_| {
-            let mut headers = HeaderMap::new();
-            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            headers
-        })
+        // The JSON publish goes to the server's root, as configured (a server under a path
+        // behind a proxy keeps its path).
+        http::post(
+            &self.client,
+            &self.config.server,
+            &body,
+            &self.retry,
+            |_| {
+                let mut headers = HeaderMap::new();
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                headers
+            },
+        )
         .await
     }
 }
@@ -89,9 +104,13 @@ impl Backend for Ntfy {
         false
     }
 
+    fn wants_buttons(&self) -> bool {
+        true
+    }
+
     async fn deliver(&self, notice: &Notice) {
         if let Delivered::No { attempts, status } = self.send(notice).await {
-            tracing::warn!(server = %self.config.server, attempts, status, "an ntfy push was not delivered");
+            tracing::warn!(server = %http::redacted(&self.config.server), attempts, status, "an ntfy push was not delivered");
         }
     }
 }

@@ -30,6 +30,11 @@ use crate::notice::{Button, Notice, NoticeKind, NoticeQuestion};
 
 /// How many notifications wait for one backend at most.
 const BACKEND_QUEUE: usize = 64;
+/// How many questions the policy follows at most; the oldest goes first.
+const MAX_TRACKED: usize = 1024;
+/// How long a question is followed without news (a pending one answered in another process
+/// ends without an event here).
+const TRACK_LIFETIME: Duration = Duration::from_hours(24);
 
 /// Counters, for metrics and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,6 +55,7 @@ struct Counters {
 }
 
 struct Tracked {
+    since: tokio::time::Instant,
     questions: Vec<NoticeQuestion>,
     timer: Option<AbortHandle>,
     /// Something was sent about this question: its resolution is sent too.
@@ -62,6 +68,8 @@ struct Inner {
     config: NotifyConfig,
     links: Option<Arc<dyn Links>>,
     queues: Vec<(bool, mpsc::Sender<Arc<Notice>>)>,
+    /// Some backend shows answer buttons: only then are one-time grants made.
+    buttons: bool,
     tracked: Mutex<HashMap<Key, Tracked>>,
     counters: Counters,
 }
@@ -98,6 +106,7 @@ impl Notifier {
     ) -> Self {
         let mut tasks = Vec::new();
         let mut queues = Vec::new();
+        let buttons = backends.iter().any(|b| b.wants_buttons());
         for backend in backends {
             let (tx, mut rx) = mpsc::channel::<Arc<Notice>>(BACKEND_QUEUE);
             queues.push((backend.takes_resolutions(), tx));
@@ -112,6 +121,7 @@ impl Notifier {
             config,
             links,
             queues,
+            buttons,
             tracked: Mutex::new(HashMap::new()),
             counters: Counters::default(),
         });
@@ -174,7 +184,13 @@ impl Inner {
     }
 
     fn on_event(self: &Arc<Self>, event: &QuestionEvent) {
-        let Some(call_id) = event.call_id.clone() else {
+        // A question without a call id (a blocking ask) is followed by its ask id.
+        let Some(call_id) = event.call_id.clone().or_else(|| {
+            event
+                .ask_id
+                .as_ref()
+                .map(|a| CallId::from(format!("ask:{a}")))
+        }) else {
             return;
         };
         let session = event
@@ -201,29 +217,35 @@ impl Inner {
                     .collect();
                 let weak = Arc::downgrade(self);
                 let timer_key = key.clone();
+                // Spawned and recorded under one lock: a timer due at once finds its entry.
+                let mut tracked = self.tracked();
+                prune(&mut tracked);
                 let timer = tokio::spawn(async move {
                     tokio::time::sleep(delay).await;
                     if let Some(inner) = weak.upgrade() {
                         inner.waiting(&timer_key);
                     }
                 });
-                let old = self.tracked().insert(
+                let old = tracked.insert(
                     key,
                     Tracked {
+                        since: tokio::time::Instant::now(),
                         questions: summaries,
                         timer: Some(timer.abort_handle()),
                         sent: false,
                     },
                 );
+                drop(tracked);
                 if let Some(timer) = old.and_then(|o| o.timer) {
                     timer.abort();
                 }
             }
-            QuestionEventKind::Claimed { .. } => {
+            QuestionEventKind::Claimed { .. } if !self.config.ignore_claims => {
                 if let Some(timer) = self.tracked().get_mut(&key).and_then(|t| t.timer.take()) {
                     timer.abort();
                 }
             }
+            QuestionEventKind::Claimed { .. } => {}
             QuestionEventKind::Pending => self.pending(&key),
             QuestionEventKind::Answered { provenance, .. } => self.resolved(
                 &key,
@@ -259,7 +281,9 @@ impl Inner {
     fn pending(&self, key: &Key) {
         let questions = {
             let mut tracked = self.tracked();
+            prune(&mut tracked);
             let t = tracked.entry(key.clone()).or_insert_with(|| Tracked {
+                since: tokio::time::Instant::now(),
                 questions: Vec::new(),
                 timer: None,
                 sent: false,
@@ -268,6 +292,7 @@ impl Inner {
                 timer.abort();
             }
             t.sent = true;
+            t.since = tokio::time::Instant::now();
             t.questions.clone()
         };
         self.send(key, NoticeKind::Pending, questions, false);
@@ -299,7 +324,9 @@ impl Inner {
             None => summaries,
         };
         let buttons = match (&kind, &full, &self.links) {
-            (NoticeKind::Waiting | NoticeKind::Pending, Some(full), Some(links)) => {
+            (NoticeKind::Waiting | NoticeKind::Pending, Some(full), Some(links))
+                if self.buttons =>
+            {
                 buttons(links.as_ref(), session, call_id, full)
             }
             _ => Vec::new(),
@@ -343,9 +370,10 @@ pub(crate) fn buttons(
     if first.is_multi_select() || options.is_empty() || options.len() > 3 {
         return Vec::new();
     }
+    // All the options' buttons or none: a partial set would hide a choice.
     options
         .iter()
-        .map_while(|option| {
+        .map(|option| {
             let (url, body) = links.answer_button(session, call_id, &first.id, &option.label)?;
             Some(Button {
                 label: option.label.clone(),
@@ -353,7 +381,35 @@ pub(crate) fn buttons(
                 body,
             })
         })
-        .collect()
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default()
+}
+
+/// Forgets questions followed too long without news, and the oldest beyond the cap.
+fn prune(tracked: &mut HashMap<Key, Tracked>) {
+    let now = tokio::time::Instant::now();
+    let expired: Vec<Key> = tracked
+        .iter()
+        .filter(|(_, t)| now.duration_since(t.since) >= TRACK_LIFETIME)
+        .map(|(k, _)| k.clone())
+        .collect();
+    for key in expired {
+        if let Some(timer) = tracked.remove(&key).and_then(|t| t.timer) {
+            timer.abort();
+        }
+    }
+    while tracked.len() >= MAX_TRACKED {
+        let Some(oldest) = tracked
+            .iter()
+            .min_by_key(|(_, t)| t.since)
+            .map(|(k, _)| k.clone())
+        else {
+            break;
+        };
+        if let Some(timer) = tracked.remove(&oldest).and_then(|t| t.timer) {
+            timer.abort();
+        }
+    }
 }
 
 fn now_ms() -> i64 {

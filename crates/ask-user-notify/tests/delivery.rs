@@ -86,7 +86,7 @@ fn notice(kind: NoticeKind) -> Notice {
             question: None,
             detail: None,
         }],
-        url: Some("http://127.0.0.1:9/?token=abc".into()),
+        url: Some("http://127.0.0.1:9/".into()),
         buttons: vec![Button {
             label: "SQLite".into(),
             url: "http://127.0.0.1:9/cards/call-1/answer?grant=g1".into(),

@@ -22,6 +22,9 @@ impl Backend for Recorder {
     fn takes_resolutions(&self) -> bool {
         true
     }
+    fn wants_buttons(&self) -> bool {
+        true
+    }
     async fn deliver(&self, notice: &Notice) {
         let _ = self.0.send((Instant::now(), notice.clone()));
     }
@@ -254,7 +257,7 @@ impl Links for StaticLinks {
         Some(vec![question().with_detail("Pick one.")])
     }
     fn card_url(&self) -> Option<String> {
-        Some("http://127.0.0.1:1/?token=t".into())
+        Some("http://127.0.0.1:1/".into())
     }
     fn answer_button(
         &self,
@@ -284,7 +287,7 @@ async fn links_add_labels_buttons_and_text_only_when_configured() {
         settle().await;
         let (_, notice) = rx.try_recv().unwrap();
         assert_eq!(notice.questions[0].options, ["PostgreSQL", "SQLite"]);
-        assert_eq!(notice.url.as_deref(), Some("http://127.0.0.1:1/?token=t"));
+        assert_eq!(notice.url.as_deref(), Some("http://127.0.0.1:1/"));
         assert_eq!(notice.buttons.len(), 2);
         assert_eq!(notice.buttons[1].label, "SQLite");
         let text = notice.payload().to_string();
@@ -295,4 +298,45 @@ async fn links_add_labels_buttons_and_text_only_when_configured() {
             "buttons stay off webhooks: {text}"
         );
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn ignoring_claims_notifies_although_a_surface_shows_the_question() {
+    let host = host();
+    let config = NotifyConfig {
+        ignore_claims: true,
+        ..NotifyConfig::default()
+    };
+    let (_notifier, mut rx) = notifier(&host, config, None);
+    let _call = ask(&host, "c1", 60_000);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let _claim = host
+        .seam
+        .attach_wait(&host.agent, &"c1".into())
+        .unwrap()
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    settle().await;
+    assert_eq!(rx.try_recv().unwrap().1.kind, NoticeKind::Waiting);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_blocking_ask_without_a_call_id_is_followed_by_its_ask_id() {
+    let host = host();
+    let (_notifier, mut rx) = notifier(&host, NotifyConfig::default(), None);
+    let _slow = host.seam.register(
+        Arc::new(Slow(Duration::from_secs(30))),
+        RegisterOptions::global("terminal"),
+    );
+    let seam = host.seam.clone();
+    let _ask = tokio::spawn(async move {
+        let _ = seam
+            .ask(user_questions::AskRequest::new([question()]))
+            .await;
+    });
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    settle().await;
+    let (_, notice) = rx.try_recv().unwrap();
+    assert_eq!(notice.kind, NoticeKind::Waiting);
+    assert!(notice.call_id.starts_with("ask:"), "{}", notice.call_id);
 }

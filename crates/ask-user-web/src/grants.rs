@@ -20,6 +20,8 @@ pub(crate) struct Grant {
     pub(crate) call_id: CallId,
     /// The one batch this grant answers with.
     pub(crate) batch: AnswerBatch,
+    /// The card it was made for (a call asked again is another card).
+    pub(crate) card: u64,
     issued: Instant,
 }
 
@@ -56,6 +58,7 @@ impl Grants {
         session: &str,
         call_id: &CallId,
         batch: AnswerBatch,
+        card: u64,
     ) -> String {
         let mut live = self
             .live
@@ -77,6 +80,7 @@ impl Grants {
                 session: session.to_owned(),
                 call_id: call_id.clone(),
                 batch,
+                card,
                 issued: now,
             },
         );
@@ -104,6 +108,15 @@ impl Grants {
             return Err(GrantRefused::Mismatch);
         }
         live.remove(token).ok_or(GrantRefused::Unknown)
+    }
+
+    /// Revokes every grant of `call_id` in `session`: once one button answered, the others are
+    /// dead.
+    pub(crate) fn revoke_call(&self, session: &str, call_id: &CallId) {
+        self.live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|_, g| !(g.session == session && &g.call_id == call_id));
     }
 
     /// Puts a taken grant back (its answer could not be delivered and may be sent again).

@@ -792,6 +792,16 @@ impl Hub {
 
     /// The questions of the card of `call_id` in `session`.
     pub(crate) fn questions(&self, session: &str, call_id: &CallId) -> Option<Vec<Question>> {
+        self.card_questions(session, call_id).map(|(q, _)| q)
+    }
+
+    /// The questions of the card of `call_id` in `session`, and which card it is (a call asked
+    /// again is a new card).
+    pub(crate) fn card_questions(
+        &self,
+        session: &str,
+        call_id: &CallId,
+    ) -> Option<(Vec<Question>, u64)> {
         let state = lock(&self.state);
         state
             .cards
@@ -799,7 +809,7 @@ impl Hub {
                 session: session.to_owned(),
                 call_id: call_id.clone(),
             })
-            .map(|card| card.questions.clone())
+            .map(|card| (card.questions.clone(), card.order))
     }
 
     /// Claims held now by pages (stream claims and holds), for tests and metrics.

@@ -110,7 +110,7 @@ impl WebSurface {
         question_id: &str,
         label: &str,
     ) -> std::io::Result<Option<GrantLink>> {
-        let Some(questions) = self.hub.questions(session, call_id) else {
+        let Some((questions, card)) = self.hub.card_questions(session, call_id) else {
             return Ok(None);
         };
         let offered = questions
@@ -124,7 +124,7 @@ impl WebSurface {
         let body = serde_json::json!({ "answers": batch.answers }).to_string();
         let token = self
             .grants
-            .issue(token::random_hex(24)?, session, call_id, batch);
+            .issue(token::random_hex(24)?, session, call_id, batch, card);
         Ok(Some(GrantLink {
             path: format!(
                 "/cards/{}/answer?grant={token}",

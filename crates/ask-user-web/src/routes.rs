@@ -493,9 +493,19 @@ async fn answer_by_grant(app: &App, token: &str, call_id: &CallId, batch: Answer
             );
         }
     };
+    // A grant answers the card it was made for, not the same call asked again.
+    let same_card = app
+        .hub
+        .card_questions(&grant.session, call_id)
+        .is_some_and(|(_, card)| card == grant.card);
+    if !same_card {
+        return refused(AnswerRefused::NotWaiting);
+    }
     let result = app.hub.answer(call_id, Some(&grant.session), batch).await;
-    if let Err(AnswerRefused::Undelivered(_)) = &result {
-        app.grants.restore(token.to_owned(), grant);
+    match &result {
+        Err(AnswerRefused::Undelivered(_)) => app.grants.restore(token.to_owned(), grant),
+        Ok(_) => app.grants.revoke_call(&grant.session, call_id),
+        Err(_) => {}
     }
     answered(result)
 }

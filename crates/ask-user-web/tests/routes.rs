@@ -881,7 +881,8 @@ async fn a_grant_answers_its_one_option_once_without_the_page_token() {
     let (status, body) = send(&router, press(&postgres, "PostgreSQL")).await;
     assert_eq!(
         (status, body["code"].as_str()),
-        (StatusCode::GONE, Some("NOT_WAITING"))
+        (StatusCode::FORBIDDEN, Some("BAD_GRANT")),
+        "one button answered: the others are revoked"
     );
     // A grant is no page token.
     let grant = sqlite.split("grant=").nth(1).unwrap();

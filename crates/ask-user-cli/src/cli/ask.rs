@@ -52,9 +52,11 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     let _terminal = terminal.register(host.seam());
     let interactive = crate::terminal::is_interactive_terminal();
     let web = super::web::serve_announced(web, &host, &terminal).await?;
-    let _notifier = args
-        .notify
-        .start(host.seam(), web.as_ref().map(super::web::WebRun::links))?;
+    let _notifier = args.notify.start(
+        host.seam(),
+        web.as_ref()
+            .map(|w| w.links(args.web.web_public_url.as_deref())),
+    )?;
     if args.answers.is_none() && !interactive && web.is_none() {
         tracing::warn!("no terminal and no --answers: nobody can answer, so the call fails closed");
     }

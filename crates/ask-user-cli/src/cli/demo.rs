@@ -188,9 +188,11 @@ impl Demo {
             Some(plan) => Some(plan.serve(&host, Some(&terminal)).await?),
             None => None,
         };
-        let notifier = args
-            .notify
-            .start(host.seam(), web.as_ref().map(super::web::WebRun::links))?;
+        let notifier = args.notify.start(
+            host.seam(),
+            web.as_ref()
+                .map(|w| w.links(args.web.web_public_url.as_deref())),
+        )?;
         let cancel = CancellationToken::new();
         Ok(Self {
             web,

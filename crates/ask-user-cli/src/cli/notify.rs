@@ -22,9 +22,9 @@ pub struct NotifyArgs {
     #[arg(long, value_name = "URL", requires = "webhook_secret")]
     pub notify_webhook: Vec<String>,
     /// The `whsec_…` secret the webhooks are signed with (never printed; a file via
-    /// --notify-config keeps it out of the shell's history).
-    #[arg(long, value_name = "SECRET")]
-    pub webhook_secret: Option<String>,
+    /// --notify-config keeps it out of the shell's history and the process list).
+    #[arg(long, value_name = "SECRET", value_parser = parse_secret)]
+    pub webhook_secret: Option<Secret>,
     /// Push to this ntfy topic (with answer buttons when --web serves the question).
     #[arg(long, value_name = "TOPIC")]
     pub ntfy: Option<String>,
@@ -41,6 +41,14 @@ pub struct NotifyArgs {
     /// Ring the terminal's bell, with an OSC 9 desktop notification.
     #[arg(long)]
     pub bell: bool,
+    /// Notify even when a surface shows the question (a terminal card or an open page claims it
+    /// as it shows it; that is no proof that a person is there).
+    #[arg(long)]
+    pub notify_ignore_claims: bool,
+}
+
+fn parse_secret(text: &str) -> Result<Secret, String> {
+    Secret::parse(text).map_err(|e| e.to_string())
 }
 
 impl NotifyArgs {
@@ -55,8 +63,10 @@ impl NotifyArgs {
             None => NotifyConfig::default(),
         };
         if !self.notify_webhook.is_empty() {
-            let secret = Secret::parse(self.webhook_secret.as_deref().unwrap_or_default())
-                .map_err(|e| bad(e.to_string()))?;
+            let secret = self
+                .webhook_secret
+                .clone()
+                .ok_or_else(|| bad("--notify-webhook needs --webhook-secret".to_owned()))?;
             for url in &self.notify_webhook {
                 config.webhooks.push(WebhookConfig {
                     url: url.clone(),
@@ -81,6 +91,7 @@ impl NotifyArgs {
         }
         config.include_text |= self.notify_text;
         config.terminal |= self.bell;
+        config.ignore_claims |= self.notify_ignore_claims;
         config.check().map_err(|e| bad(e.to_string()))?;
         Ok((!config.is_empty()).then_some(config))
     }

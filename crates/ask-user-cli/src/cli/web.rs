@@ -32,6 +32,10 @@ pub struct WebArgs {
     /// loopback serves other machines too: only when given here.
     #[arg(long, value_name = "ADDR", requires = "web")]
     pub web_addr: Option<SocketAddr>,
+    /// The page's address as another device reaches it (a phone pressing a notification's
+    /// answer button), e.g. `http://192.168.1.20:8766`; default: the address served.
+    #[arg(long, value_name = "URL", requires = "web")]
+    pub web_public_url: Option<String>,
 }
 
 /// The surface of a run, serving until dropped.
@@ -48,12 +52,17 @@ impl WebRun {
         self.server.url()
     }
 
-    /// What the page adds to notifications: labels, the card's URL, one-time answer buttons.
-    pub(crate) fn links(&self) -> Arc<dyn ask_user_notify::Links> {
+    /// What the page adds to notifications: labels, the page's address (without its token),
+    /// one-time answer buttons below `public_url` (default: the address served).
+    pub(crate) fn links(&self, public_url: Option<&str>) -> Arc<dyn ask_user_notify::Links> {
+        let base = public_url.map_or_else(
+            || self.server.base_url(),
+            |url| url.trim_end_matches('/').to_owned(),
+        );
         Arc::new(WebLinks {
             surface: self.surface.clone(),
-            base: self.server.base_url(),
-            url: self.server.url(),
+            url: format!("{base}/"),
+            base,
         })
     }
 }
