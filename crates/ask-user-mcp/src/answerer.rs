@@ -29,8 +29,9 @@ use user_questions::{
     UserQuestionError, UserQuestions, WaitKey, WeakUserQuestions, async_trait,
 };
 
-use crate::connection::{Conn, InFlight, current_call, elicit_result};
 use crate::form::{FORM_MESSAGE, FormStyle, form_schema_for, read_form_for};
+use crate::inflight::{FormSession, InFlight, current_call};
+use crate::util::elicit_result;
 
 /// The code of a form the person declined (an answerer's own code, SPEC §3.2).
 pub const ASK_DECLINED: &str = "ASK_DECLINED";
@@ -44,13 +45,13 @@ pub fn declined() -> UserQuestionError {
 }
 
 pub(crate) struct FormAnswerer {
-    conn: Weak<Conn>,
+    conn: Weak<dyn FormSession>,
     seam: WeakUserQuestions,
     name: String,
 }
 
 impl FormAnswerer {
-    pub(crate) fn new(conn: Weak<Conn>, seam: &UserQuestions, name: String) -> Self {
+    pub(crate) fn new(conn: Weak<dyn FormSession>, seam: &UserQuestions, name: String) -> Self {
         Self {
             conn,
             seam: seam.downgrade(),
@@ -191,7 +192,7 @@ fn form_params(questions: &[Question], style: FormStyle) -> Option<ElicitRequest
 /// Where an answer goes that arrives once the answerer stopped waiting.
 struct LateRoute {
     /// Held until the form is answered or withdrawn, so a late answer always has its session.
-    conn: Arc<Conn>,
+    conn: Arc<dyn FormSession>,
     in_flight: Arc<InFlight>,
     call_id: user_questions::CallId,
     questions: Vec<Question>,
@@ -255,6 +256,6 @@ async fn form_task(
     // The pending result must be in the log before the question can take a late answer.
     late.in_flight.done.cancelled().await;
     late.conn
-        .submit_late(&late.call_id, batch, late.provenance)
+        .submit_late(late.call_id, batch, late.provenance)
         .await;
 }

@@ -50,7 +50,7 @@ pub(crate) fn read_call_id(
     if let Some(extra) = arguments.keys().find(|k| k.as_str() != "callId") {
         return Err(format!(
             "unknown argument {}: the only argument is \"callId\"",
-            crate::connection::quote(extra)
+            crate::util::quote(extra)
         ));
     }
     match arguments.get("callId") {

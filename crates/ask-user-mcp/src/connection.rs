@@ -11,15 +11,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use ask_user_host::{Host, HostError, SessionOptions, new_session_id};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock,
-    DiscoverResult, ElicitRequest, ElicitRequestParams, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
-    ServerConfig, ServerRequest,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
+    ElicitRequest, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, ServerRequest,
 };
-use rmcp::service::{ElicitationMode, PeerRequestOptions, RequestContext, RequestHandle};
-use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceError};
+use rmcp::service::{ElicitationMode, PeerRequestOptions, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tool_ask_user::{AskUserMode, ToolOutcome};
 use tracing::Instrument as _;
@@ -28,14 +27,16 @@ use user_questions::{AnswerBatch, AnswererGuard, CallId, Provenance, RegisterOpt
 
 use crate::answerer::FormAnswerer;
 use crate::companion::{ANSWER_TOOL_NAME, LATE_ANSWER_HINT, read_call_id};
+use crate::inflight::{CALL, FormSession, InFlight};
 use crate::late;
-use crate::server::AskUserMcp;
+use crate::state::ServerInner;
+use crate::util::{error_result, quote};
 
 /// The highest protocol version served: the last one with server-to-client requests, which
 /// `elicitation/create` needs.
 pub const MAX_PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
-/// The `ServerHandler` of one MCP session. Made by [`AskUserMcp::connection`].
+/// The `ServerHandler` of one MCP session. Made by `AskUserMcp::connection`.
 #[derive(Clone)]
 pub struct McpConnection {
     pub(crate) inner: Arc<Conn>,
@@ -50,7 +51,7 @@ impl std::fmt::Debug for McpConnection {
 }
 
 pub(crate) struct Conn {
-    pub(crate) server: AskUserMcp,
+    pub(crate) server: Arc<ServerInner>,
     /// The session log's name in the state directory.
     pub(crate) log: String,
     session_id: user_questions::SessionId,
@@ -82,64 +83,6 @@ const EARLY_CANCELS: usize = 64;
 struct Slot {
     host: Option<Arc<Host>>,
     users: usize,
-}
-
-tokio::task_local! {
-    /// The tools/call whose tool execution is being polled. The seam runs the waterfall inside
-    /// the caller's future, so an answerer sees the MCP request it answers for, blocking calls
-    /// (which carry no wait key) included.
-    static CALL: Arc<InFlight>;
-}
-
-/// The tools/call in flight on the current task, if any.
-pub(crate) fn current_call() -> Option<Arc<InFlight>> {
-    CALL.try_with(Arc::clone).ok()
-}
-
-/// A tools/call of this session that is running: the way to its handler task, which sends the
-/// elicitation requests so that they belong to the request in flight.
-pub(crate) struct InFlight {
-    /// The session the call belongs to.
-    session: std::sync::Weak<Conn>,
-    /// The call id the host gave the call.
-    pub(crate) call_id: CallId,
-    forms: mpsc::UnboundedSender<FormSend>,
-    pub(crate) form_mode: bool,
-    /// The field shapes the client understands.
-    pub(crate) form_style: crate::form::FormStyle,
-    /// Set before `done`: the call's logged result is the pending result.
-    pub(crate) pending: std::sync::atomic::AtomicBool,
-    /// Cancelled once the call's result is logged.
-    pub(crate) done: CancellationToken,
-}
-
-pub(crate) struct FormSend {
-    params: ElicitRequestParams,
-    reply: oneshot::Sender<Result<RequestHandle<RoleServer>, ServiceError>>,
-}
-
-impl InFlight {
-    /// Whether the call is one of `conn`'s.
-    pub(crate) fn belongs_to(&self, conn: &Arc<Conn>) -> bool {
-        std::ptr::eq(self.session.as_ptr(), Arc::as_ptr(conn))
-    }
-
-    /// Sends an elicitation request from the call's handler task and returns its handle.
-    pub(crate) async fn send_form(
-        &self,
-        params: ElicitRequestParams,
-    ) -> Option<RequestHandle<RoleServer>> {
-        let (reply, handle) = oneshot::channel();
-        self.forms.send(FormSend { params, reply }).ok()?;
-        match handle.await {
-            Ok(Ok(handle)) => Some(handle),
-            Ok(Err(error)) => {
-                tracing::warn!(%error, "the elicitation request could not be sent");
-                None
-            }
-            Err(_) => None,
-        }
-    }
 }
 
 /// A request of the session in progress: the host is open and a turn is open while one exists.
@@ -231,7 +174,8 @@ impl Conn {
             .unwrap_or_default();
         let name = format!("mcp-elicitation:{}", client_label(&client));
         let seam = self.server.runtime().seam();
-        let form = FormAnswerer::new(Arc::downgrade(self), seam, name.clone());
+        let session: std::sync::Weak<Conn> = Arc::downgrade(self);
+        let form = FormAnswerer::new(session, seam, name.clone());
         let options = RegisterOptions::scoped(name, format!("agent:{}", self.agent_id));
         *answerer = Some(seam.register(Arc::new(form), options));
     }
@@ -240,7 +184,7 @@ impl Conn {
     /// inbox until the companion tool admits it. The person has closed the form, so the answer
     /// is not given up while the log is busy (another shell answering, another server reading
     /// it): the submission is retried, with a growing pause, for up to [`LATE_RETRY_FOR`].
-    pub(crate) async fn submit_late(
+    async fn submit_late_now(
         self: &Arc<Self>,
         call_id: &CallId,
         batch: AnswerBatch,
@@ -342,8 +286,20 @@ fn client_label(name: &str) -> String {
     }
 }
 
+#[user_questions::async_trait]
+impl FormSession for Conn {
+    async fn submit_late(
+        self: Arc<Self>,
+        call_id: CallId,
+        batch: AnswerBatch,
+        provenance: Provenance,
+    ) {
+        self.submit_late_now(&call_id, batch, provenance).await;
+    }
+}
+
 impl McpConnection {
-    pub(crate) fn new(server: AskUserMcp) -> Self {
+    pub(crate) fn new(server: Arc<ServerInner>) -> Self {
         let session_id = new_session_id();
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -398,7 +354,7 @@ impl McpConnection {
         };
         let (forms, mut requests) = mpsc::unbounded_channel();
         let in_flight = Arc::new(InFlight {
-            session: Arc::downgrade(conn),
+            session: Arc::downgrade(conn) as std::sync::Weak<Conn>,
             call_id: call_id.clone(),
             forms,
             form_mode: context
@@ -504,22 +460,6 @@ fn is_pending(outcome: &ToolOutcome) -> bool {
         .is_some_and(|p| p == true)
 }
 
-/// A client's text quoted in a message: JSON-quoted, cut to 64 characters.
-pub(crate) fn quote(text: &str) -> String {
-    let cut: String = text.chars().take(64).collect();
-    let quoted = serde_json::to_string(&cut).unwrap_or_default();
-    if cut.len() < text.len() {
-        format!("{quoted}…")
-    } else {
-        quoted
-    }
-}
-
-/// A tool error result: `Error: <message>`, as the model reads tool errors elsewhere.
-pub(crate) fn error_result(message: &str) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))])
-}
-
 impl ServerHandler for McpConnection {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -590,13 +530,5 @@ impl ServerHandler for McpConnection {
                 None,
             )),
         }
-    }
-}
-
-/// Whether a client result is the elicitation result.
-pub(crate) fn elicit_result(result: ClientResult) -> Option<rmcp::model::ElicitResult> {
-    match result {
-        ClientResult::ElicitResult(result) => Some(result),
-        _ => None,
     }
 }

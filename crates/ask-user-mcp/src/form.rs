@@ -27,7 +27,7 @@ use std::fmt;
 use serde_json::{Map, Value, json};
 use user_questions::{AnswerBatch, AnswerItem, Question};
 
-use crate::connection::quote;
+use crate::util::quote;
 
 /// The message shown above the form.
 pub const FORM_MESSAGE: &str = "The assistant is asking you. Answer what you can; you may leave any question empty to skip it.";

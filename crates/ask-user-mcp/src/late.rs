@@ -8,8 +8,8 @@ use tool_ask_user::ToolOutcome;
 use user_questions::CallId;
 
 use crate::companion::LATE_ANSWER_HINT;
-use crate::connection::error_result;
-use crate::server::AskUserMcp;
+use crate::state::ServerInner;
+use crate::util::error_result;
 
 /// The companion's result for `call_id` in the open session `host` (whose log is `log`), inside
 /// the current turn:
@@ -65,7 +65,7 @@ pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult 
 /// earlier server process), found by the session UUID the call id carries. A settled question is
 /// answered from a read-only load of that log; only a pending one, whose reply may wait in the
 /// log's inbox, has the session opened, served like [`fetch`] in a turn of its own, and given up.
-pub(crate) fn fetch_elsewhere(server: &AskUserMcp, call_id: &CallId) -> CallToolResult {
+pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToolResult {
     let runtime = server.runtime();
     let store = runtime.store();
     let unknown = || {
@@ -117,11 +117,11 @@ pub(crate) fn fetch_elsewhere(server: &AskUserMcp, call_id: &CallId) -> CallTool
 
 /// The log of the session whose UUID `call_id` carries (`call_<uuid>_<n>`): the state
 /// directory's log named `mcp-<time>-<uuid>.jsonl`.
-fn find_log(server: &AskUserMcp, call_id: &CallId) -> Option<String> {
+fn find_log(server: &ServerInner, call_id: &CallId) -> Option<String> {
     let simple = call_id.as_str().strip_prefix("call_")?.split('_').next()?;
     let uuid = uuid::Uuid::try_parse(simple).ok()?;
     let suffix = format!("-{}.jsonl", uuid.hyphenated());
-    let names = server.inner.logs.log_names().ok()?;
+    let names = server.logs.log_names().ok()?;
     names
         .into_iter()
         .find(|name| name.starts_with("mcp-") && name.ends_with(&suffix))

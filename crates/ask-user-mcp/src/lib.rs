@@ -24,8 +24,11 @@ mod answerer;
 pub mod companion;
 mod connection;
 pub mod form;
+mod inflight;
 mod late;
 mod server;
+mod state;
+mod util;
 
 pub use answerer::{ASK_DECLINED, declined};
 pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};

@@ -5,7 +5,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use ask_user_host::{HostError, HostRuntime};
 use rmcp::ServiceExt;
@@ -14,52 +13,15 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use session_log::JsonlStore;
 use tokio_util::sync::CancellationToken;
-use tool_ask_user::{AskUserConfig, AskUserMode};
+use tool_ask_user::AskUserMode;
 
 use crate::companion::{ANSWER_TOOL_DESCRIPTION, ANSWER_TOOL_NAME, answer_tool_parameters};
 use crate::connection::McpConnection;
-
-/// How often a waiting call reports progress when its request carries a progress token.
-pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
+use crate::state::ServerInner;
+pub use crate::state::{DEFAULT_PROGRESS_INTERVAL, McpOptions};
 
 /// The path under which the streamable HTTP transport serves MCP.
 pub const HTTP_PATH: &str = "/mcp";
-
-/// How to run the server.
-#[derive(Clone, Debug)]
-pub struct McpOptions {
-    /// The tool configuration: `None` is legacy (the default), `Some` may choose timed mode.
-    pub tool: Option<AskUserConfig>,
-    /// Where the session logs go: one JSONL log per MCP session.
-    pub state_dir: PathBuf,
-    /// The progress interval of a waiting call.
-    pub progress_interval: Duration,
-}
-
-impl McpOptions {
-    /// Legacy mode, logs in `state_dir`, progress every 15 s.
-    pub fn new(state_dir: impl Into<PathBuf>) -> Self {
-        Self {
-            tool: None,
-            state_dir: state_dir.into(),
-            progress_interval: DEFAULT_PROGRESS_INTERVAL,
-        }
-    }
-
-    /// With this tool configuration.
-    #[must_use]
-    pub fn with_tool(mut self, tool: Option<AskUserConfig>) -> Self {
-        self.tool = tool;
-        self
-    }
-
-    /// With this progress interval.
-    #[must_use]
-    pub fn with_progress_interval(mut self, every: Duration) -> Self {
-        self.progress_interval = every;
-        self
-    }
-}
 
 /// The default state directory: `$XDG_STATE_HOME/ask-user/mcp`, else
 /// `~/.local/state/ask-user/mcp`. `None` when neither variable is set.
@@ -100,14 +62,6 @@ pub enum ServeError {
 #[derive(Clone)]
 pub struct AskUserMcp {
     pub(crate) inner: Arc<ServerInner>,
-}
-
-pub(crate) struct ServerInner {
-    pub(crate) runtime: HostRuntime,
-    /// The runtime's store, typed: the companion lists its logs.
-    pub(crate) logs: JsonlStore,
-    pub(crate) options: McpOptions,
-    pub(crate) tools: Vec<Tool>,
 }
 
 impl std::fmt::Debug for AskUserMcp {
@@ -160,7 +114,7 @@ impl AskUserMcp {
 
     /// A handler for one MCP session.
     pub fn connection(&self) -> McpConnection {
-        McpConnection::new(self.clone())
+        McpConnection::new(Arc::clone(&self.inner))
     }
 
     /// Serves one MCP session on stdin and stdout until the client goes away.

@@ -99,7 +99,7 @@ pub struct NtfyConfig {
 impl fmt::Debug for WebhookConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WebhookConfig")
-            .field("url", &crate::http::redacted(&self.url))
+            .field("url", &redacted(&self.url))
             .field("secret", &self.secret)
             .finish()
     }
@@ -108,7 +108,7 @@ impl fmt::Debug for WebhookConfig {
 impl fmt::Debug for NtfyConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NtfyConfig")
-            .field("server", &crate::http::redacted(&self.server))
+            .field("server", &redacted(&self.server))
             .finish_non_exhaustive()
     }
 }
@@ -270,5 +270,18 @@ fn redact(message: &str) -> String {
         "the file is not a valid configuration (a value near a secret is wrong)".to_owned()
     } else {
         message.to_owned()
+    }
+}
+
+/// `url` fit for a log line: its scheme, host and port only (a path, a query or user info may
+/// hold a credential: a Slack-style webhook path, an ntfy password).
+pub(crate) fn redacted(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => match (u.host_str(), u.port()) {
+            (Some(host), Some(port)) => format!("{}://{host}:{port}/…", u.scheme()),
+            (Some(host), None) => format!("{}://{host}/…", u.scheme()),
+            (None, _) => "(an URL)".to_owned(),
+        },
+        Err(_) => "(an URL)".to_owned(),
     }
 }

@@ -5,6 +5,7 @@ use reqwest::header::HeaderMap;
 use reqwest::{Client, StatusCode};
 
 use crate::config::RetryPolicy;
+pub(crate) use crate::config::redacted;
 
 /// How a delivery ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,19 +34,6 @@ pub(crate) fn client() -> Client {
         .user_agent(concat!("ask-user-notify/", env!("CARGO_PKG_VERSION")))
         .build()
         .unwrap_or_default()
-}
-
-/// `url` fit for a log line: its scheme, host and port only (a path, a query or user info may
-/// hold a credential: a Slack-style webhook path, an ntfy password).
-pub(crate) fn redacted(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(u) => match (u.host_str(), u.port()) {
-            (Some(host), Some(port)) => format!("{}://{host}:{port}/…", u.scheme()),
-            (Some(host), None) => format!("{}://{host}/…", u.scheme()),
-            (None, _) => "(an URL)".to_owned(),
-        },
-        Err(_) => "(an URL)".to_owned(),
-    }
 }
 
 fn retryable(status: StatusCode) -> bool {

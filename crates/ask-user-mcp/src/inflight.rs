@@ -1,0 +1,83 @@
+//! The tools/call in flight on the current task, as the elicitation answerer sees it, and what
+//! it needs from the MCP session the call belongs to.
+
+use std::sync::{Arc, Weak};
+
+use rmcp::model::ElicitRequestParams;
+use rmcp::service::RequestHandle;
+use rmcp::{RoleServer, ServiceError};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use user_questions::{AnswerBatch, CallId, Provenance, async_trait};
+
+/// What the elicitation answerer needs from the MCP session of a call: where a form answered
+/// after its window goes.
+#[async_trait]
+pub(crate) trait FormSession: Send + Sync {
+    /// Submits `batch` as the late answer of `call_id`, once its pending result is logged
+    /// (retrying while the session log is busy).
+    async fn submit_late(
+        self: Arc<Self>,
+        call_id: CallId,
+        batch: AnswerBatch,
+        provenance: Provenance,
+    );
+}
+
+tokio::task_local! {
+    /// The tools/call whose tool execution is being polled. The seam runs the waterfall inside
+    /// the caller's future, so an answerer sees the MCP request it answers for, blocking calls
+    /// (which carry no wait key) included.
+    pub(crate) static CALL: Arc<InFlight>;
+}
+
+/// The tools/call in flight on the current task, if any.
+pub(crate) fn current_call() -> Option<Arc<InFlight>> {
+    CALL.try_with(Arc::clone).ok()
+}
+
+/// A tools/call of this session that is running: the way to its handler task, which sends the
+/// elicitation requests so that they belong to the request in flight.
+pub(crate) struct InFlight {
+    /// The session the call belongs to.
+    pub(crate) session: Weak<dyn FormSession>,
+    /// The call id the host gave the call.
+    pub(crate) call_id: CallId,
+    pub(crate) forms: mpsc::UnboundedSender<FormSend>,
+    pub(crate) form_mode: bool,
+    /// The field shapes the client understands.
+    pub(crate) form_style: crate::form::FormStyle,
+    /// Set before `done`: the call's logged result is the pending result.
+    pub(crate) pending: std::sync::atomic::AtomicBool,
+    /// Cancelled once the call's result is logged.
+    pub(crate) done: CancellationToken,
+}
+
+pub(crate) struct FormSend {
+    pub(crate) params: ElicitRequestParams,
+    pub(crate) reply: oneshot::Sender<Result<RequestHandle<RoleServer>, ServiceError>>,
+}
+
+impl InFlight {
+    /// Whether the call is one of `session`'s.
+    pub(crate) fn belongs_to(&self, session: &Arc<dyn FormSession>) -> bool {
+        std::ptr::addr_eq(self.session.as_ptr(), Arc::as_ptr(session))
+    }
+
+    /// Sends an elicitation request from the call's handler task and returns its handle.
+    pub(crate) async fn send_form(
+        &self,
+        params: ElicitRequestParams,
+    ) -> Option<RequestHandle<RoleServer>> {
+        let (reply, handle) = oneshot::channel();
+        self.forms.send(FormSend { params, reply }).ok()?;
+        match handle.await {
+            Ok(Ok(handle)) => Some(handle),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "the elicitation request could not be sent");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! What every MCP session of the process shares: the host runtime, the logs, the options and
+//! the tool list.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ask_user_host::HostRuntime;
+use rmcp::model::Tool;
+use session_log::JsonlStore;
+use tool_ask_user::AskUserConfig;
+
+/// How often a waiting call reports progress when its request carries a progress token.
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct McpOptions {
+    /// The tool configuration: `None` is legacy (the default), `Some` may choose timed mode.
+    pub tool: Option<AskUserConfig>,
+    /// Where the session logs go: one JSONL log per MCP session.
+    pub state_dir: PathBuf,
+    /// The progress interval of a waiting call.
+    pub progress_interval: Duration,
+}
+
+impl McpOptions {
+    /// Legacy mode, logs in `state_dir`, progress every 15 s.
+    pub fn new(state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            tool: None,
+            state_dir: state_dir.into(),
+            progress_interval: DEFAULT_PROGRESS_INTERVAL,
+        }
+    }
+
+    /// With this tool configuration.
+    #[must_use]
+    pub fn with_tool(mut self, tool: Option<AskUserConfig>) -> Self {
+        self.tool = tool;
+        self
+    }
+
+    /// With this progress interval.
+    #[must_use]
+    pub fn with_progress_interval(mut self, every: Duration) -> Self {
+        self.progress_interval = every;
+        self
+    }
+}
+
+/// The process-wide state behind `AskUserMcp` and every session's handler.
+pub(crate) struct ServerInner {
+    pub(crate) runtime: HostRuntime,
+    /// The runtime's store, typed: the companion lists its logs.
+    pub(crate) logs: JsonlStore,
+    pub(crate) options: McpOptions,
+    pub(crate) tools: Vec<Tool>,
+}
+
+impl ServerInner {
+    pub(crate) fn runtime(&self) -> &HostRuntime {
+        &self.runtime
+    }
+
+    pub(crate) fn options(&self) -> &McpOptions {
+        &self.options
+    }
+
+    pub(crate) fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+}
