@@ -244,11 +244,15 @@ impl Desk {
                     .iter()
                     .position(|c| c.id == id && c.is_foreground())
                 {
-                    // The request ended without this card (cancelled, or the seam shut down):
+                    // The request ended without this card (another surface answered, it was
+                    // cancelled, or the seam shut down):
                     // dropping the card releases its claim.
                     let card = self.cards.remove(at);
                     if !card.hidden {
-                        self.note("The question was withdrawn before it was answered.".to_owned());
+                        self.note(
+                            "The question was closed here: answered elsewhere, or withdrawn."
+                                .to_owned(),
+                        );
                     }
                 }
             }

@@ -225,7 +225,7 @@ impl Demo {
         self.say(format!("session log: {}", self.path.display()));
         if let Some(web) = &self.web {
             self.say(format!(
-                "web   › answer on the page too (first answer wins): {}",
+                "web   › answer on the page too (first answer wins):\n        {}",
                 web.url()
             ));
         }
