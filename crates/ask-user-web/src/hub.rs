@@ -203,8 +203,7 @@ impl Hub {
         };
         let key = CardKey { session, call_id };
         let (tx, rx) = oneshot::channel();
-        let mut released = Vec::new();
-        let data = {
+        {
             let mut state = lock(&self.state);
             state.next_order += 1;
             let order = state.next_order;
@@ -225,49 +224,52 @@ impl Hub {
                 },
             );
             state.queued.remove(&key);
-            if timed {
-                self.claim_for_lookers(&mut state, &key, &mut released);
-            }
-            card_json(&key, &state.cards[&key], false, Instant::now())
+        }
+        if timed {
+            self.claim_for_lookers(&key);
+        }
+        let data = {
+            let state = lock(&self.state);
+            state
+                .cards
+                .get(&key)
+                .map(|card| card_json(&key, card, false, Instant::now()))
         };
-        drop(released);
-        self.publish("card", &data);
+        if let Some(data) = data {
+            self.publish("card", &data);
+        }
         (key, rx)
     }
 
-    /// Claims `key`'s wait for every client looking that has no claim on it yet.
-    fn claim_for_lookers(&self, state: &mut State, key: &CardKey, released: &mut Vec<WaitClaim>) {
+    /// Claims `key`'s wait for every client looking that has no claim on it yet. The claims are
+    /// taken outside the hub's lock (attaching runs the host's identity check, SPEC §4.11: no
+    /// lock across a host call) and kept only if the card and the client are still there.
+    fn claim_for_lookers(&self, key: &CardKey) {
         let Some(seam) = self.seam.upgrade() else {
             return;
         };
-        let State { cards, clients, .. } = state;
-        let Some(card) = cards.get_mut(key) else {
-            return;
-        };
-        let (
-            Phase::Open {
-                timed: true,
-                deadline,
+        let (agent, wanting) = {
+            let state = lock(&self.state);
+            let Some(Card {
+                phase: Phase::Open { timed: true, .. },
+                agent: Some(agent),
                 ..
-            },
-            Some(agent),
-        ) = (&mut card.phase, &card.agent)
-        else {
-            return;
+            }) = state.cards.get(key)
+            else {
+                return;
+            };
+            let wanting: Vec<String> = state
+                .clients
+                .iter()
+                .filter(|(_, c)| c.looking() && !c.claims.contains_key(key))
+                .map(|(id, _)| id.clone())
+                .collect();
+            (agent.clone(), wanting)
         };
-        for client in clients.values_mut().filter(|c| c.looking()) {
-            if client.claims.contains_key(key) {
-                continue;
-            }
-            match seam.attach_wait(agent, &key.call_id) {
-                Ok(Some(claim)) => {
-                    deadline.get_or_insert_with(|| {
-                        Instant::now() + Duration::from_millis(claim.remaining_ms())
-                    });
-                    if let Some(old) = client.claims.insert(key.clone(), claim) {
-                        released.push(old);
-                    }
-                }
+        let mut claims = Vec::new();
+        for id in wanting {
+            match seam.attach_wait(&agent, &key.call_id) {
+                Ok(Some(claim)) => claims.push((id, claim)),
                 Ok(None) => break,
                 Err(error) => {
                     tracing::warn!(%error, call_id = %key.call_id, "cannot claim the timed wait");
@@ -275,6 +277,39 @@ impl Hub {
                 }
             }
         }
+        let mut unused = Vec::new();
+        {
+            let mut state = lock(&self.state);
+            let State { cards, clients, .. } = &mut *state;
+            if let Some(Card {
+                phase:
+                    Phase::Open {
+                        timed: true,
+                        deadline,
+                        ..
+                    },
+                ..
+            }) = cards.get_mut(key)
+            {
+                for (id, claim) in claims {
+                    match clients
+                        .get_mut(&id)
+                        .filter(|c| c.looking() && !c.claims.contains_key(key))
+                    {
+                        Some(client) => {
+                            deadline.get_or_insert_with(|| {
+                                Instant::now() + Duration::from_millis(claim.remaining_ms())
+                            });
+                            client.claims.insert(key.clone(), claim);
+                        }
+                        None => unused.push(claim),
+                    }
+                }
+            } else {
+                unused.extend(claims.into_iter().map(|(_, claim)| claim));
+            }
+        }
+        drop(unused);
     }
 
     /// The answerer stopped waiting: its answer, another answerer's, or an error ended the
@@ -427,8 +462,7 @@ impl Hub {
     /// A page opened an event stream: it claims every open timed card. Returns the guard that
     /// ends the stream's share of the claims when dropped.
     pub(crate) fn connect(&self, client_id: &str) -> Result<StreamGuard, ConnectRefused> {
-        let mut released = Vec::new();
-        {
+        let timed = {
             let mut state = lock(&self.state);
             if !state.clients.contains_key(client_id) && state.clients.len() >= MAX_CLIENTS {
                 return Err(ConnectRefused::TooManyClients);
@@ -443,17 +477,16 @@ impl Hub {
             if let Some(grace) = client.grace.take() {
                 grace.abort();
             }
-            let timed: Vec<CardKey> = state
+            state
                 .cards
                 .iter()
                 .filter(|(_, c)| matches!(c.phase, Phase::Open { timed: true, .. }))
                 .map(|(k, _)| k.clone())
-                .collect();
-            for key in timed {
-                self.claim_for_lookers(&mut state, &key, &mut released);
-            }
+                .collect::<Vec<CardKey>>()
+        };
+        for key in timed {
+            self.claim_for_lookers(&key);
         }
-        drop(released);
         Ok(StreamGuard {
             hub: self.weak.clone(),
             client_id: client_id.to_owned(),
@@ -539,9 +572,8 @@ impl Hub {
         session: Option<&str>,
     ) -> Result<bool, AnswerRefused> {
         let seam = self.seam.upgrade().ok_or(AnswerRefused::NotWaiting)?;
-        let mut released = Vec::new();
-        let result = {
-            let mut state = lock(&self.state);
+        let (key, agent) = {
+            let state = lock(&self.state);
             let key = find_key(&state.cards, call_id, session, true)?;
             let card = &state.cards[&key];
             let (Phase::Open { timed, .. }, agent) = (&card.phase, card.agent.clone()) else {
@@ -553,21 +585,34 @@ impl Hub {
             let agent = agent.ok_or(AnswerRefused::NotWaiting)?;
             // Only a page that is looking holds: a hold that arrives after the page's goodbye
             // (its fetch overtaken by the beacon) must not hold the wait for nobody.
-            let Some(client) = state.clients.get_mut(client_id).filter(|c| c.looking()) else {
+            let Some(client) = state.clients.get(client_id).filter(|c| c.looking()) else {
                 return Err(AnswerRefused::NotLooking);
             };
             if client.holds.contains_key(&key) {
                 return Ok(true);
             }
-            match seam.attach_wait(&agent, call_id) {
-                Ok(Some(claim)) => {
-                    released.extend(client.holds.insert(key, claim));
-                    Ok(true)
-                }
-                Ok(None) | Err(_) => Err(AnswerRefused::NotWaiting),
-            }
+            (key, agent)
         };
-        drop(released);
+        // Outside the lock: attaching runs the host's identity check.
+        let Ok(Some(claim)) = seam.attach_wait(&agent, call_id) else {
+            return Err(AnswerRefused::NotWaiting);
+        };
+        let mut state = lock(&self.state);
+        let still_open = matches!(
+            state.cards.get(&key),
+            Some(Card {
+                phase: Phase::Open { .. },
+                ..
+            })
+        );
+        let client = state.clients.get_mut(client_id).filter(|c| c.looking());
+        let (result, unused) = match client {
+            Some(client) if still_open => (Ok(true), client.holds.insert(key, claim)),
+            Some(_) => (Err(AnswerRefused::NotWaiting), Some(claim)),
+            None => (Err(AnswerRefused::NotLooking), Some(claim)),
+        };
+        drop(state);
+        drop(unused);
         result
     }
 
