@@ -21,7 +21,7 @@ use user_questions::{
     Received, UserQuestionError, UserQuestions, WaitClaim, WaitKey, WeakUserQuestions,
 };
 
-pub(crate) use crate::sessions::CardKey;
+use crate::sessions::CardKey;
 use crate::sessions::{ContinuedQuestion, WebOptions, WebSessions};
 
 /// The most clients (pages) one surface serves at once.
