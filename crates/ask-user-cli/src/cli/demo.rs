@@ -192,6 +192,7 @@ impl Demo {
             host.seam(),
             web.as_ref()
                 .map(|w| w.links(args.web.web_public_url.as_deref())),
+            interactive,
         )?;
         let cancel = CancellationToken::new();
         Ok(Self {

@@ -41,8 +41,9 @@ pub struct NotifyArgs {
     /// Ring the terminal's bell, with an OSC 9 desktop notification.
     #[arg(long)]
     pub bell: bool,
-    /// Notify even when a surface shows the question (a terminal card or an open page claims it
-    /// as it shows it; that is no proof that a person is there).
+    /// Notify even when a page shows the question (an open page claims it; that is no proof that
+    /// a person is there). Always so when an interactive terminal card shows it, since the card
+    /// claims every timed question as it opens.
     #[arg(long)]
     pub notify_ignore_claims: bool,
 }
@@ -53,7 +54,7 @@ fn parse_secret(text: &str) -> Result<Secret, String> {
 
 impl NotifyArgs {
     /// The configuration the flags make; `None` when they name nothing to notify.
-    fn config(&self) -> Result<Option<NotifyConfig>, CliError> {
+    fn config(&self, terminal_card: bool) -> Result<Option<NotifyConfig>, CliError> {
         let bad = |message: String| CliError::new("BAD_CONFIG", message, Exit::Usage);
         let mut config = match &self.notify_config {
             Some(path) => {
@@ -91,18 +92,22 @@ impl NotifyArgs {
         }
         config.include_text |= self.notify_text;
         config.terminal |= self.bell;
-        config.ignore_claims |= self.notify_ignore_claims;
+        // A terminal card claims every timed question as it shows it: with one on screen, a
+        // claim says nothing about whether a person is there.
+        config.ignore_claims |= self.notify_ignore_claims || terminal_card;
         config.check().map_err(|e| bad(e.to_string()))?;
         Ok((!config.is_empty()).then_some(config))
     }
 
-    /// Starts notifying about `seam`'s questions, with `links` from the page when there is one.
+    /// Starts notifying about `seam`'s questions, with `links` from the page when there is one;
+    /// `terminal_card` when an interactive terminal card shows them.
     pub(crate) fn start(
         &self,
         seam: &UserQuestions,
         links: Option<Arc<dyn Links>>,
+        terminal_card: bool,
     ) -> Result<Option<Notifier>, CliError> {
-        let Some(config) = self.config()? else {
+        let Some(config) = self.config(terminal_card)? else {
             return Ok(None);
         };
         let backends = backends(&config);
