@@ -56,6 +56,7 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
         host.seam(),
         web.as_ref()
             .map(|w| w.links(args.web.web_public_url.as_deref())),
+        interactive,
     )?;
     if args.answers.is_none() && !interactive && web.is_none() {
         tracing::warn!("no terminal and no --answers: nobody can answer, so the call fails closed");
