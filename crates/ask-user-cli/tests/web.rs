@@ -98,23 +98,30 @@ impl Drop for Running {
     }
 }
 
-/// One HTTP request with `Connection: close`; the status and the JSON body.
-fn http(addr: &str, method: &str, path: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
+/// Sends one raw HTTP/1.1 request (with `Connection: close`) to `addr`; the status and the JSON
+/// body.
+fn exchange(addr: &str, request: &str) -> (u16, Value) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(WAIT)).unwrap();
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let sep = if path.contains('?') { '&' } else { '?' };
-    write!(
-        stream,
-        "{method} {path}{sep}token={token} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let status = response[9..12].parse().unwrap();
     let json = response.split("\r\n\r\n").nth(1).unwrap_or("null");
     (status, serde_json::from_str(json).unwrap_or(Value::Null))
+}
+
+/// One request with the page's token; the status and the JSON body.
+fn http(addr: &str, method: &str, path: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let sep = if path.contains('?') { '&' } else { '?' };
+    exchange(
+        addr,
+        &format!(
+            "{method} {path}{sep}token={token} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
 }
 
 /// Opens the event stream as a page does and reads it until `needle` appears; the stream stays
@@ -335,21 +342,15 @@ fn press(action: &Value) -> (u16, Value) {
     let rest = url.strip_prefix("http://").unwrap();
     let (addr, path) = rest.split_at(rest.find('/').unwrap());
     let body = action["body"].as_str().unwrap();
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    write!(
-        stream,
-        "{} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        action["method"].as_str().unwrap(),
-        action["headers"]["Content-Type"].as_str().unwrap(),
-        body.len()
+    exchange(
+        addr,
+        &format!(
+            "{} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            action["method"].as_str().unwrap(),
+            action["headers"]["Content-Type"].as_str().unwrap(),
+            body.len()
+        ),
     )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response[9..12].parse().unwrap();
-    let json = response.split("\r\n\r\n").nth(1).unwrap_or("null");
-    (status, serde_json::from_str(json).unwrap_or(Value::Null))
 }
 
 #[test]

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
+use user_questions::sync::lock_unpoisoned;
 use user_questions::{
     CallId, Question, QuestionEvent, QuestionEventKind, QuestionEvents, Received, UserQuestions,
     WaitMode,
@@ -146,13 +147,7 @@ impl Drop for Notifier {
         for task in &self.tasks {
             task.abort();
         }
-        let tracked = std::mem::take(
-            &mut *self
-                .inner
-                .tracked
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
+        let tracked = std::mem::take(&mut *lock_unpoisoned(&self.inner.tracked));
         for (_, t) in tracked {
             if let Some(timer) = t.timer {
                 timer.abort();
@@ -178,9 +173,7 @@ async fn follow(inner: Weak<Inner>, mut events: QuestionEvents) {
 
 impl Inner {
     fn tracked(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Tracked>> {
-        self.tracked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock_unpoisoned(&self.tracked)
     }
 
     fn on_event(self: &Arc<Self>, event: &QuestionEvent) {

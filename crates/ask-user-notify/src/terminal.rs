@@ -5,6 +5,7 @@ use std::io::Write;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+use user_questions::sync::lock_unpoisoned;
 
 use crate::backend::Backend;
 use crate::notice::{Notice, NoticeKind};
@@ -35,13 +36,20 @@ impl TerminalBell {
         }
     }
 
-    /// The bytes for `notice`: the title with every control character dropped (so a header from
-    /// a model cannot end the sequence or start another), at most 120 characters.
+    /// The bytes for `notice`: the title in printable ASCII only, every other character shown
+    /// as `?` (so a header from a model can neither end the sequence, start another, nor carry
+    /// invisible or bidirectional marks), at most 120 characters.
     pub fn sequence(notice: &Notice) -> String {
         let text: String = notice
             .title()
             .chars()
-            .filter(|c| !c.is_control())
+            .map(|c| {
+                if c == ' ' || c.is_ascii_graphic() {
+                    c
+                } else {
+                    '?'
+                }
+            })
             .take(120)
             .collect();
         format!("\u{7}\u{1b}]9;{text}\u{7}")
@@ -59,10 +67,7 @@ impl Backend for TerminalBell {
             return;
         }
         let sequence = Self::sequence(notice);
-        let mut out = self
-            .out
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out = lock_unpoisoned(&self.out);
         let _ = out.write_all(sequence.as_bytes());
         let _ = out.flush();
     }

@@ -32,9 +32,10 @@ struct Ticket<'a> {
 }
 
 impl Ticket<'_> {
-    fn over(&mut self, by: Option<&str>) {
+    /// The request was answered by `by`.
+    fn answered(&mut self, by: &str) {
         self.over = true;
-        self.hub.foreground_over(&self.key, by);
+        self.hub.foreground_over(&self.key, Some(by));
     }
 }
 
@@ -78,7 +79,7 @@ impl Answerer for WebAnswerer {
                 biased;
                 answer = &mut submitted, if !pages_gone => match answer {
                     Ok(answer) => {
-                        ticket.over(Some(&hub.options.name));
+                        ticket.answered(&hub.options.name);
                         // Acknowledged before it is returned: nothing can come between.
                         let _ = answer.ack.send(());
                         return Ok(Answered::human(answer.batch));
@@ -91,7 +92,7 @@ impl Answerer for WebAnswerer {
                 }
                 result = &mut rest, if !rest_done => match result {
                     Ok(answered) => {
-                        ticket.over(Some(&answered.provenance.answerer));
+                        ticket.answered(&answered.provenance.answerer);
                         return Ok(answered);
                     }
                     Err(error) if leaves_it_to_the_pages(&error) && !pages_gone => rest_done = true,

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use user_questions::sync::lock_unpoisoned;
 use user_questions::{AnswerBatch, AnswerItem, CallId};
 
 /// The most grants alive at once; the oldest goes first.
@@ -60,10 +61,7 @@ impl Grants {
         batch: AnswerBatch,
         card: u64,
     ) -> String {
-        let mut live = self
-            .live
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut live = lock_unpoisoned(&self.live);
         let now = Instant::now();
         live.retain(|_, g| now.duration_since(g.issued) < GRANT_LIFETIME);
         if live.len() >= MAX_GRANTS
@@ -95,10 +93,7 @@ impl Grants {
         call_id: &CallId,
         batch: &AnswerBatch,
     ) -> Result<Grant, GrantRefused> {
-        let mut live = self
-            .live
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut live = lock_unpoisoned(&self.live);
         let grant = live.get(token).ok_or(GrantRefused::Unknown)?;
         if Instant::now().duration_since(grant.issued) >= GRANT_LIFETIME {
             live.remove(token);
@@ -113,17 +108,11 @@ impl Grants {
     /// Revokes every grant of `call_id` in `session`: once one button answered, the others are
     /// dead.
     pub(crate) fn revoke_call(&self, session: &str, call_id: &CallId) {
-        self.live
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|_, g| !(g.session == session && &g.call_id == call_id));
+        lock_unpoisoned(&self.live).retain(|_, g| !(g.session == session && &g.call_id == call_id));
     }
 
     /// Puts a taken grant back (its answer could not be delivered and may be sent again).
     pub(crate) fn restore(&self, token: String, grant: Grant) {
-        self.live
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(token, grant);
+        lock_unpoisoned(&self.live).insert(token, grant);
     }
 }

@@ -32,12 +32,9 @@ pub(crate) const MAX_STREAMS_PER_CLIENT: u32 = 4;
 /// host has not logged its pending result yet.
 const LATE_SETTLE: Duration = Duration::from_secs(2);
 
-/// Locks a mutex whose data stays consistent even if a holder panicked.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+// Every critical section leaves the state consistent before it can panic, so the data behind a
+// poisoned lock is still valid.
+use user_questions::sync::lock_unpoisoned as lock;
 
 /// An answer from a page for a card in its foreground window, with the acknowledgement the
 /// answerer sends once the answer is the one it returns.
@@ -199,7 +196,11 @@ impl Hub {
         let (timed, keyed, call_id) = match &request.wait {
             Some(WaitKey::Timed { call_id, .. }) => (true, true, call_id.clone()),
             Some(WaitKey::Indefinite { call_id }) => (false, true, call_id.clone()),
-            None => (false, false, CallId::from(format!("web-{}", uuid_like()))),
+            None => (
+                false,
+                false,
+                CallId::from(format!("web-{}", next_card_id())),
+            ),
         };
         let key = CardKey { session, call_id };
         let (tx, rx) = oneshot::channel();
@@ -932,7 +933,7 @@ fn card_json(key: &CardKey, card: &Card, reply_queued: bool, now: Instant) -> Va
 }
 
 /// An id for a card without a call id: unique in the process.
-fn uuid_like() -> String {
+fn next_card_id() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         .to_string()

@@ -174,8 +174,26 @@ async fn until(what: &str, mut condition: impl FnMut() -> bool) -> Duration {
     started.elapsed()
 }
 
-async fn serve(fx: &Fixture) -> WebServer {
-    fx.web.bind("127.0.0.1:0".parse().unwrap()).await.unwrap()
+/// One browser scenario: the browser (alone on the machine), a host with `window` seconds
+/// of window, and its page served on loopback. `None` when there is no browser (outside CI).
+struct Scene {
+    browser: Browser,
+    fx: Fixture,
+    server: WebServer,
+    _one: tokio::sync::MutexGuard<'static, ()>,
+}
+
+async fn scene(window: i64) -> Option<Scene> {
+    let one = lock().await;
+    let browser = Browser::start().await?;
+    let fx = Fixture::new(window);
+    let server = fx.web.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    Some(Scene {
+        browser,
+        fx,
+        server,
+        _one: one,
+    })
 }
 
 async fn finished(call: tokio::task::JoinHandle<ToolOutcome>) -> ToolOutcome {
@@ -191,12 +209,15 @@ async fn lock() -> tokio::sync::MutexGuard<'static, ()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_card_renders_and_a_click_answers_as_web() {
-    let _one = lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some(Scene {
+        browser,
+        mut fx,
+        server,
+        _one,
+    }) = scene(120).await
+    else {
         return;
     };
-    let mut fx = Fixture::new(120);
-    let server = serve(&fx).await;
     let call = fx.ask("call-1", common::DEMO_QUESTIONS);
     let started = Instant::now();
     browser.client.goto(&server.url()).await.unwrap();
@@ -249,12 +270,15 @@ async fn the_card_renders_and_a_click_answers_as_web() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_open_past_the_window_keeps_the_wait_open() {
-    let _one = lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some(Scene {
+        browser,
+        fx,
+        server,
+        _one,
+    }) = scene(1).await
+    else {
         return;
     };
-    let fx = Fixture::new(1);
-    let server = serve(&fx).await;
     browser.client.goto(&server.url()).await.unwrap();
     let call = fx.ask("call-1", DB_QUESTION);
     browser.card("call-1", "open").await;
@@ -280,12 +304,15 @@ async fn a_page_open_past_the_window_keeps_the_wait_open() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_the_tab_releases_the_claim_and_the_call_goes_pending() {
-    let _one = lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some(Scene {
+        browser,
+        fx,
+        server,
+        _one,
+    }) = scene(1).await
+    else {
         return;
     };
-    let fx = Fixture::new(1);
-    let server = serve(&fx).await;
     let first = browser.client.window().await.unwrap();
     let tab = browser.client.new_window(true).await.unwrap();
     browser.client.switch_to_window(tab.handle).await.unwrap();
@@ -317,12 +344,15 @@ async fn closing_the_tab_releases_the_claim_and_the_call_goes_pending() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn navigating_away_releases_the_claim_and_coming_back_answers_late() {
-    let _one = lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some(Scene {
+        browser,
+        fx,
+        server,
+        _one,
+    }) = scene(1).await
+    else {
         return;
     };
-    let fx = Fixture::new(1);
-    let server = serve(&fx).await;
     browser.client.goto(&server.url()).await.unwrap();
     let call = fx.ask("call-1", DB_QUESTION);
     browser.card("call-1", "open").await;
@@ -394,12 +424,15 @@ async fn navigating_away_releases_the_claim_and_coming_back_answers_late() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_tabs_are_two_claims() {
-    let _one = lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some(Scene {
+        browser,
+        fx,
+        server,
+        _one,
+    }) = scene(1).await
+    else {
         return;
     };
-    let fx = Fixture::new(1);
-    let server = serve(&fx).await;
     browser.client.goto(&server.url()).await.unwrap();
     let first = browser.client.window().await.unwrap();
     let call = fx.ask("call-1", DB_QUESTION);
@@ -429,18 +462,21 @@ async fn two_tabs_are_two_claims() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terminal_and_browser_race_and_exactly_one_answer_wins() {
-    let _one = lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some(Scene {
+        browser,
+        fx,
+        server,
+        _one,
+    }) = scene(120).await
+    else {
         return;
     };
-    let fx = Fixture::new(120);
     let vt = VirtualTerminal::new(80, 30);
     let terminal = TerminalAnswerer::new(
         fx.runtime.seam(),
         TerminalOptions::new().with_display(Display::virtual_terminal(vt.clone())),
     );
     let _terminal = terminal.register(fx.runtime.seam());
-    let server = serve(&fx).await;
     browser.client.goto(&server.url()).await.unwrap();
 
     // The browser first: the terminal's card closes.
@@ -504,12 +540,15 @@ async fn terminal_and_browser_race_and_exactly_one_answer_wins() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_text_is_shown_as_text_never_run() {
-    let _one = lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some(Scene {
+        browser,
+        fx,
+        server,
+        _one,
+    }) = scene(120).await
+    else {
         return;
     };
-    let fx = Fixture::new(120);
-    let server = serve(&fx).await;
     let hostile = r#"{"questions":[{"id":"x","header":"<b>hdr</b>","question":"<script>window.pwned=1</script>\u001b[2J\u202eevil","options":[{"label":"<img src=x onerror=\"window.pwned=2\">","description":"<iframe src=javascript:window.pwned=3>"},{"label":"ok"}]}]}"#;
     let call = fx.ask("call-1", hostile);
     browser.client.goto(&server.url()).await.unwrap();
