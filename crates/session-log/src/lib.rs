@@ -61,6 +61,7 @@ pub use scan::{
     READ_CHUNK, ScanPosition, ScanReport, Scanned, ScannedRecord, SeqGap, TornTail,
     seq_after_record,
 };
+pub use store::backend;
 pub use store::{
     AnchorMismatch, CHECKPOINT_SUFFIX, JsonlStore, LogAnchor, LogFile, LogVisitor, LogWriter,
     MemoryStore, OpenReport, RecordSpan, SessionStore, SessionWriter, StagedCheckpoint, StoreError,

@@ -87,15 +87,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex
 }
 
-/// The header line (line end included) and the header it holds.
-fn header_of<R: Read + Seek>(source: &mut R) -> io::Result<(Vec<u8>, Option<SessionHeader>)> {
+/// The header line (line end included).
+fn header_of<R: Read + Seek>(source: &mut R) -> io::Result<Vec<u8>> {
     source.seek(SeekFrom::Start(0))?;
     let mut line = Vec::new();
     BufReader::new(&mut *source).read_until(b'\n', &mut line)?;
-    let header = LogScanner::open(line.as_slice())
-        .ok()
-        .map(|(header, _)| header);
-    Ok((line, header))
+    Ok(line)
 }
 
 /// Checks `anchor` against a log of `log_length` bytes read from `source`.
@@ -104,15 +101,31 @@ pub(crate) fn resolve<R: Read + Seek>(
     log_length: u64,
     anchor: &LogAnchor,
 ) -> io::Result<Result<(SessionHeader, ScanPosition), AnchorMismatch>> {
-    let (header_line, header) = header_of(source)?;
-    let header_hash = sha256_hex(&header_line);
+    let header_line = header_of(source)?;
+    resolve_anchor(&header_line, log_length, anchor, |start, end| {
+        line_ending_at(source, start, end)
+    })
+}
+
+/// Checks `anchor` against a log (SPEC §9.6) from the parts a backend holds: the log's header
+/// line (line end included), its length in bytes, and `line_ending_at(header_end, byte_length)`,
+/// which gives the line (line end included) that ends exactly at `byte_length` and starts at or
+/// after `header_end`, or `None` when no line ends there. It is asked only when the anchor is past
+/// the header and within the log.
+///
+/// `Ok(Ok((header, position)))` is where to resume (line 0); `Ok(Err(_))` says why the anchor is
+/// stale; an error is a header that does not read, or the backend's own failure.
+pub fn resolve_anchor(
+    header_line: &[u8],
+    log_length: u64,
+    anchor: &LogAnchor,
+    line_ending_at: impl FnOnce(u64, u64) -> io::Result<Option<Vec<u8>>>,
+) -> io::Result<Result<(SessionHeader, ScanPosition), AnchorMismatch>> {
+    let header_hash = sha256_hex(header_line);
     let header_end = header_line.len() as u64;
-    let Some(header) = header else {
+    let Some(header) = read_header(header_line) else {
         // Not a stale checkpoint but an unusable log: the caller reports the header's error.
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "the log has no readable header",
-        ));
+        return Err(no_header());
     };
     if header.id.as_str() != anchor.session_id {
         return Ok(Err(AnchorMismatch::SessionId {
@@ -143,7 +156,7 @@ pub(crate) fn resolve<R: Read + Seek>(
             0
         }
         Ordering::Greater => {
-            let Some(line) = line_ending_at(source, header_end, anchor.byte_length)? else {
+            let Some(line) = line_ending_at(header_end, anchor.byte_length)? else {
                 return Ok(Err(not_at_end));
             };
             if sha256_hex(&line) != anchor.last_record_hash {
@@ -172,24 +185,39 @@ pub(crate) fn anchor_at<R: Read + Seek>(
     end: ScanPosition,
     last: Option<RecordSpan>,
 ) -> io::Result<Option<LogAnchor>> {
-    let (header_line, header) = header_of(source)?;
-    let Some(header) = header else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "the log has no readable header",
-        ));
-    };
-    let header_hash = sha256_hex(&header_line);
-    let (byte_length, event_count, last_record_hash) = match last {
-        None => (header_line.len() as u64, 0, header_hash.clone()),
+    let header_line = header_of(source)?;
+    let last_line = match last {
+        None => None,
         Some(span) => {
             let mut line = vec![0; span.len];
             source.seek(SeekFrom::Start(span.byte_offset))?;
             source.read_exact(&mut line)?;
-            if seq_after_record(&line, end.events) != Ok(end.expected_seq) {
+            Some(line)
+        }
+    };
+    anchor_for(&header_line, end, last_line.as_deref())
+}
+
+/// The anchor of a log at `end` (a scan's end position) from the parts a backend holds: the
+/// header line and `last_line`, the last record before `end` (line end included; `None`: no
+/// record after the header). `Ok(None)` when the position cannot be anchored (its last record
+/// has no explicit `seq` and follows a gap); an error is a header that does not read.
+pub fn anchor_for(
+    header_line: &[u8],
+    end: ScanPosition,
+    last_line: Option<&[u8]>,
+) -> io::Result<Option<LogAnchor>> {
+    let Some(header) = read_header(header_line) else {
+        return Err(no_header());
+    };
+    let header_hash = sha256_hex(header_line);
+    let (byte_length, event_count, last_record_hash) = match last_line {
+        None => (header_line.len() as u64, 0, header_hash.clone()),
+        Some(line) => {
+            if seq_after_record(line, end.events) != Ok(end.expected_seq) {
                 return Ok(None);
             }
-            (end.byte_offset, end.events, sha256_hex(&line))
+            (end.byte_offset, end.events, sha256_hex(line))
         }
     };
     Ok(Some(LogAnchor {
@@ -199,6 +227,14 @@ pub(crate) fn anchor_at<R: Read + Seek>(
         byte_length,
         last_record_hash,
     }))
+}
+
+fn read_header(header_line: &[u8]) -> Option<SessionHeader> {
+    LogScanner::open(header_line).ok().map(|(header, _)| header)
+}
+
+fn no_header() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "the log has no readable header")
 }
 
 /// The line that ends at `end` (its `\n` included), read backwards in blocks; `None` when the byte

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use super::anchor::{self, AnchorMismatch, LogAnchor, READ_BUFFER, RecordSpan};
 use super::file::{self, LogFile};
 use super::{
-    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError, check_writable, encode_batch,
-    scan_log, scan_on, warn_findings,
+    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError,
+    backend::{advance, check_writable, encode_batch, scan_log, scan_on, warn_findings},
 };
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
@@ -498,13 +498,12 @@ impl<F: LogFile> LogWriter<F> {
                 rollback: rollback.err(),
             });
         }
-        for event in &written {
-            self.position.line += 1;
-            self.tracker.observe(self.position.line, event);
-        }
-        self.position.byte_offset = before + batch.len() as u64;
-        self.position.expected_seq += events.len() as u64;
-        self.position.events += events.len() as u64;
+        advance(
+            &mut self.position,
+            &mut self.tracker,
+            &written,
+            batch.len() as u64,
+        );
         Ok(written)
     }
 

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use super::anchor::{self, AnchorMismatch, LogAnchor, RecordSpan};
 use super::{
-    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError, check_writable, encode_batch,
-    scan_log, scan_on, warn_findings,
+    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError,
+    backend::{advance, check_writable, encode_batch, scan_log, scan_on, warn_findings},
 };
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
@@ -303,13 +303,12 @@ impl SessionWriter for MemoryWriter {
             return Ok(Vec::new());
         };
         lock(&self.log).bytes.extend_from_slice(batch.as_bytes());
-        for event in &written {
-            self.position.line += 1;
-            self.tracker.observe(self.position.line, event);
-        }
-        self.position.byte_offset += batch.len() as u64;
-        self.position.expected_seq += events.len() as u64;
-        self.position.events += events.len() as u64;
+        advance(
+            &mut self.position,
+            &mut self.tracker,
+            &written,
+            batch.len() as u64,
+        );
         Ok(written)
     }
 

@@ -13,10 +13,14 @@
 //! record, a `seq` and a finding are. A checkpoint is an opaque document to a store; what it
 //! checks is the [`LogAnchor`] the document names (the log's identity, length and last record).
 //!
+//! A new backend builds on [`backend`], which gives it the scan, the batch check and the anchor
+//! computations the two stores use, so that it never parses a record itself.
+//!
 //! The contract every implementation must meet is one test suite (`ask-user-testkit`'s
 //! `store_contract`), run against each store.
 
 mod anchor;
+pub mod backend;
 mod file;
 mod jsonl;
 mod memory;
@@ -25,11 +29,11 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::envelope::{LogEvent, NewSession, SESSION_FORMAT_VERSION};
+use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
 use crate::header::{HeaderError, SessionHeader};
 use crate::scan::{OpenError, ScanPosition, ScanReport, Scanned};
-use crate::unfinished::{Interrupted, Tracker};
+use crate::unfinished::Interrupted;
 
 pub use anchor::{AnchorMismatch, LogAnchor, RecordSpan, sha256_hex};
 pub use file::LogFile;
@@ -197,155 +201,6 @@ impl LogVisitor for () {
     fn line(&mut self, _: &Scanned<'_>) {}
 }
 
-/// Refuses to write into a log of a format newer than [`SESSION_FORMAT_VERSION`].
-pub(crate) fn check_writable(path: &Path, header: &SessionHeader) -> Result<(), StoreError> {
-    match header.version {
-        Some(version) if version > SESSION_FORMAT_VERSION => Err(StoreError::NewerFormat {
-            path: path.to_owned(),
-            version,
-            supported: SESSION_FORMAT_VERSION,
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// Scans a whole log from its start: the header, then every line, tracking what is unfinished.
-pub(crate) fn scan_log<R: io::BufRead>(
-    location: &Path,
-    reader: R,
-    visitor: &mut dyn LogVisitor,
-) -> Result<(SessionHeader, ScanReport, Tracker), StoreError> {
-    let (header, mut scanner) =
-        crate::LogScanner::open(reader).map_err(|e| StoreError::open(location, e))?;
-    visitor.header(&header);
-    let mut tracker = Tracker::default();
-    while let Some(scanned) = scanner
-        .next_line()
-        .map_err(|e| StoreError::io("read", location, e))?
-    {
-        if let Scanned::Record(record) = &scanned
-            && let Some(event) = record.record.event()
-        {
-            tracker.observe(record.line, event);
-        }
-        visitor.line(&scanned);
-    }
-    Ok((header, scanner.into_report(), tracker))
-}
-
-/// Scans on from `at`, read-only.
-pub(crate) fn scan_on<R: io::BufRead>(
-    location: &Path,
-    reader: R,
-    at: ScanPosition,
-    visitor: &mut dyn LogVisitor,
-) -> Result<ScanReport, StoreError> {
-    let mut scanner = crate::LogScanner::resume(reader, at);
-    while let Some(scanned) = scanner
-        .next_line()
-        .map_err(|e| StoreError::io("read", location, e))?
-    {
-        visitor.line(&scanned);
-    }
-    Ok(scanner.into_report())
-}
-
-/// Checks a batch for an append at `expected_seq` (first `seq`, contiguity, each event one record
-/// that reads back as itself) and renders its lines: `None` for an empty batch.
-pub(crate) fn encode_batch(
-    expected_seq: u64,
-    events: &[LogEvent],
-) -> Result<Option<(String, Vec<SessionEvent>)>, StoreError> {
-    let Some(first) = events.first() else {
-        return Ok(None);
-    };
-    if first.seq != expected_seq {
-        return Err(StoreError::SeqMismatch {
-            expected: expected_seq,
-            found: first.seq,
-        });
-    }
-    let mut batch = String::new();
-    let mut written = Vec::with_capacity(events.len());
-    for (index, event) in events.iter().enumerate() {
-        let expected = first.seq.checked_add(index as u64);
-        if expected != Some(event.seq) {
-            return Err(StoreError::NotContiguous {
-                index,
-                expected: expected.unwrap_or(u64::MAX),
-                found: event.seq,
-            });
-        }
-        let (line, decoded) = event.to_line().map_err(|reason| StoreError::InvalidEvent {
-            seq: event.seq,
-            reason,
-        })?;
-        written.push(decoded);
-        batch.push_str(&line);
-    }
-    Ok(Some((batch, written)))
-}
-
-/// Turns every finding of an open into a `tracing` warning.
-pub(crate) fn warn_findings(path: &Path, report: &OpenReport) {
-    let path = path.display();
-    match report.header.version {
-        None => tracing::warn!(%path, "the session header has no version; read as 0"),
-        Some(version) if version > SESSION_FORMAT_VERSION => tracing::warn!(
-            %path,
-            version,
-            supported = SESSION_FORMAT_VERSION,
-            "the session log has a newer format version; read tolerantly, never written"
-        ),
-        Some(_) => {}
-    }
-    for corrupt in &report.scan.corrupt_lines {
-        tracing::warn!(
-            %path,
-            line = corrupt.line,
-            byte_offset = corrupt.byte_offset,
-            len = corrupt.len,
-            reason = %corrupt.reason,
-            "corrupt line skipped (kept in the file)"
-        );
-    }
-    for lossy in &report.scan.lossy_lines {
-        tracing::warn!(
-            %path,
-            line = lossy.line,
-            byte_offset = lossy.byte_offset,
-            "invalid UTF-8 read lossily"
-        );
-    }
-    for gap in &report.scan.seq_gaps {
-        tracing::warn!(
-            %path,
-            line = gap.line,
-            expected = gap.expected,
-            found = gap.found,
-            "seq gap"
-        );
-    }
-    if let Some(torn) = report.scan.torn_tail {
-        if let Some(sidecar) = &report.torn_tail_saved_to {
-            tracing::warn!(
-                %path,
-                byte_offset = torn.byte_offset,
-                len = torn.len,
-                sidecar = %sidecar.display(),
-                "torn tail saved to the sidecar and truncated"
-            );
-        } else {
-            tracing::warn!(
-                %path,
-                byte_offset = torn.byte_offset,
-                len = torn.len,
-                "torn tail ignored (read-only open)"
-            );
-        }
-    }
-}
-
 /// Why a store operation failed. Findings in a log (corrupt lines, a torn tail, …) are not errors:
 /// they are reported in the [`OpenReport`]. A stale checkpoint is not an error either.
 #[derive(Debug, thiserror::Error)]
@@ -432,6 +287,18 @@ pub enum StoreError {
     /// An event could not be serialised.
     #[error("cannot serialise an event: {0}")]
     Json(#[from] serde_json::Error),
+    /// Another writer took the log over (this writer's lease ran out and a new owner opened it):
+    /// this writer's ownership is gone, the batch was not written, and every later append is
+    /// refused. Stores whose ownership is a lease (a database) fence a writer so; a file's lock
+    /// cannot be lost.
+    #[error(
+        "the writer of {} was fenced: another writer took the log over; nothing was written",
+        path.display()
+    )]
+    Fenced {
+        /// The log.
+        path: PathBuf,
+    },
     /// The path names something that is not a regular file (a device, a FIFO, a directory):
     /// refused before anything is read from it, since it may never end.
     #[error("{} is not a regular file ({kind}); a session log is a regular file", path.display())]
@@ -485,6 +352,7 @@ impl StoreError {
             Self::InvalidEvent { .. } | Self::Json(_) => "INVALID_EVENT",
             Self::AppendFailed { .. } => "APPEND_FAILED",
             Self::Poisoned { .. } => "WRITER_POISONED",
+            Self::Fenced { .. } => "WRITER_FENCED",
             Self::NotAFile { .. } => "LOG_NOT_A_FILE",
             Self::NewerFormat { .. } => "LOG_NEWER_FORMAT",
         }

@@ -1,0 +1,106 @@
+//! One database connection owned by a thread of its own. The `postgres` client blocks on a
+//! runtime of its own, which must not run inside a caller's async runtime; the store's methods are
+//! synchronous and may be called from anywhere (a tokio worker included), so every statement runs
+//! on this thread and the caller waits for its result on a channel. Jobs run in the order they were
+//! sent: a writer's release sent on drop runs before a later open.
+
+use std::sync::mpsc;
+use std::thread;
+
+use postgres::{Client, NoTls};
+
+use crate::PgError;
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// The connection and what reconnecting needs.
+pub(crate) struct Connection {
+    config: String,
+    schema: String,
+    client: Option<Client>,
+}
+
+impl Connection {
+    /// The client, connected (again, after a lost connection) on first use.
+    pub(crate) fn client(&mut self) -> Result<&mut Client, PgError> {
+        if self.client.as_ref().is_some_and(Client::is_closed) {
+            self.client = None;
+        }
+        if self.client.is_none() {
+            self.client = Some(connect(&self.config, &self.schema)?);
+        }
+        // Just set when it was `None`.
+        self.client.as_mut().ok_or(PgError::Closed)
+    }
+
+    /// Forgets the client after a failure that may have broken it (the next use reconnects).
+    pub(crate) fn reset_if_closed(&mut self) {
+        if self.client.as_ref().is_some_and(Client::is_closed) {
+            self.client = None;
+        }
+    }
+}
+
+/// Connects with `search_path` set to `schema`.
+pub(crate) fn connect(config: &str, schema: &str) -> Result<Client, PgError> {
+    let mut client = Client::connect(config, NoTls).map_err(PgError::Connect)?;
+    client
+        .batch_execute(&format!("SET search_path TO {}", quote_ident(schema)))
+        .map_err(PgError::Connect)?;
+    Ok(client)
+}
+
+/// A SQL identifier, quoted.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The handle to the connection thread; cloning gives another handle to the same connection.
+#[derive(Clone)]
+pub(crate) struct Db {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Db {
+    /// Starts the thread and connects (the error of the first connect is returned here).
+    pub(crate) fn start(config: &str, schema: &str) -> Result<Self, PgError> {
+        let client = connect(config, schema)?;
+        let mut connection = Connection {
+            config: config.to_owned(),
+            schema: schema.to_owned(),
+            client: Some(client),
+        };
+        let (jobs, queue) = mpsc::channel::<Job>();
+        thread::Builder::new()
+            .name("ask-user-pg".into())
+            .spawn(move || {
+                // Ends when every handle is gone.
+                for job in queue {
+                    job(&mut connection);
+                }
+            })
+            .map_err(|e| PgError::Thread(e.to_string()))?;
+        Ok(Self { jobs })
+    }
+
+    /// Runs `job` on the connection thread and waits for its result.
+    pub(crate) fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Connection) -> Result<T, PgError> + Send + 'static,
+    ) -> Result<T, PgError> {
+        let (reply, result) = mpsc::sync_channel(1);
+        self.jobs
+            .send(Box::new(move |connection: &mut Connection| {
+                let outcome = job(connection);
+                connection.reset_if_closed();
+                let _ = reply.send(outcome);
+            }))
+            .map_err(|_| PgError::Closed)?;
+        result.recv().map_err(|_| PgError::Closed)?
+    }
+
+    /// Runs `job` on the connection thread without waiting (a release on drop).
+    pub(crate) fn spawn(&self, job: impl FnOnce(&mut Connection) + Send + 'static) {
+        let _ = self.jobs.send(Box::new(job));
+    }
+}

@@ -1,0 +1,520 @@
+//! The question ledger: every timed question of a session as its log says it stands, and the
+//! answers front ends give it.
+//!
+//! * The **questions** are written by the session's writer, in the transaction of the append that
+//!   changed them ([`LedgerFold`], folded with the projection of `user-questions-projection`), so
+//!   the ledger can never disagree with the log: a question is `open` while its tool call runs,
+//!   `continued` once the call ended unanswered, `settled` once a reply is admitted.
+//! * An **answer** is one row per call, inserted with `ON CONFLICT DO NOTHING` after the batch is
+//!   validated against the stored questions, in one transaction that holds the question's row: the
+//!   first answer from any front end wins and a second gets `REPLY_QUEUED`.
+//! * **Admission** marks the answer admitted in the transaction that appends its `user/message`
+//!   (the fold sees the question settle), so a retry after that commit finds nothing to do.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use postgres::Transaction;
+use session_log::{LogVisitor, Scanned, SessionEvent, SessionHeader};
+use user_questions::{AnswerBatch, CallId, Provenance, Question, QuestionLimits};
+use user_questions_projection::{ActiveState, Replay};
+
+use crate::PgError;
+use crate::store::PgStore;
+
+/// A question's state in the ledger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuestionState {
+    /// Its tool call is running: answered in its own window, by the surfaces racing there.
+    Open,
+    /// The call ended unanswered: a late answer from any front end settles it.
+    Continued,
+    /// A reply was admitted (or the call was answered in its window).
+    Settled,
+}
+
+impl QuestionState {
+    /// The ledger's spelling (`open`, `continued`, `settled`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Continued => "continued",
+            Self::Settled => "settled",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "open" => Some(Self::Open),
+            "continued" => Some(Self::Continued),
+            "settled" => Some(Self::Settled),
+            _ => None,
+        }
+    }
+}
+
+/// One change of a question, to be written with the append that caused it.
+#[derive(Clone, Debug)]
+struct Change {
+    state: QuestionState,
+    /// The questions as JSON (`[]` for a call first seen settled).
+    questions: String,
+    seq: u64,
+}
+
+/// The projection of one session as its writer keeps it, turning each appended batch into the
+/// ledger rows it changes.
+pub(crate) struct LedgerFold {
+    replay: Replay,
+    /// What the ledger says of each active call.
+    active: HashMap<CallId, ActiveState>,
+    settled: usize,
+    /// The fold after the batch being appended, adopted once it commits.
+    staged: Option<(Replay, HashMap<CallId, ActiveState>, usize)>,
+}
+
+/// The ledger rows an appended batch changes.
+pub(crate) struct LedgerPlan {
+    changes: HashMap<CallId, Change>,
+}
+
+impl LedgerFold {
+    /// A fold of a log whose header is `header`, before any record.
+    pub(crate) fn new(header: &SessionHeader) -> Self {
+        Self {
+            replay: Replay::new(header),
+            active: HashMap::new(),
+            settled: 0,
+            staged: None,
+        }
+    }
+
+    /// Applies one event, recording what it changed in `changes`.
+    fn observe(
+        replay: &mut Replay,
+        active: &mut HashMap<CallId, ActiveState>,
+        settled: &mut usize,
+        line: u64,
+        event: &SessionEvent,
+        changes: &mut HashMap<CallId, Change>,
+    ) {
+        if !replay.apply_event(line, event) {
+            return;
+        }
+        let view = replay.state().view();
+        for entry in &view.active {
+            if active.get(&entry.call_id) != Some(&entry.state) {
+                active.insert(entry.call_id.clone(), entry.state);
+                let state = match entry.state {
+                    ActiveState::Open => QuestionState::Open,
+                    ActiveState::Continued => QuestionState::Continued,
+                };
+                let questions =
+                    serde_json::to_string(&entry.questions).unwrap_or_else(|_| "[]".into());
+                changes.insert(
+                    entry.call_id.clone(),
+                    Change {
+                        state,
+                        questions,
+                        seq: event.seq,
+                    },
+                );
+            }
+        }
+        // Settled calls are listed in settlement order and never removed.
+        for entry in view.settled.get(*settled..).unwrap_or_default() {
+            active.remove(&entry.call_id);
+            changes.insert(
+                entry.call_id.clone(),
+                Change {
+                    state: QuestionState::Settled,
+                    questions: "[]".into(),
+                    seq: event.seq,
+                },
+            );
+        }
+        *settled = view.settled.len();
+        active.retain(|call, _| view.active.iter().any(|e| &e.call_id == call));
+    }
+
+    /// The rows `written` (a batch about to be appended) changes; [`LedgerFold::commit`] adopts
+    /// the fold once the batch is in.
+    pub(crate) fn plan(&mut self, first_line: u64, written: &[SessionEvent]) -> LedgerPlan {
+        let mut replay = self.replay.clone();
+        let mut active = self.active.clone();
+        let mut settled = self.settled;
+        let mut changes = HashMap::new();
+        for (index, event) in written.iter().enumerate() {
+            Self::observe(
+                &mut replay,
+                &mut active,
+                &mut settled,
+                first_line + index as u64,
+                event,
+                &mut changes,
+            );
+        }
+        self.staged = Some((replay, active, settled));
+        LedgerPlan { changes }
+    }
+
+    /// Adopts the fold of the last planned batch (it was committed).
+    pub(crate) fn commit(&mut self) {
+        if let Some((replay, active, settled)) = self.staged.take() {
+            self.replay = replay;
+            self.active = active;
+            self.settled = settled;
+        }
+    }
+
+    /// Every row the whole log implies, to bring the ledger in line with it on open (a log
+    /// imported, or written before the ledger existed).
+    pub(crate) fn snapshot(&self) -> LedgerPlan {
+        let mut changes = HashMap::new();
+        let view = self.replay.state().view();
+        let seq = 0;
+        for entry in &view.settled {
+            changes.insert(
+                entry.call_id.clone(),
+                Change {
+                    state: QuestionState::Settled,
+                    questions: "[]".into(),
+                    seq,
+                },
+            );
+        }
+        for entry in &view.active {
+            let state = match entry.state {
+                ActiveState::Open => QuestionState::Open,
+                ActiveState::Continued => QuestionState::Continued,
+            };
+            changes.insert(
+                entry.call_id.clone(),
+                Change {
+                    state,
+                    questions: serde_json::to_string(&entry.questions)
+                        .unwrap_or_else(|_| "[]".into()),
+                    seq,
+                },
+            );
+        }
+        LedgerPlan { changes }
+    }
+}
+
+/// Folds the open scan's records into the ledger's fold, beside the caller's visitor.
+pub(crate) struct FoldVisitor<'a> {
+    pub(crate) fold: Option<LedgerFold>,
+    pub(crate) inner: &'a mut dyn LogVisitor,
+}
+
+impl LogVisitor for FoldVisitor<'_> {
+    fn header(&mut self, header: &SessionHeader) {
+        self.fold = Some(LedgerFold::new(header));
+        self.inner.header(header);
+    }
+
+    fn line(&mut self, scanned: &Scanned<'_>) {
+        if let (Some(fold), Scanned::Record(record)) = (&mut self.fold, scanned)
+            && let Some(event) = record.record.event()
+        {
+            let mut changes = HashMap::new();
+            LedgerFold::observe(
+                &mut fold.replay,
+                &mut fold.active,
+                &mut fold.settled,
+                record.line,
+                event,
+                &mut changes,
+            );
+        }
+        self.inner.line(scanned);
+    }
+}
+
+impl LedgerPlan {
+    /// Writes the rows in `tx`: question states, and the admission of answers whose call settled.
+    pub(crate) fn apply(&self, tx: &mut Transaction<'_>, name: &str) -> Result<(), PgError> {
+        if self.changes.is_empty() {
+            return Ok(());
+        }
+        let mut calls = Vec::with_capacity(self.changes.len());
+        let mut states = Vec::with_capacity(self.changes.len());
+        let mut questions = Vec::with_capacity(self.changes.len());
+        let mut seqs = Vec::with_capacity(self.changes.len());
+        let mut settled_calls = Vec::new();
+        let mut settled_seqs = Vec::new();
+        for (call, change) in &self.changes {
+            calls.push(call.as_str().to_owned());
+            states.push(change.state.as_str());
+            questions.push(change.questions.clone());
+            let seq = i64::try_from(change.seq).unwrap_or(i64::MAX);
+            seqs.push(seq);
+            if change.state == QuestionState::Settled {
+                settled_calls.push(call.as_str().to_owned());
+                settled_seqs.push(seq);
+            }
+        }
+        tx.execute(
+            "INSERT INTO ask_user_questions AS q (name, call_id, state, questions, changed_seq)
+             SELECT $1, u.c, u.s, u.q::jsonb, u.seq
+             FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(c, s, q, seq)
+             ON CONFLICT (name, call_id) DO UPDATE SET
+                 state = EXCLUDED.state,
+                 questions = CASE WHEN EXCLUDED.state = 'settled' THEN q.questions
+                                  ELSE EXCLUDED.questions END,
+                 changed_seq = EXCLUDED.changed_seq
+             WHERE q.state IS DISTINCT FROM EXCLUDED.state",
+            &[&name, &calls, &states, &questions, &seqs],
+        )
+        .map_err(PgError::Query)?;
+        if !settled_calls.is_empty() {
+            tx.execute(
+                "UPDATE ask_user_answers a SET admitted_seq = u.seq
+                 FROM unnest($2::text[], $3::bigint[]) AS u(c, seq)
+                 WHERE a.name = $1 AND a.call_id = u.c AND a.admitted_seq IS NULL",
+                &[&name, &settled_calls, &settled_seqs],
+            )
+            .map_err(PgError::Query)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why the ledger refused an answer. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// No session of that name.
+    #[error("no session {0:?} in the database")]
+    UnknownSession(String),
+    /// The session has no timed question with that call id.
+    #[error("session {session:?} has no timed question {call_id}")]
+    UnknownCall {
+        /// The session.
+        session: String,
+        /// The call id.
+        call_id: CallId,
+    },
+    /// The question is open: its own tool call is waiting, and only the surfaces racing in its
+    /// window answer it.
+    #[error("call {0} is open, not pending: only its own tool call can answer it")]
+    Open(CallId),
+    /// The question is settled already.
+    #[error("call {0} is already settled")]
+    Settled(CallId),
+    /// Another front end answered first; its answer is the one admitted.
+    #[error("a reply to call {0} is already queued; the first answer wins")]
+    ReplyQueued(CallId),
+    /// The batch does not fit the questions (SPEC §9.2).
+    #[error("{0}")]
+    BadAnswer(String),
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] PgError),
+}
+
+impl AnswerError {
+    /// The stable code of the refusal (the SPEC's where one exists).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownSession(_) => "UNKNOWN_SESSION",
+            Self::UnknownCall { .. } => "UNKNOWN_CALL",
+            Self::Open(_) => "NOT_CONTINUED",
+            Self::Settled(_) => "ALREADY_SETTLED",
+            Self::ReplyQueued(_) => "REPLY_QUEUED",
+            Self::BadAnswer(_) => "BAD_ANSWER",
+            Self::Db(_) => "DB_FAILED",
+        }
+    }
+}
+
+/// An accepted answer not yet admitted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LedgerAnswer {
+    /// The session.
+    pub session: String,
+    /// The call it answers.
+    pub call_id: CallId,
+    /// Its id (unique in the ledger).
+    pub answer_id: String,
+    /// The normalised batch.
+    pub batch: AnswerBatch,
+    /// Who answered.
+    pub provenance: Provenance,
+}
+
+/// A question as the ledger holds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LedgerQuestion {
+    /// The session.
+    pub session: String,
+    /// The call id.
+    pub call_id: CallId,
+    /// Its state.
+    pub state: QuestionState,
+    /// The questions as asked (empty for a call the ledger first saw settled).
+    pub questions: Vec<Question>,
+    /// Whether an answer was accepted and waits for admission.
+    pub answered: bool,
+}
+
+impl fmt::Display for QuestionState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PgStore {
+    /// Answers the continued question `call_id` of session `name` from any front end: in one
+    /// transaction that holds the question's row, the batch is validated against the stored
+    /// questions and inserted unless an answer is there already (the first answer wins), and the
+    /// session's workers are notified. Returns the answer's id. The owner of the session (or
+    /// whoever opens it next) admits it.
+    pub fn answer(
+        &self,
+        name: &str,
+        call_id: &CallId,
+        batch: &AnswerBatch,
+        provenance: &Provenance,
+        limits: &QuestionLimits,
+    ) -> Result<String, AnswerError> {
+        let key = name.to_owned();
+        let call = call_id.clone();
+        let batch = batch.clone();
+        let provenance = serde_json::to_string(provenance).map_err(PgError::Json)?;
+        let limits = limits.clone();
+        self.db().run(move |connection| {
+            let client = connection.client()?;
+            let mut tx = client.transaction().map_err(PgError::Query)?;
+            let row = tx
+                .query_opt(
+                    "SELECT state, questions::text FROM ask_user_questions
+                     WHERE name = $1 AND call_id = $2 FOR UPDATE",
+                    &[&key, &call.as_str()],
+                )
+                .map_err(PgError::Query)?;
+            let Some(row) = row else {
+                let session = tx
+                    .query_opt("SELECT 1 FROM ask_user_sessions WHERE name = $1", &[&key])
+                    .map_err(PgError::Query)?;
+                return Ok(Err(if session.is_some() {
+                    AnswerError::UnknownCall {
+                        session: key,
+                        call_id: call,
+                    }
+                } else {
+                    AnswerError::UnknownSession(key)
+                }));
+            };
+            match QuestionState::parse(row.get(0)) {
+                Some(QuestionState::Continued) => {}
+                Some(QuestionState::Open) => return Ok(Err(AnswerError::Open(call))),
+                Some(QuestionState::Settled) | None => {
+                    return Ok(Err(AnswerError::Settled(call)));
+                }
+            }
+            let questions: Vec<Question> =
+                serde_json::from_str(row.get(1)).map_err(PgError::Json)?;
+            let answers =
+                match user_questions::validate_answers(&questions, &batch, &limits, Some(&call)) {
+                    Ok(answers) => answers,
+                    Err(error) => return Ok(Err(AnswerError::BadAnswer(error.message().into()))),
+                };
+            let answer_id = pending_answer::new_message_id();
+            let answers = serde_json::to_string(&answers).map_err(PgError::Json)?;
+            let inserted = tx
+                .execute(
+                    "INSERT INTO ask_user_answers (name, call_id, answer_id, batch, provenance)
+                     VALUES ($1, $2, $3, $4::text::jsonb, $5::text::jsonb)
+                     ON CONFLICT (name, call_id) DO NOTHING",
+                    &[&key, &call.as_str(), &answer_id, &answers, &provenance],
+                )
+                .map_err(PgError::Query)?;
+            if inserted == 0 {
+                return Ok(Err(AnswerError::ReplyQueued(call)));
+            }
+            tx.execute("SELECT pg_notify('ask_user_answers', $1)", &[&key])
+                .map_err(PgError::Query)?;
+            tx.commit().map_err(PgError::Commit)?;
+            Ok(Ok(answer_id))
+        })?
+    }
+
+    /// The accepted answers of session `name` that are not admitted yet, oldest first.
+    pub fn unadmitted(&self, name: &str) -> Result<Vec<LedgerAnswer>, PgError> {
+        let key = name.to_owned();
+        self.db().run(move |connection| {
+            let rows = connection
+                .client()?
+                .query(
+                    "SELECT call_id, answer_id, batch::text, provenance::text
+                     FROM ask_user_answers WHERE name = $1 AND admitted_seq IS NULL
+                     ORDER BY answered_at, call_id",
+                    &[&key],
+                )
+                .map_err(PgError::Query)?;
+            rows.iter()
+                .map(|row| {
+                    Ok(LedgerAnswer {
+                        session: key.clone(),
+                        call_id: CallId::from(row.get::<_, &str>(0)),
+                        answer_id: row.get(1),
+                        batch: serde_json::from_str(row.get(2)).map_err(PgError::Json)?,
+                        provenance: serde_json::from_str(row.get(3)).map_err(PgError::Json)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// The sessions with an answer waiting for admission whose lease is free (nobody is there to
+    /// admit it), oldest answer first.
+    pub fn sessions_to_admit(&self) -> Result<Vec<String>, PgError> {
+        self.db().run(|connection| {
+            let rows = connection
+                .client()?
+                .query(
+                    "SELECT a.name FROM ask_user_answers a
+                     JOIN ask_user_sessions s ON s.name = a.name
+                     WHERE a.admitted_seq IS NULL
+                       AND (s.owner IS NULL OR s.lease_until < now())
+                     GROUP BY a.name ORDER BY min(a.answered_at)",
+                    &[],
+                )
+                .map_err(PgError::Query)?;
+            Ok(rows.iter().map(|row| row.get(0)).collect())
+        })
+    }
+
+    /// The open and continued questions of session `name` (every session when `None`), as the
+    /// ledger holds them.
+    pub fn questions(&self, name: Option<&str>) -> Result<Vec<LedgerQuestion>, PgError> {
+        let key = name.map(str::to_owned);
+        self.db().run(move |connection| {
+            let rows = connection
+                .client()?
+                .query(
+                    "SELECT q.name, q.call_id, q.state, q.questions::text,
+                            EXISTS (SELECT 1 FROM ask_user_answers a
+                                    WHERE a.name = q.name AND a.call_id = q.call_id
+                                      AND a.admitted_seq IS NULL)
+                     FROM ask_user_questions q
+                     WHERE q.state <> 'settled' AND ($1::text IS NULL OR q.name = $1)
+                     ORDER BY q.name, q.changed_seq, q.call_id",
+                    &[&key],
+                )
+                .map_err(PgError::Query)?;
+            rows.iter()
+                .map(|row| {
+                    Ok(LedgerQuestion {
+                        session: row.get(0),
+                        call_id: CallId::from(row.get::<_, &str>(1)),
+                        state: QuestionState::parse(row.get(2)).unwrap_or(QuestionState::Settled),
+                        questions: serde_json::from_str(row.get(3)).map_err(PgError::Json)?,
+                        answered: row.get(4),
+                    })
+                })
+                .collect()
+        })
+    }
+}

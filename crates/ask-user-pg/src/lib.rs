@@ -1,0 +1,85 @@
+//! Session logs and the question ledger on `PostgreSQL` (SPEC §9.6 on a database): a
+//! [`SessionStore`](session_log::SessionStore) whose writers hold fenced leases, so any worker can
+//! resume any session and no `seq` is written twice; a ledger of every timed question, written in
+//! the transaction of the append that changed it; first-answer-wins answers from any front end;
+//! and admission of an answer exactly once, in the transaction that appends its `user/message`.
+//!
+//! ```no_run
+//! use ask_user_pg::{PgOptions, PgStore};
+//! use session_log::{NewSession, Record, SessionStore};
+//!
+//! let store = PgStore::connect("host=127.0.0.1 user=postgres", &PgOptions::default())?;
+//! let mut writer = store.create("s1", &NewSession::new("s1"))?;
+//! writer.append(&[Record::turn_start(1).into_event(0)?])?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod db;
+mod ledger;
+mod lines;
+mod schema;
+mod store;
+mod transfer;
+mod worker;
+
+pub use ledger::{AnswerError, LedgerAnswer, LedgerQuestion, QuestionState};
+pub use schema::SCHEMA_VERSION;
+pub use store::{PgOptions, PgStore};
+pub use transfer::{ExportError, ImportReport};
+pub use worker::{AdmitError, Admitted, admit_answers};
+
+/// Why talking to the database failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    /// Connecting failed.
+    #[error("cannot connect to PostgreSQL: {0}")]
+    Connect(#[source] postgres::Error),
+    /// A statement failed.
+    #[error("PostgreSQL: {0}")]
+    Query(#[source] postgres::Error),
+    /// A commit failed: its outcome is unknown when the connection broke.
+    #[error("PostgreSQL commit failed: {0}")]
+    Commit(#[source] postgres::Error),
+    /// A migration failed (nothing of it was applied).
+    #[error("migration {name} failed: {source}")]
+    Migration {
+        /// The migration.
+        name: &'static str,
+        /// The cause.
+        #[source]
+        source: postgres::Error,
+    },
+    /// The database's schema is newer than this build: it is refused, never written.
+    #[error(
+        "the database's ask-user schema is version {found}, newer than this build's {supported}; upgrade ask-user"
+    )]
+    NewerSchema {
+        /// The schema version found.
+        found: i32,
+        /// The newest this build knows.
+        supported: i32,
+    },
+    /// A stored JSON document did not read.
+    #[error("a stored JSON document does not read: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The connection thread is gone.
+    #[error("the database connection is closed")]
+    Closed,
+    /// The connection thread could not start.
+    #[error("cannot start the database thread: {0}")]
+    Thread(String),
+}
+
+impl PgError {
+    /// A stable code for messages and exit codes.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Connect(_) | Self::Closed | Self::Thread(_) => "DB_UNAVAILABLE",
+            Self::NewerSchema { .. } => "DB_NEWER_SCHEMA",
+            Self::Migration { .. } => "DB_MIGRATION",
+            Self::Query(_) | Self::Commit(_) | Self::Json(_) => "DB_FAILED",
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! A log's bytes read back from its rows, in pages, as one [`BufRead`]: the header line (for a
+//! whole-log scan), then every line after a byte offset in order. A page holds the lines that end
+//! within [`PAGE_BYTES`] of where it starts (at least one line), so memory stays bounded by the
+//! page and the longest line whatever the log's size.
+
+use std::io::{self, BufRead, Read};
+
+use crate::PgError;
+use crate::db::Db;
+
+/// About how many bytes one page of lines holds.
+pub(crate) const PAGE_BYTES: i64 = 4 << 20;
+
+/// The bytes of a log's lines after `after`, fetched page by page.
+pub(crate) struct Lines {
+    db: Db,
+    name: String,
+    /// The byte offset the next page starts at.
+    after: i64,
+    page: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl Lines {
+    /// The lines after byte offset `after`, preceded by `prefix` (the header line, or nothing).
+    pub(crate) fn new(db: Db, name: &str, after: u64, prefix: Vec<u8>) -> Self {
+        Self {
+            db,
+            name: name.to_owned(),
+            after: i64::try_from(after).unwrap_or(i64::MAX),
+            page: prefix,
+            pos: 0,
+            done: false,
+        }
+    }
+
+    fn next_page(&mut self) -> Result<(), PgError> {
+        let name = self.name.clone();
+        let after = self.after;
+        let (end, bytes) = self.db.run(move |connection| {
+            let client = connection.client()?;
+            let mut rows = client
+                .query(
+                    "SELECT byte_end, line FROM ask_user_lines
+                     WHERE name = $1 AND byte_end > $2 AND byte_end <= $2 + $3
+                     ORDER BY byte_end",
+                    &[&name, &after, &PAGE_BYTES],
+                )
+                .map_err(PgError::Query)?;
+            if rows.is_empty() {
+                // The next line alone is longer than a page.
+                rows = client
+                    .query(
+                        "SELECT byte_end, line FROM ask_user_lines
+                         WHERE name = $1 AND byte_end > $2 ORDER BY byte_end LIMIT 1",
+                        &[&name, &after],
+                    )
+                    .map_err(PgError::Query)?;
+            }
+            let mut bytes = Vec::new();
+            let mut end = after;
+            for row in &rows {
+                end = row.get(0);
+                bytes.extend_from_slice(row.get::<_, &[u8]>(1));
+            }
+            Ok((end, bytes))
+        })?;
+        if bytes.is_empty() {
+            self.done = true;
+        }
+        self.after = end;
+        self.page = bytes;
+        self.pos = 0;
+        Ok(())
+    }
+}
+
+impl Read for Lines {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Lines {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.pos == self.page.len() && !self.done {
+            self.next_page().map_err(io::Error::other)?;
+        }
+        Ok(&self.page[self.pos..])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.pos = (self.pos + amount).min(self.page.len());
+    }
+}

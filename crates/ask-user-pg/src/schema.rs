@@ -1,0 +1,76 @@
+//! The schema: versioned migrations embedded in the binary, applied in order in one transaction
+//! each, under an advisory lock so that workers starting together migrate once. A database whose
+//! schema is newer than this build knows is refused, never written.
+
+use postgres::Client;
+
+use crate::PgError;
+use crate::db::quote_ident;
+
+/// The migrations, in order; the schema version is the number of them applied.
+const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "0001_sessions",
+        include_str!("../migrations/0001_sessions.sql"),
+    ),
+    ("0002_ledger", include_str!("../migrations/0002_ledger.sql")),
+];
+
+/// The schema version this build writes.
+// A handful of migrations: the count fits an `i32`.
+#[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// Brings the schema `schema` to [`SCHEMA_VERSION`], creating it when missing. Returns the
+/// version found before.
+pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<i32, PgError> {
+    let mut tx = client.transaction().map_err(PgError::Query)?;
+    // One migrator at a time per schema; the lock ends with the transaction.
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtext('ask-user-pg:' || $1))",
+        &[&schema],
+    )
+    .map_err(PgError::Query)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema};
+         CREATE TABLE IF NOT EXISTS {schema}.ask_user_schema (
+             version integer NOT NULL,
+             name text NOT NULL,
+             applied_at timestamptz NOT NULL DEFAULT now()
+         );",
+        schema = quote_ident(schema)
+    ))
+    .map_err(PgError::Query)?;
+    let found: i32 = tx
+        .query_one(
+            &format!(
+                "SELECT coalesce(max(version), 0) FROM {}.ask_user_schema",
+                quote_ident(schema)
+            ),
+            &[],
+        )
+        .map_err(PgError::Query)?
+        .get(0);
+    if found > SCHEMA_VERSION {
+        return Err(PgError::NewerSchema {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (index, (name, sql)) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .skip(usize::try_from(found).unwrap_or(0))
+    {
+        tx.batch_execute(sql)
+            .map_err(|source| PgError::Migration { name, source })?;
+        let version = i32::try_from(index + 1).unwrap_or(i32::MAX);
+        tx.execute(
+            "INSERT INTO ask_user_schema (version, name) VALUES ($1, $2)",
+            &[&version, name],
+        )
+        .map_err(PgError::Query)?;
+    }
+    tx.commit().map_err(PgError::Query)?;
+    Ok(found)
+}

@@ -1,0 +1,808 @@
+//! [`PgStore`]: the [`SessionStore`] contract on `PostgreSQL`. A log is a session row (its header
+//! line, length and owner) and one row per later line, holding the line's bytes verbatim; read in
+//! order, the rows are the JSONL file's bytes, so the one scanner of `session-log` reads them and
+//! findings, positions and anchors are the file store's.
+//!
+//! Ownership is a lease on the database's clock (never this machine's). Opening for write takes a
+//! log whose lease is free or has run out and raises its `epoch`; every append runs in one
+//! transaction that first checks the writer's epoch (and the log's length), so a writer whose log
+//! was taken over writes nothing ([`StoreError::Fenced`]) and no `seq` is ever written twice. A
+//! thread renews the leases of the live writers; dropping a writer frees its lease.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread;
+use std::time::Duration;
+
+use session_log::backend::{
+    advance, anchor_for, check_writable, encode_batch, resolve_anchor, scan_log, scan_on,
+    warn_findings,
+};
+use session_log::{
+    AnchorMismatch, Interrupted, LogAnchor, LogEvent, LogVisitor, NewSession, OpenReport,
+    RecordSpan, ScanPosition, ScanReport, SessionEvent, SessionHeader, SessionStore, SessionWriter,
+    StoreError, Tracker,
+};
+use user_questions::sync::lock_unpoisoned as lock;
+
+use crate::PgError;
+use crate::db::{Connection, Db};
+use crate::ledger::{FoldVisitor, LedgerFold};
+use crate::lines::Lines;
+
+/// How a [`PgStore`] connects and leases.
+#[derive(Clone, Debug)]
+pub struct PgOptions {
+    /// The `PostgreSQL` schema the tables live in (created and migrated on connect).
+    pub schema: String,
+    /// How long a writer's ownership lasts without renewal.
+    pub lease: Duration,
+    /// How often the live writers' leases are renewed (well inside `lease`).
+    pub renew_every: Duration,
+    /// This process's name as an owner, for `ask-user pending` and for people reading the rows
+    /// (default: host name, process id and a random suffix).
+    pub owner: Option<String>,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self {
+            schema: "ask_user".into(),
+            lease: Duration::from_secs(15),
+            renew_every: Duration::from_secs(5),
+            owner: None,
+        }
+    }
+}
+
+/// Session logs in a `PostgreSQL` database. Cloning gives another handle to the same store (one
+/// connection). See the [module docs](self).
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Db,
+    owner: String,
+    lease_secs: f64,
+    /// The live writers of this store: log name → the epoch each holds.
+    live: Mutex<HashMap<String, i64>>,
+    /// Dropped with the store, which ends the renewal thread.
+    _stop_renewing: mpsc::Sender<()>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("owner", &self.inner.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects to the database `config` (a libpq connection string or URL), brings the schema up
+    /// to date (refusing one newer than this build), and starts renewing leases.
+    pub fn connect(config: &str, options: &PgOptions) -> Result<Self, PgError> {
+        let db = Db::start(config, &options.schema)?;
+        let schema = options.schema.clone();
+        db.run(move |connection| crate::schema::migrate(connection.client()?, &schema))?;
+        let owner = options.owner.clone().unwrap_or_else(default_owner);
+        let (stop, stopped) = mpsc::channel();
+        let inner = Arc::new(Inner {
+            db,
+            owner,
+            lease_secs: options.lease.as_secs_f64(),
+            live: Mutex::new(HashMap::new()),
+            _stop_renewing: stop,
+        });
+        let weak = Arc::downgrade(&inner);
+        let every = options.renew_every;
+        thread::Builder::new()
+            .name("ask-user-pg-lease".into())
+            .spawn(move || renew_leases(&weak, &stopped, every))
+            .map_err(|e| PgError::Thread(e.to_string()))?;
+        Ok(Self { inner })
+    }
+
+    /// This store's owner name (what the session rows of its writers carry).
+    pub fn owner(&self) -> &str {
+        &self.inner.owner
+    }
+
+    /// The names of every log in the store, sorted.
+    pub fn log_names(&self) -> Result<Vec<String>, PgError> {
+        self.inner.db.run(|connection| {
+            let rows = connection
+                .client()?
+                .query("SELECT name FROM ask_user_sessions ORDER BY name", &[])
+                .map_err(PgError::Query)?;
+            Ok(rows.iter().map(|row| row.get(0)).collect())
+        })
+    }
+
+    pub(crate) fn db(&self) -> &Db {
+        &self.inner.db
+    }
+
+    fn fail(&self, op: &'static str, name: &str, error: PgError) -> StoreError {
+        StoreError::io(op, &self.location(name), io::Error::other(error))
+    }
+
+    fn not_found(&self, name: &str) -> StoreError {
+        StoreError::io(
+            "open",
+            &self.location(name),
+            io::Error::new(io::ErrorKind::NotFound, "no such session log"),
+        )
+    }
+
+    /// Runs `sql`, whose one parameter is the log's name, and maps the row it returns, if any.
+    fn by_name<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        name: &str,
+        sql: &'static str,
+        map: fn(&postgres::Row) -> T,
+    ) -> Result<Option<T>, StoreError> {
+        let key = name.to_owned();
+        self.inner
+            .db
+            .run(move |connection| {
+                let row = connection
+                    .client()?
+                    .query_opt(sql, &[&key])
+                    .map_err(PgError::Query)?;
+                Ok(row.as_ref().map(map))
+            })
+            .map_err(|e| self.fail(op, name, e))
+    }
+
+    /// The header line and byte length of the log `name`.
+    pub(crate) fn head(&self, name: &str) -> Result<(Vec<u8>, u64), StoreError> {
+        let (header, length) = self
+            .by_name(
+                "read",
+                name,
+                "SELECT header, byte_length FROM ask_user_sessions WHERE name = $1",
+                |row| (row.get::<_, Vec<u8>>(0), row.get::<_, i64>(1)),
+            )?
+            .ok_or_else(|| self.not_found(name))?;
+        Ok((header, u64::try_from(length).unwrap_or(0)))
+    }
+
+    /// The line that ends at `byte_end`, if one does.
+    fn line_ending_at(&self, name: &str, byte_end: u64) -> Result<Option<Vec<u8>>, PgError> {
+        let key = name.to_owned();
+        let end = i64::try_from(byte_end).unwrap_or(i64::MAX);
+        self.inner.db.run(move |connection| {
+            let row = connection
+                .client()?
+                .query_opt(
+                    "SELECT line FROM ask_user_lines WHERE name = $1 AND byte_end = $2",
+                    &[&key, &end],
+                )
+                .map_err(PgError::Query)?;
+            Ok(row.map(|row| row.get(0)))
+        })
+    }
+
+    /// Takes the lease of the log `name`: `Ok(Some(epoch))`, or `Ok(None)` while another writer
+    /// holds it.
+    fn take_lease(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        let key = name.to_owned();
+        let owner = self.inner.owner.clone();
+        let lease = self.inner.lease_secs;
+        let taken = self
+            .inner
+            .db
+            .run(move |connection| {
+                let client = connection.client()?;
+                let row = client
+                    .query_opt(
+                        "UPDATE ask_user_sessions
+                         SET owner = $2, epoch = epoch + 1,
+                             lease_until = now() + make_interval(secs => $3)
+                         WHERE name = $1 AND (owner IS NULL OR lease_until < now())
+                         RETURNING epoch",
+                        &[&key, &owner, &lease],
+                    )
+                    .map_err(PgError::Query)?;
+                if let Some(row) = row {
+                    return Ok(Some(Some(row.get::<_, i64>(0))));
+                }
+                let exists = client
+                    .query_opt("SELECT 1 FROM ask_user_sessions WHERE name = $1", &[&key])
+                    .map_err(PgError::Query)?
+                    .is_some();
+                Ok(exists.then_some(None))
+            })
+            .map_err(|e| self.fail("open", name, e))?;
+        taken.ok_or_else(|| self.not_found(name))
+    }
+
+    /// Writes every ledger row the log implies, fenced by the writer's `epoch`.
+    fn reconcile(&self, name: &str, epoch: i64, ledger: &LedgerFold) -> Result<(), StoreError> {
+        let plan = ledger.snapshot();
+        let key = name.to_owned();
+        let owner = self.inner.owner.clone();
+        let fenced = self
+            .inner
+            .db
+            .run(move |connection| {
+                let mut tx = connection.client()?.transaction().map_err(PgError::Query)?;
+                let still_ours = tx
+                    .query_opt(
+                        "SELECT 1 FROM ask_user_sessions
+                         WHERE name = $1 AND epoch = $2 AND owner = $3 FOR UPDATE",
+                        &[&key, &epoch, &owner],
+                    )
+                    .map_err(PgError::Query)?
+                    .is_some();
+                if !still_ours {
+                    return Ok(true);
+                }
+                plan.apply(&mut tx, &key)?;
+                tx.commit().map_err(PgError::Commit)?;
+                Ok(false)
+            })
+            .map_err(|e| self.fail("open", name, e))?;
+        if fenced {
+            return Err(StoreError::Fenced {
+                path: self.location(name),
+            });
+        }
+        Ok(())
+    }
+
+    /// Gives the lease back (when the writer is dropped or its open fails).
+    fn release(inner: &Inner, name: &str, epoch: i64) {
+        {
+            let mut live = lock(&inner.live);
+            if live.get(name) == Some(&epoch) {
+                live.remove(name);
+            }
+        }
+        let key = name.to_owned();
+        let owner = inner.owner.clone();
+        inner.db.spawn(move |connection: &mut Connection| {
+            let released = connection.client().and_then(|client| {
+                client
+                    .execute(
+                        "UPDATE ask_user_sessions SET owner = NULL, lease_until = NULL
+                         WHERE name = $1 AND epoch = $2 AND owner = $3",
+                        &[&key, &epoch, &owner],
+                    )
+                    .map_err(PgError::Query)
+            });
+            if let Err(error) = released {
+                // The lease then runs out by itself.
+                tracing::warn!(log = %key, %error, "cannot release the lease");
+            }
+        });
+    }
+}
+
+/// `host:pid:random`, unique among the owners of one database.
+fn default_owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_or_else(|_| "host".into(), |h| h.trim().to_owned());
+    let mut bytes = [0u8; 4];
+    let _ = getrandom::fill(&mut bytes);
+    format!(
+        "{host}:{}:{:08x}",
+        std::process::id(),
+        u32::from_le_bytes(bytes)
+    )
+}
+
+/// Renews the leases of the store's live writers every `every`, until the store is dropped.
+fn renew_leases(inner: &Weak<Inner>, stopped: &mpsc::Receiver<()>, every: Duration) {
+    loop {
+        match stopped.recv_timeout(every) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+        }
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let (names, epochs): (Vec<String>, Vec<i64>) = lock(&inner.live)
+            .iter()
+            .map(|(name, epoch)| (name.clone(), *epoch))
+            .unzip();
+        if names.is_empty() {
+            continue;
+        }
+        let owner = inner.owner.clone();
+        let lease = inner.lease_secs;
+        let renewed = inner.db.run(move |connection| {
+            connection
+                .client()?
+                .execute(
+                    "UPDATE ask_user_sessions s
+                     SET lease_until = now() + make_interval(secs => $4)
+                     FROM unnest($1::text[], $2::bigint[]) AS w(name, epoch)
+                     WHERE s.name = w.name AND s.epoch = w.epoch AND s.owner = $3",
+                    &[&names, &epochs, &owner, &lease],
+                )
+                .map_err(PgError::Query)
+        });
+        if let Err(error) = renewed {
+            tracing::warn!(%error, "cannot renew the writers' leases");
+        }
+    }
+}
+
+impl SessionStore for PgStore {
+    fn location(&self, name: &str) -> PathBuf {
+        PathBuf::from(format!("pg:{name}"))
+    }
+
+    fn exists(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .by_name(
+                "read",
+                name,
+                "SELECT 1 FROM ask_user_sessions WHERE name = $1",
+                |_| (),
+            )?
+            .is_some())
+    }
+
+    fn create(
+        &self,
+        name: &str,
+        session: &NewSession,
+    ) -> Result<Box<dyn SessionWriter>, StoreError> {
+        let key = name.to_owned();
+        let header = session.header_line().into_bytes();
+        let created = self
+            .inner
+            .db
+            .run(move |connection| {
+                let length = i64::try_from(header.len()).unwrap_or(i64::MAX);
+                let rows = connection
+                    .client()?
+                    .execute(
+                        "INSERT INTO ask_user_sessions (name, header, byte_length, line_count)
+                         VALUES ($1, $2, $3, 0) ON CONFLICT (name) DO NOTHING",
+                        &[&key, &header, &length],
+                    )
+                    .map_err(PgError::Query)?;
+                Ok(rows == 1)
+            })
+            .map_err(|e| self.fail("create", name, e))?;
+        if !created {
+            return Err(StoreError::Exists {
+                path: self.location(name),
+            });
+        }
+        let (writer, _) = self.open(name, &mut ())?;
+        Ok(writer)
+    }
+
+    fn open(
+        &self,
+        name: &str,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<(Box<dyn SessionWriter>, OpenReport), StoreError> {
+        let location = self.location(name);
+        let Some(epoch) = self.take_lease(name)? else {
+            return Err(StoreError::Locked { path: location });
+        };
+        lock(&self.inner.live).insert(name.to_owned(), epoch);
+        // From here on this open owns the log; a failure or a panicking visitor gives it back.
+        let guard = LeaseGuard {
+            inner: &self.inner,
+            name,
+            epoch,
+            armed: true,
+        };
+        let (header_line, _) = self.head(name)?;
+        let lines = Lines::new(
+            self.inner.db.clone(),
+            name,
+            header_line.len() as u64,
+            header_line,
+        );
+        let mut tee = FoldVisitor {
+            fold: None,
+            inner: visitor,
+        };
+        let (header, scan, tracker) = scan_log(&location, lines, &mut tee)?;
+        let ledger = tee.fold.unwrap_or_else(|| LedgerFold::new(&header));
+        check_writable(&location, &header)?;
+        if let Some(torn) = scan.torn_tail {
+            // Appends are transactions: only a foreign writer can leave a line without its end.
+            return Err(StoreError::io(
+                "open",
+                &location,
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "the row at byte {} has no line end; remove or complete it",
+                        torn.byte_offset
+                    ),
+                ),
+            ));
+        }
+        // The ledger in line with the log (a log imported, or left by a crash between a commit
+        // and nothing else: the ledger is written with every append, so this changes nothing).
+        self.reconcile(name, epoch, &ledger)?;
+        let mut guard = guard;
+        guard.armed = false;
+        let report = OpenReport {
+            header: header.clone(),
+            scan,
+            torn_tail_saved_to: None,
+            interrupted: tracker.interrupted(),
+        };
+        warn_findings(&location, &report);
+        let writer = PgWriter {
+            inner: Arc::clone(&self.inner),
+            name: name.to_owned(),
+            location,
+            header,
+            position: report.scan.end,
+            tracker,
+            epoch,
+            state: WriterState::Live,
+            ledger,
+        };
+        Ok((Box::new(writer), report))
+    }
+
+    fn read(&self, name: &str, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
+        let location = self.location(name);
+        let (header_line, _) = self.head(name)?;
+        let lines = Lines::new(
+            self.inner.db.clone(),
+            name,
+            header_line.len() as u64,
+            header_line,
+        );
+        let (header, scan, tracker) = scan_log(&location, lines, visitor)?;
+        let report = OpenReport {
+            header,
+            scan,
+            torn_tail_saved_to: None,
+            interrupted: tracker.interrupted(),
+        };
+        warn_findings(&location, &report);
+        Ok(report)
+    }
+
+    fn scan_from(
+        &self,
+        name: &str,
+        at: ScanPosition,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<ScanReport, StoreError> {
+        self.head(name)?;
+        let lines = Lines::new(self.inner.db.clone(), name, at.byte_offset, Vec::new());
+        scan_on(&self.location(name), lines, at, visitor)
+    }
+
+    fn line_of(&self, name: &str, byte_offset: u64) -> Result<u64, StoreError> {
+        let (header, _) = self.head(name)?;
+        let key = name.to_owned();
+        let end = i64::try_from(byte_offset).unwrap_or(i64::MAX);
+        let after_header = self
+            .inner
+            .db
+            .run(move |connection| {
+                let row = connection
+                    .client()?
+                    .query_one(
+                        "SELECT count(*) FROM ask_user_lines WHERE name = $1 AND byte_end <= $2",
+                        &[&key, &end],
+                    )
+                    .map_err(PgError::Query)?;
+                Ok(row.get::<_, i64>(0))
+            })
+            .map_err(|e| self.fail("read", name, e))?;
+        let header_line = u64::from(byte_offset >= header.len() as u64);
+        Ok(header_line + u64::try_from(after_header).unwrap_or(0))
+    }
+
+    fn is_writing(&self, name: &str) -> Result<bool, StoreError> {
+        self.by_name(
+            "read",
+            name,
+            "SELECT owner IS NOT NULL AND lease_until > now()
+             FROM ask_user_sessions WHERE name = $1",
+            |row| row.get::<_, bool>(0),
+        )?
+        .ok_or_else(|| self.not_found(name))
+    }
+
+    fn resolve_anchor(
+        &self,
+        name: &str,
+        anchor: &LogAnchor,
+    ) -> Result<Result<(SessionHeader, ScanPosition), AnchorMismatch>, StoreError> {
+        let (header, length) = self.head(name)?;
+        resolve_anchor(&header, length, anchor, |_, end| {
+            self.line_ending_at(name, end).map_err(io::Error::other)
+        })
+        .map_err(|e| StoreError::io("read", &self.location(name), e))
+    }
+
+    fn anchor_at(
+        &self,
+        name: &str,
+        end: ScanPosition,
+        last: Option<RecordSpan>,
+    ) -> Result<Option<LogAnchor>, StoreError> {
+        let (header, _) = self.head(name)?;
+        let last_line = match last {
+            None => None,
+            Some(span) => {
+                let line = self
+                    .line_ending_at(name, span.byte_offset + span.len as u64)
+                    .map_err(|e| self.fail("read", name, e))?
+                    .filter(|line| line.len() == span.len)
+                    .ok_or_else(|| {
+                        StoreError::io(
+                            "read",
+                            &self.location(name),
+                            io::Error::new(
+                                io::ErrorKind::InvalidData,
+                                "no line of that span in the log",
+                            ),
+                        )
+                    })?;
+                Some(line)
+            }
+        };
+        anchor_for(&header, end, last_line.as_deref())
+            .map_err(|e| StoreError::io("read", &self.location(name), e))
+    }
+
+    fn load_checkpoint(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.by_name(
+            "read",
+            name,
+            "SELECT checkpoint FROM ask_user_sessions WHERE name = $1",
+            |row| row.get::<_, Option<Vec<u8>>>(0),
+        )?
+        .ok_or_else(|| self.not_found(name))
+    }
+
+    fn save_checkpoint(&self, name: &str, document: &[u8]) -> Result<PathBuf, StoreError> {
+        let key = name.to_owned();
+        let document = document.to_vec();
+        let saved = self
+            .inner
+            .db
+            .run(move |connection| {
+                connection
+                    .client()?
+                    .execute(
+                        "UPDATE ask_user_sessions SET checkpoint = $2 WHERE name = $1",
+                        &[&key, &document],
+                    )
+                    .map_err(PgError::Query)
+            })
+            .map_err(|e| self.fail("write", name, e))?;
+        if saved == 0 {
+            return Err(self.not_found(name));
+        }
+        Ok(PathBuf::from(format!("pg:{name}.checkpoint")))
+    }
+}
+
+/// Gives the lease back when an open fails or its visitor panics, unless disarmed.
+struct LeaseGuard<'a> {
+    inner: &'a Inner,
+    name: &'a str,
+    epoch: i64,
+    armed: bool,
+}
+
+impl Drop for LeaseGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            PgStore::release(self.inner, self.name, self.epoch);
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum WriterState {
+    Live,
+    /// A commit whose outcome is unknown (the connection broke): refuse every append.
+    Poisoned,
+    /// Another writer took the log over.
+    Fenced,
+}
+
+/// The writer of one log: the holder of its lease at `epoch`.
+struct PgWriter {
+    inner: Arc<Inner>,
+    name: String,
+    location: PathBuf,
+    header: SessionHeader,
+    position: ScanPosition,
+    tracker: Tracker,
+    epoch: i64,
+    state: WriterState,
+    ledger: LedgerFold,
+}
+
+impl Drop for PgWriter {
+    fn drop(&mut self) {
+        if self.state != WriterState::Fenced {
+            PgStore::release(&self.inner, &self.name, self.epoch);
+        }
+    }
+}
+
+/// One appended batch as rows.
+pub(crate) struct BatchRows {
+    pub(crate) line_nos: Vec<i64>,
+    pub(crate) byte_ends: Vec<i64>,
+    pub(crate) seqs: Vec<i64>,
+    pub(crate) lines: Vec<Vec<u8>>,
+}
+
+impl BatchRows {
+    fn new(batch: &str, at: ScanPosition, events: &[LogEvent]) -> Self {
+        let mut rows = Self {
+            line_nos: Vec::with_capacity(events.len()),
+            byte_ends: Vec::with_capacity(events.len()),
+            seqs: Vec::with_capacity(events.len()),
+            lines: Vec::with_capacity(events.len()),
+        };
+        let mut end = at.byte_offset;
+        // Each event is one line (`LogEvent::to_line` checked it), in order.
+        for ((index, line), event) in batch.split_inclusive('\n').enumerate().zip(events) {
+            end += line.len() as u64;
+            rows.line_nos
+                .push(i64::try_from(at.line + index as u64).unwrap_or(i64::MAX));
+            rows.byte_ends.push(i64::try_from(end).unwrap_or(i64::MAX));
+            rows.seqs.push(i64::try_from(event.seq).unwrap_or(i64::MAX));
+            rows.lines.push(line.as_bytes().to_vec());
+        }
+        rows
+    }
+}
+
+/// How an append transaction ended.
+enum Appended {
+    Done,
+    Fenced,
+}
+
+impl SessionWriter for PgWriter {
+    fn append(&mut self, events: &[LogEvent]) -> Result<Vec<SessionEvent>, StoreError> {
+        match self.state {
+            WriterState::Live => {}
+            WriterState::Poisoned => {
+                return Err(StoreError::Poisoned {
+                    path: self.location.clone(),
+                });
+            }
+            WriterState::Fenced => {
+                return Err(StoreError::Fenced {
+                    path: self.location.clone(),
+                });
+            }
+        }
+        let Some((batch, written)) = encode_batch(self.position.expected_seq, events)? else {
+            return Ok(Vec::new());
+        };
+        let rows = BatchRows::new(&batch, self.position, events);
+        let ledger = self.ledger.plan(self.position.line + 1, &written);
+        let name = self.name.clone();
+        let owner = self.inner.owner.clone();
+        let epoch = self.epoch;
+        let lease = self.inner.lease_secs;
+        let old_length = i64::try_from(self.position.byte_offset).unwrap_or(i64::MAX);
+        let new_length =
+            i64::try_from(self.position.byte_offset + batch.len() as u64).unwrap_or(i64::MAX);
+        let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
+        let outcome = self.inner.db.run(move |connection| {
+            let client = connection.client()?;
+            let mut tx = client.transaction().map_err(PgError::Query)?;
+            let fenced = tx
+                .execute(
+                    "UPDATE ask_user_sessions
+                     SET byte_length = $5, line_count = line_count + $6,
+                         lease_until = now() + make_interval(secs => $7)
+                     WHERE name = $1 AND epoch = $2 AND owner = $3 AND byte_length = $4",
+                    &[
+                        &name,
+                        &epoch,
+                        &owner,
+                        &old_length,
+                        &new_length,
+                        &count,
+                        &lease,
+                    ],
+                )
+                .map_err(PgError::Query)?
+                == 0;
+            if fenced {
+                tx.rollback().map_err(PgError::Query)?;
+                return Ok(Appended::Fenced);
+            }
+            tx.execute(
+                "INSERT INTO ask_user_lines (name, line_no, byte_end, seq, line)
+                 SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[])",
+                &[
+                    &name,
+                    &rows.line_nos,
+                    &rows.byte_ends,
+                    &rows.seqs,
+                    &rows.lines,
+                ],
+            )
+            .map_err(PgError::Query)?;
+            ledger.apply(&mut tx, &name)?;
+            tx.commit().map_err(PgError::Commit)?;
+            Ok(Appended::Done)
+        });
+        match outcome {
+            Ok(Appended::Done) => {}
+            Ok(Appended::Fenced) => {
+                self.state = WriterState::Fenced;
+                lock(&self.inner.live).remove(&self.name);
+                tracing::warn!(log = %self.location.display(), "writer fenced: the log was taken over");
+                return Err(StoreError::Fenced {
+                    path: self.location.clone(),
+                });
+            }
+            Err(error) => {
+                // A failed commit may have committed (the reply was lost with the connection):
+                // the writer no longer knows where the log ends.
+                let ambiguous = matches!(error, PgError::Commit(_) | PgError::Closed);
+                if ambiguous {
+                    self.state = WriterState::Poisoned;
+                }
+                return Err(StoreError::AppendFailed {
+                    path: self.location.clone(),
+                    source: io::Error::other(error),
+                    rollback: ambiguous.then(|| {
+                        io::Error::other("the commit's outcome is unknown; reopen the log")
+                    }),
+                });
+            }
+        }
+        self.ledger.commit();
+        advance(
+            &mut self.position,
+            &mut self.tracker,
+            &written,
+            batch.len() as u64,
+        );
+        Ok(written)
+    }
+
+    fn next_seq(&self) -> u64 {
+        self.position.expected_seq
+    }
+
+    fn position(&self) -> ScanPosition {
+        self.position
+    }
+
+    fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    fn location(&self) -> &Path {
+        &self.location
+    }
+
+    fn interrupted(&self) -> Interrupted {
+        self.tracker.interrupted()
+    }
+
+    fn is_poisoned(&self) -> bool {
+        self.state != WriterState::Live
+    }
+}

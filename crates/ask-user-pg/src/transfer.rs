@@ -1,0 +1,245 @@
+//! Export and import: a session's rows to the JSONL file the file store would hold (byte for
+//! byte), and a JSONL file into rows. Import keeps every complete line verbatim, records and
+//! corrupt lines alike (as the file store keeps them); a torn tail is left out and reported. It
+//! runs in one transaction: a failed import leaves nothing.
+
+use std::io::{self, BufRead, Write};
+use std::sync::mpsc;
+
+use session_log::{SessionEvent, SessionStore, StoreError};
+
+use crate::PgError;
+use crate::lines::{Lines, PAGE_BYTES};
+use crate::store::PgStore;
+
+/// What an import read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Lines stored after the header.
+    pub lines: u64,
+    /// Of those, the corrupt ones (kept verbatim, as the file store keeps them).
+    pub corrupt: u64,
+    /// The bytes stored, header included.
+    pub byte_length: u64,
+    /// The length of an incomplete last line, left out.
+    pub torn_tail: Option<u64>,
+}
+
+/// Why an export or import failed. An import that fails leaves nothing in the database.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// Reading the input or writing the output failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// The input's first line is not a session header.
+    #[error("the input is not a session log: {0}")]
+    Header(String),
+    /// A session of that name exists already.
+    #[error("a session {0:?} exists already")]
+    Exists(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] PgError),
+}
+
+/// One batch of rows for the import transaction.
+enum Batch {
+    Rows {
+        line_nos: Vec<i64>,
+        byte_ends: Vec<i64>,
+        seqs: Vec<Option<i64>>,
+        lines: Vec<Vec<u8>>,
+    },
+    Done {
+        byte_length: i64,
+        line_count: i64,
+    },
+}
+
+impl PgStore {
+    /// Writes the log `name` as its JSONL file's bytes (what the file store would hold).
+    pub fn export(&self, name: &str, out: &mut dyn Write) -> Result<u64, ExportError> {
+        let (header, _) = self.head(name)?;
+        let mut lines = Lines::new(self.db().clone(), name, header.len() as u64, header);
+        Ok(io::copy(&mut lines, out)?)
+    }
+
+    /// Imports a JSONL session log as the session `name`, in one transaction, then opens it once
+    /// so the ledger holds its questions.
+    pub fn import(&self, name: &str, input: &mut dyn BufRead) -> Result<ImportReport, ExportError> {
+        let mut header = Vec::new();
+        input.read_until(b'\n', &mut header)?;
+        if session_log::LogScanner::open(header.as_slice()).is_err() || !header.ends_with(b"\n") {
+            return Err(ExportError::Header(
+                "the first line is not a complete session header".into(),
+            ));
+        }
+        let (batches, receive) = mpsc::sync_channel::<Batch>(2);
+        let key = name.to_owned();
+        let header_row = header.clone();
+        // One job holds the transaction and inserts the batches this thread reads.
+        let (done, result) = mpsc::sync_channel(1);
+        self.db().spawn(move |connection| {
+            let outcome = (|| -> Result<bool, PgError> {
+                let mut tx = connection.client()?.transaction().map_err(PgError::Query)?;
+                let length = i64::try_from(header_row.len()).unwrap_or(i64::MAX);
+                let created = tx
+                    .execute(
+                        "INSERT INTO ask_user_sessions (name, header, byte_length, line_count)
+                         VALUES ($1, $2, $3, 0) ON CONFLICT (name) DO NOTHING",
+                        &[&key, &header_row, &length],
+                    )
+                    .map_err(PgError::Query)?;
+                if created == 0 {
+                    return Ok(false);
+                }
+                for batch in receive {
+                    match batch {
+                        Batch::Rows {
+                            line_nos,
+                            byte_ends,
+                            seqs,
+                            lines,
+                        } => {
+                            tx.execute(
+                                "INSERT INTO ask_user_lines (name, line_no, byte_end, seq, line)
+                                 SELECT $1, * FROM unnest($2::bigint[], $3::bigint[],
+                                                          $4::bigint[], $5::bytea[])",
+                                &[&key, &line_nos, &byte_ends, &seqs, &lines],
+                            )
+                            .map_err(PgError::Query)?;
+                        }
+                        Batch::Done {
+                            byte_length,
+                            line_count,
+                        } => {
+                            tx.execute(
+                                "UPDATE ask_user_sessions SET byte_length = $2, line_count = $3
+                                 WHERE name = $1",
+                                &[&key, &byte_length, &line_count],
+                            )
+                            .map_err(PgError::Query)?;
+                            tx.commit().map_err(PgError::Commit)?;
+                            return Ok(true);
+                        }
+                    }
+                }
+                // The reader stopped without `Done`: roll back.
+                Err(PgError::Closed)
+            })();
+            let _ = done.send(outcome);
+        });
+        let read = read_rows(input, header.len() as u64, &batches);
+        drop(batches);
+        // A failed transaction explains a failed send, so its error comes first.
+        let outcome = result.recv().map_err(|_| PgError::Closed)?;
+        match outcome {
+            Ok(true) => {}
+            Ok(false) => return Err(ExportError::Exists(name.to_owned())),
+            // The transaction stopped because reading stopped: the read's error says why.
+            Err(PgError::Closed) if read.is_err() => return read,
+            Err(error) => return Err(ExportError::Db(error)),
+        }
+        let report = read?;
+        drop(self.open(name, &mut ())?);
+        Ok(report)
+    }
+}
+
+/// Reads the lines after the header into batches of rows.
+fn read_rows(
+    input: &mut dyn BufRead,
+    header_len: u64,
+    batches: &mpsc::SyncSender<Batch>,
+) -> Result<ImportReport, ExportError> {
+    let mut report = ImportReport {
+        byte_length: header_len,
+        ..ImportReport::default()
+    };
+    let mut expected_seq = 0u64;
+    let mut last_seq: Option<i64> = None;
+    let mut line = Vec::new();
+    let mut rows = empty_rows();
+    let mut pending_bytes = 0i64;
+    loop {
+        line.clear();
+        let n = input.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            break;
+        }
+        if !line.ends_with(b"\n") {
+            report.torn_tail = Some(n as u64);
+            break;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let decoded = SessionEvent::from_record(text.trim_end_matches('\n'), expected_seq);
+        let seq = if let Ok(record) = decoded {
+            {
+                let first = record.event().map_or(
+                    record.next_seq() - record.event_count().min(record.next_seq()),
+                    |e| e.seq,
+                );
+                expected_seq = record.next_seq();
+                let first = i64::try_from(first).ok();
+                // A seq the log repeats (a foreign writer's mistake) is kept in the line only.
+                if first.is_some() && first <= last_seq {
+                    None
+                } else {
+                    last_seq = first.or(last_seq);
+                    first
+                }
+            }
+        } else {
+            report.corrupt += 1;
+            None
+        };
+        report.lines += 1;
+        report.byte_length += n as u64;
+        if let Batch::Rows {
+            line_nos,
+            byte_ends,
+            seqs,
+            lines,
+        } = &mut rows
+        {
+            line_nos.push(i64::try_from(report.lines).unwrap_or(i64::MAX));
+            byte_ends.push(i64::try_from(report.byte_length).unwrap_or(i64::MAX));
+            seqs.push(seq);
+            lines.push(line.clone());
+        }
+        pending_bytes += i64::try_from(n).unwrap_or(i64::MAX);
+        if pending_bytes >= PAGE_BYTES {
+            send(batches, std::mem::replace(&mut rows, empty_rows()))?;
+            pending_bytes = 0;
+        }
+    }
+    send(batches, rows)?;
+    send(
+        batches,
+        Batch::Done {
+            byte_length: i64::try_from(report.byte_length).unwrap_or(i64::MAX),
+            line_count: i64::try_from(report.lines).unwrap_or(i64::MAX),
+        },
+    )?;
+    Ok(report)
+}
+
+fn empty_rows() -> Batch {
+    Batch::Rows {
+        line_nos: Vec::new(),
+        byte_ends: Vec::new(),
+        seqs: Vec::new(),
+        lines: Vec::new(),
+    }
+}
+
+/// Hands a batch to the transaction; a closed channel means the transaction failed (its error is
+/// the one reported).
+fn send(batches: &mpsc::SyncSender<Batch>, batch: Batch) -> Result<(), ExportError> {
+    batches
+        .send(batch)
+        .map_err(|_| ExportError::Db(PgError::Closed))
+}

@@ -1,0 +1,390 @@
+//! Leases and fencing, migrations, the question ledger, first-answer-wins, admission exactly
+//! once, and export/import, against a real `PostgreSQL` server (`ASK_USER_PG_URL`).
+// Test code stops at its first broken expectation; sizes here are small.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap
+)]
+
+mod common;
+
+use std::io::BufReader;
+
+use ask_user_host::HostRuntime;
+use ask_user_pg::{AnswerError, PgError, PgStore, QuestionState, SCHEMA_VERSION, admit_answers};
+use common::{client, drop_schema, options, pending_turn, session_with_pending};
+use session_log::{EventBody, LogVisitor, NewSession, Scanned, SessionStore, StoreError};
+use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, QuestionLimits};
+use user_questions_projection::Replay;
+
+fn scope(label: &str) -> AnswerBatch {
+    AnswerBatch::new([AnswerItem::selected("scope", [label])])
+}
+
+fn human() -> Provenance {
+    Provenance::human("test-front-end")
+}
+
+/// The replies (`user/message` with a reply source) the log holds for `call_id`.
+fn replies_in_log(store: &PgStore, name: &str, call_id: &str) -> usize {
+    struct Count<'a>(&'a str, usize);
+    impl LogVisitor for Count<'_> {
+        fn line(&mut self, scanned: &Scanned<'_>) {
+            if let Scanned::Record(record) = scanned
+                && let Some(event) = record.record.event()
+                && let EventBody::UserMessage(message) = &event.body
+                && message.reply_call_id().map(CallId::as_str) == Some(self.0)
+            {
+                self.1 += 1;
+            }
+        }
+    }
+    let mut count = Count(call_id, 0);
+    store.read(name, &mut count).unwrap();
+    count.1
+}
+
+/// The projection replayed from the log's rows.
+fn replayed(store: &PgStore, name: &str) -> user_questions_projection::UserQuestionsState {
+    struct Fold(Option<Replay>);
+    impl LogVisitor for Fold {
+        fn header(&mut self, header: &session_log::SessionHeader) {
+            self.0 = Some(Replay::new(header));
+        }
+        fn line(&mut self, scanned: &Scanned<'_>) {
+            if let (Some(replay), Scanned::Record(record)) = (&mut self.0, scanned) {
+                replay.apply_record(record.line, &record.record);
+            }
+        }
+    }
+    let mut fold = Fold(None);
+    store.read(name, &mut fold).unwrap();
+    fold.0.unwrap().finish().0
+}
+
+#[test]
+fn a_taken_over_lease_fences_the_first_writer() {
+    let Some(url) = common::pg_url() else { return };
+    let schema = common::fresh_schema();
+    let first = PgStore::connect(&url, &options(&schema)).unwrap();
+    let second = PgStore::connect(&url, &options(&schema)).unwrap();
+    let mut writer = first.create("s", &NewSession::new("s")).unwrap();
+    writer.append(&pending_turn(0, 1, "ask-1")[..2]).unwrap();
+
+    // While the lease is live nobody else gets the log.
+    let refused = second.open("s", &mut ()).err().expect("locked");
+    assert!(matches!(refused, StoreError::Locked { .. }), "{refused}");
+    assert!(second.is_writing("s").unwrap());
+
+    // The first writer stalls past its lease (its clock is the database's): the second takes over.
+    client(&url, &schema)
+        .execute(
+            "UPDATE ask_user_sessions SET lease_until = now() - interval '1 second'",
+            &[],
+        )
+        .unwrap();
+    let (mut taker, report) = second.open("s", &mut ()).unwrap();
+    assert_eq!(report.scan.end.expected_seq, 2);
+
+    let events = pending_turn(0, 1, "ask-1");
+    let fenced = writer.append(&events[2..3]).unwrap_err();
+    assert!(matches!(fenced, StoreError::Fenced { .. }), "{fenced}");
+    assert_eq!(fenced.code(), "WRITER_FENCED");
+    assert!(writer.is_poisoned(), "a fenced writer stops");
+    assert!(matches!(
+        writer.append(&events[2..3]).unwrap_err(),
+        StoreError::Fenced { .. }
+    ));
+    taker.append(&events[2..3]).unwrap();
+    drop(writer);
+    // Dropping the fenced writer did not free the new owner's lease.
+    assert!(second.is_writing("s").unwrap());
+    drop(taker);
+
+    let seqs: Vec<i64> = client(&url, &schema)
+        .query("SELECT seq FROM ask_user_lines ORDER BY line_no", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(seqs, [0, 1, 2], "no seq written twice");
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn migrations_apply_once_and_a_newer_schema_is_refused() {
+    let Some(url) = common::pg_url() else { return };
+    let schema = common::fresh_schema();
+    drop(PgStore::connect(&url, &options(&schema)).unwrap());
+    drop(PgStore::connect(&url, &options(&schema)).unwrap());
+    let mut db = client(&url, &schema);
+    let versions: Vec<i32> = db
+        .query("SELECT version FROM ask_user_schema ORDER BY version", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(versions, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
+
+    db.execute(
+        "INSERT INTO ask_user_schema (version, name) VALUES ($1, 'from the future')",
+        &[&(SCHEMA_VERSION + 1)],
+    )
+    .unwrap();
+    let refused = PgStore::connect(&url, &options(&schema)).unwrap_err();
+    assert!(
+        matches!(refused, PgError::NewerSchema { found, .. } if found == SCHEMA_VERSION + 1),
+        "{refused}"
+    );
+    assert_eq!(refused.code(), "DB_NEWER_SCHEMA");
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn the_ledger_follows_the_log_and_the_first_answer_wins() {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    let mut writer = store.create("s", &NewSession::new("s")).unwrap();
+    let turn = pending_turn(0, 1, "ask-1");
+    writer.append(&turn[..4]).unwrap();
+    let open = store.questions(Some("s")).unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].state, QuestionState::Open, "the call is running");
+    assert_eq!(open[0].questions[0].id, "scope");
+    let limits = QuestionLimits::default();
+    let call = CallId::from("ask-1");
+    let early = store
+        .answer("s", &call, &scope("Tool only"), &human(), &limits)
+        .unwrap_err();
+    assert!(matches!(early, AnswerError::Open(_)), "{early}");
+
+    writer.append(&turn[4..]).unwrap();
+    drop(writer);
+    assert_eq!(
+        store.questions(Some("s")).unwrap()[0].state,
+        QuestionState::Continued
+    );
+    let id = store
+        .answer("s", &call, &scope("Tool only"), &human(), &limits)
+        .unwrap();
+    let second = store
+        .answer("s", &call, &scope("Everything"), &human(), &limits)
+        .unwrap_err();
+    assert!(matches!(second, AnswerError::ReplyQueued(_)), "{second}");
+    assert_eq!(second.code(), "REPLY_QUEUED");
+    let waiting = store.unadmitted("s").unwrap();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].answer_id, id);
+    assert_eq!(
+        waiting[0].batch,
+        scope("Tool only"),
+        "the first answer is kept"
+    );
+    assert!(store.questions(Some("s")).unwrap()[0].answered);
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn bad_answers_are_refused_and_change_nothing() {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    session_with_pending(&store, "s", &["ask-1"]);
+    let limits = QuestionLimits::default();
+    let call = CallId::from("ask-1");
+    let cases: Vec<(Result<String, AnswerError>, &str)> = vec![
+        (
+            store.answer("nobody", &call, &scope("Tool only"), &human(), &limits),
+            "UNKNOWN_SESSION",
+        ),
+        (
+            store.answer(
+                "s",
+                &CallId::from("ask-9"),
+                &scope("Tool only"),
+                &human(),
+                &limits,
+            ),
+            "UNKNOWN_CALL",
+        ),
+        (
+            store.answer("s", &call, &scope("Not an option"), &human(), &limits),
+            "BAD_ANSWER",
+        ),
+        (
+            store.answer(
+                "s",
+                &call,
+                &AnswerBatch::new([AnswerItem::custom("other-question", "x")]),
+                &human(),
+                &limits,
+            ),
+            "BAD_ANSWER",
+        ),
+        (
+            // A huge batch: far more items than questions.
+            store.answer(
+                "s",
+                &call,
+                &AnswerBatch::new((0..10_000).map(|i| AnswerItem::custom(format!("q{i}"), "x"))),
+                &human(),
+                &limits,
+            ),
+            "BAD_ANSWER",
+        ),
+    ];
+    for (outcome, code) in cases {
+        let error = outcome.unwrap_err();
+        assert_eq!(error.code(), code, "{error}");
+    }
+    let rows: i64 = client(&url, &schema)
+        .query_one("SELECT count(*) FROM ask_user_answers", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 0, "nothing written");
+    assert_eq!(
+        store.questions(Some("s")).unwrap()[0].state,
+        QuestionState::Continued
+    );
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn admission_settles_each_answer_exactly_once() {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    session_with_pending(&store, "s", &["ask-1", "ask-2"]);
+    let limits = QuestionLimits::default();
+    for call in ["ask-1", "ask-2"] {
+        store
+            .answer(
+                "s",
+                &CallId::from(call),
+                &scope("Everything"),
+                &human(),
+                &limits,
+            )
+            .unwrap();
+    }
+    let runtime = HostRuntime::new(store.clone(), None).unwrap();
+    let first = admit_answers(&runtime, &store, "s").unwrap();
+    assert_eq!(first.admitted, 2);
+    let again = admit_answers(&runtime, &store, "s").unwrap();
+    assert_eq!(again.admitted, 0, "a retry after the commit is a no-op");
+    for call in ["ask-1", "ask-2"] {
+        assert_eq!(replies_in_log(&store, "s", call), 1);
+    }
+    assert!(store.unadmitted("s").unwrap().is_empty());
+    assert!(
+        store.questions(Some("s")).unwrap().is_empty(),
+        "all settled"
+    );
+    let state = replayed(&store, "s");
+    assert_eq!(state.view().settled.len(), 2);
+    assert!(state.view().active.is_empty());
+    let after_settle = store
+        .answer(
+            "s",
+            &CallId::from("ask-1"),
+            &scope("Tool only"),
+            &human(),
+            &limits,
+        )
+        .unwrap_err();
+    assert_eq!(after_settle.code(), "ALREADY_SETTLED");
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn a_reply_queued_by_an_owner_that_died_is_admitted_once() {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    session_with_pending(&store, "s", &["ask-1"]);
+    let call = CallId::from("ask-1");
+    store
+        .answer(
+            "s",
+            &call,
+            &scope("Tool only"),
+            &human(),
+            &QuestionLimits::default(),
+        )
+        .unwrap();
+    // An owner queues the reply in the session's durable inbox, then stops before admitting it.
+    {
+        let runtime = HostRuntime::new(store.clone(), None).unwrap();
+        let (host, _) = runtime
+            .open("s", ask_user_host::SessionOptions::named("s"))
+            .unwrap();
+        let answer = store.unadmitted("s").unwrap().remove(0);
+        assert!(
+            host.late_answers()
+                .answer(&host.agent(), &call, answer.batch, answer.provenance)
+                .unwrap()
+        );
+    }
+    assert_eq!(store.unadmitted("s").unwrap().len(), 1, "not admitted yet");
+    let runtime = HostRuntime::new(store.clone(), None).unwrap();
+    let admitted = admit_answers(&runtime, &store, "s").unwrap();
+    assert_eq!(admitted.admitted, 1);
+    assert_eq!(replies_in_log(&store, "s", "ask-1"), 1);
+    assert!(store.unadmitted("s").unwrap().is_empty());
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn every_corpus_log_exports_byte_identical_after_import() {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/dsh-sessions");
+    let mut logs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    logs.sort();
+    assert!(logs.len() >= 160, "the corpus is there");
+    for (index, path) in logs.iter().enumerate() {
+        let bytes = std::fs::read(path).unwrap();
+        let name = format!("log-{index}");
+        let report = store
+            .import(&name, &mut BufReader::new(bytes.as_slice()))
+            .unwrap();
+        let kept = bytes.len() - report.torn_tail.unwrap_or(0) as usize;
+        assert_eq!(report.byte_length as usize, kept, "{}", path.display());
+        let mut out = Vec::new();
+        store.export(&name, &mut out).unwrap();
+        assert!(
+            out == bytes[..kept],
+            "{} exports as imported",
+            path.display()
+        );
+        let file = session_log::read_log(path).unwrap();
+        let pg = store.read(&name, &mut ()).unwrap();
+        assert_eq!(pg.scan.end.expected_seq, file.scan.end.expected_seq);
+        assert_eq!(
+            pg.scan.corrupt_lines.len(),
+            file.scan.corrupt_lines.len(),
+            "{}",
+            path.display()
+        );
+    }
+    let again = store
+        .import("log-0", &mut BufReader::new(&b"{}\n"[..]))
+        .unwrap_err();
+    assert!(
+        matches!(again, ask_user_pg::ExportError::Header(_)),
+        "{again}"
+    );
+    let header = std::fs::read(&logs[0]).unwrap();
+    let exists = store
+        .import("log-0", &mut BufReader::new(header.as_slice()))
+        .unwrap_err();
+    assert!(
+        matches!(exists, ask_user_pg::ExportError::Exists(_)),
+        "{exists}"
+    );
+    drop_schema(&url, &schema);
+}
