@@ -2,7 +2,7 @@
 //! runtime of its own, which must not run inside a caller's async runtime; the store's methods are
 //! synchronous and may be called from anywhere (a tokio worker included), so every statement runs
 //! on this thread and the caller waits for its result on a channel. Jobs run in the order they were
-//! sent: a writer's release sent on drop runs before a later open.
+//! sent: a writer's release on drop runs before a later open.
 
 use std::sync::mpsc;
 use std::thread;
@@ -62,24 +62,37 @@ pub(crate) struct Db {
 }
 
 impl Db {
-    /// Starts the thread and connects (the error of the first connect is returned here).
+    /// Starts the thread, which connects (the error of that first connect is returned here).
+    /// Connecting happens on the thread too: the client must never block inside the caller's
+    /// async runtime.
     pub(crate) fn start(config: &str, schema: &str) -> Result<Self, PgError> {
-        let client = connect(config, schema)?;
-        let mut connection = Connection {
-            config: config.to_owned(),
-            schema: schema.to_owned(),
-            client: Some(client),
-        };
         let (jobs, queue) = mpsc::channel::<Job>();
+        let (ready, connected) = mpsc::sync_channel(1);
+        let config = config.to_owned();
+        let schema = schema.to_owned();
         thread::Builder::new()
             .name("ask-user-pg".into())
             .spawn(move || {
+                let client = match connect(&config, &schema) {
+                    Ok(client) => client,
+                    Err(error) => {
+                        let _ = ready.send(Err(error));
+                        return;
+                    }
+                };
+                let _ = ready.send(Ok(()));
+                let mut connection = Connection {
+                    config,
+                    schema,
+                    client: Some(client),
+                };
                 // Ends when every handle is gone.
                 for job in queue {
                     job(&mut connection);
                 }
             })
             .map_err(|e| PgError::Thread(e.to_string()))?;
+        connected.recv().map_err(|_| PgError::Closed)??;
         Ok(Self { jobs })
     }
 
@@ -99,7 +112,8 @@ impl Db {
         result.recv().map_err(|_| PgError::Closed)?
     }
 
-    /// Runs `job` on the connection thread without waiting (a release on drop).
+    /// Runs `job` on the connection thread without waiting (an import's transaction, fed by the
+    /// caller through a channel while it runs).
     pub(crate) fn spawn(&self, job: impl FnOnce(&mut Connection) + Send + 'static) {
         let _ = self.jobs.send(Box::new(job));
     }

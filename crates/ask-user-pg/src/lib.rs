@@ -28,7 +28,7 @@ pub use ledger::{AnswerError, LedgerAnswer, LedgerQuestion, QuestionState};
 pub use schema::SCHEMA_VERSION;
 pub use store::{PgOptions, PgStore};
 pub use transfer::{ExportError, ImportReport};
-pub use worker::{AdmitError, Admitted, admit_answers};
+pub use worker::{AdmitError, Admitted, Worker, WorkerEvent, WorkerStop, admit_answers};
 
 /// Why talking to the database failed.
 #[derive(Debug, thiserror::Error)]

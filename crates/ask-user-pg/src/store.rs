@@ -29,7 +29,7 @@ use session_log::{
 use user_questions::sync::lock_unpoisoned as lock;
 
 use crate::PgError;
-use crate::db::{Connection, Db};
+use crate::db::Db;
 use crate::ledger::{FoldVisitor, LedgerFold};
 use crate::lines::Lines;
 
@@ -258,7 +258,8 @@ impl PgStore {
         Ok(())
     }
 
-    /// Gives the lease back (when the writer is dropped or its open fails).
+    /// Gives the lease back (when the writer is dropped or its open fails), waiting for it: a
+    /// process that exits next must not leave its lease to run out.
     fn release(inner: &Inner, name: &str, epoch: i64) {
         {
             let mut live = lock(&inner.live);
@@ -268,21 +269,20 @@ impl PgStore {
         }
         let key = name.to_owned();
         let owner = inner.owner.clone();
-        inner.db.spawn(move |connection: &mut Connection| {
-            let released = connection.client().and_then(|client| {
-                client
-                    .execute(
-                        "UPDATE ask_user_sessions SET owner = NULL, lease_until = NULL
-                         WHERE name = $1 AND epoch = $2 AND owner = $3",
-                        &[&key, &epoch, &owner],
-                    )
-                    .map_err(PgError::Query)
-            });
-            if let Err(error) = released {
-                // The lease then runs out by itself.
-                tracing::warn!(log = %key, %error, "cannot release the lease");
-            }
+        let released = inner.db.run(move |connection| {
+            connection
+                .client()?
+                .execute(
+                    "UPDATE ask_user_sessions SET owner = NULL, lease_until = NULL
+                     WHERE name = $1 AND epoch = $2 AND owner = $3",
+                    &[&key, &epoch, &owner],
+                )
+                .map_err(PgError::Query)
         });
+        if let Err(error) = released {
+            // The lease then runs out by itself.
+            tracing::warn!(log = name, %error, "cannot release the lease");
+        }
     }
 }
 

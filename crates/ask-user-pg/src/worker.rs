@@ -8,7 +8,13 @@
 //! already in the inbox is admitted as it is, never queued twice), and a retry after it finds
 //! nothing to do.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread;
+use std::time::Duration;
+
 use ask_user_host::{HostError, HostRuntime, SessionOptions};
+use postgres::fallible_iterator::FallibleIterator;
 use session_log::StoreError;
 use user_questions::{AskError, ErrorCode, SessionId};
 
@@ -94,4 +100,168 @@ pub fn admit_answers(
         refused,
         busy: false,
     })
+}
+
+/// What a [`Worker`] reports as it goes.
+#[derive(Debug)]
+pub enum WorkerEvent<'a> {
+    /// Replies admitted in a session.
+    Admitted {
+        /// The session.
+        session: &'a str,
+        /// What the pass did.
+        admitted: &'a Admitted,
+    },
+    /// Admission failed in a session (it is tried again on the next pass).
+    Failed {
+        /// The session.
+        session: &'a str,
+        /// Why.
+        error: &'a AdmitError,
+    },
+    /// The database could not be asked (the worker retries every poll).
+    Unavailable(&'a PgError),
+}
+
+enum Wake {
+    Hint,
+    Stop,
+}
+
+/// Stops a running [`Worker`] from another thread.
+#[derive(Clone)]
+pub struct WorkerStop(mpsc::Sender<Wake>);
+
+impl WorkerStop {
+    /// Asks the worker to stop after the session it is admitting.
+    pub fn stop(&self) {
+        let _ = self.0.send(Wake::Stop);
+    }
+}
+
+/// Admits accepted answers of every session whose lease is free, as they come: woken by the
+/// ledger's `NOTIFY` on a connection of its own (a hint only) and by a poll, which also catches up
+/// after a reconnect, so no answer waits on a lost notification for longer than one poll.
+pub struct Worker {
+    config: String,
+    store: PgStore,
+    runtime: HostRuntime,
+    poll: Duration,
+    wake: mpsc::Sender<Wake>,
+    woken: mpsc::Receiver<Wake>,
+}
+
+impl Worker {
+    /// A worker over `store` (connected with `config`) and a runtime over the same store, polling
+    /// every `poll`.
+    pub fn new(config: &str, store: PgStore, runtime: HostRuntime, poll: Duration) -> Self {
+        let (wake, woken) = mpsc::channel();
+        Self {
+            config: config.to_owned(),
+            store,
+            runtime,
+            poll,
+            wake,
+            woken,
+        }
+    }
+
+    /// A handle that stops the worker.
+    pub fn stopper(&self) -> WorkerStop {
+        WorkerStop(self.wake.clone())
+    }
+
+    /// Runs until stopped; `report` sees every admission and failure.
+    pub fn run(&self, report: &mut dyn FnMut(&WorkerEvent<'_>)) {
+        let stopped = Arc::new(AtomicBool::new(false));
+        let _stop_listening = SetOnDrop(Arc::clone(&stopped));
+        listen(&self.config, self.wake.clone(), stopped);
+        loop {
+            self.pass(report);
+            // Wait for a hint, a stop or the poll; hints that piled up meanwhile make one pass.
+            match self.woken.recv_timeout(self.poll) {
+                Ok(Wake::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                Ok(Wake::Hint) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            while let Ok(wake) = self.woken.try_recv() {
+                if matches!(wake, Wake::Stop) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One pass over the sessions with answers to admit.
+    pub fn pass(&self, report: &mut dyn FnMut(&WorkerEvent<'_>)) {
+        let names = match self.store.sessions_to_admit() {
+            Ok(names) => names,
+            Err(error) => {
+                report(&WorkerEvent::Unavailable(&error));
+                return;
+            }
+        };
+        for session in &names {
+            match admit_answers(&self.runtime, &self.store, session) {
+                Ok(admitted) if admitted.admitted > 0 || admitted.refused > 0 => {
+                    report(&WorkerEvent::Admitted {
+                        session,
+                        admitted: &admitted,
+                    });
+                }
+                Ok(_) => {}
+                Err(error) => report(&WorkerEvent::Failed {
+                    session,
+                    error: &error,
+                }),
+            }
+        }
+    }
+}
+
+/// Forwards the ledger's notifications as hints, on a connection of its own, reconnecting after
+/// a failure (and then hinting once, to catch up); ends once `stopped` is set.
+fn listen(config: &str, wake: mpsc::Sender<Wake>, stopped: Arc<AtomicBool>) {
+    let config = config.to_owned();
+    let spawned = thread::Builder::new()
+        .name("ask-user-pg-listen".into())
+        .spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                let Ok(mut client) = postgres::Client::connect(&config, postgres::NoTls) else {
+                    thread::sleep(Duration::from_secs(1));
+                    continue;
+                };
+                if client.batch_execute("LISTEN ask_user_answers").is_err() {
+                    continue;
+                }
+                if wake.send(Wake::Hint).is_err() {
+                    return;
+                }
+                let mut notifications = client.notifications();
+                while !stopped.load(Ordering::Relaxed) {
+                    // A fresh iterator per wait: one whose timeout has passed no longer waits.
+                    match notifications.timeout_iter(Duration::from_secs(1)).next() {
+                        Ok(Some(_)) => {
+                            if wake.send(Wake::Hint).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => {}
+                        // The connection broke: reconnect.
+                        Err(_) => break,
+                    }
+                }
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot start the notification listener; polling only");
+    }
+}
+
+/// Sets the flag when dropped.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }

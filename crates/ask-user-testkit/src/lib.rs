@@ -4,7 +4,8 @@
 //! * [`logs`]: session-log fixtures (real logs in temporary directories, events of SPEC §7.5's
 //!   shapes with fixed times, the full fold every faster path must equal);
 //! * [`store_contract`]: the `SessionStore` contract suite every store runs;
-//! * [`pty`]: a process on a real pseudo-terminal, driven and read back as a person would.
+//! * [`pty`]: a process on a real pseudo-terminal, driven and read back as a person would;
+//! * [`pg`]: the `PostgreSQL` server the database tests use (or why there is none).
 //!
 //! Panics are the failure mode here: a fixture that cannot be built fails the test that asked
 //! for it.
@@ -15,5 +16,6 @@
 #![warn(missing_docs)]
 
 pub mod logs;
+pub mod pg;
 pub mod pty;
 pub mod store_contract;

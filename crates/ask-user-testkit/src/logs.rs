@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use ask_user_host::{CheckpointPolicy, ProjectionLoad};
 use serde_json::{Value, json};
-use session_log::{JsonlStore, LogEvent, LogWriter, NewSession, StoreError};
+use session_log::{JsonlStore, LogEvent, LogWriter, NewSession, SessionWriter, StoreError};
 use user_questions_projection::{FoldedLog, fold_log};
 
 /// The fixed `time` of fixture events, so that log bytes are reproducible.
@@ -173,4 +173,44 @@ pub fn line_ends(bytes: &[u8]) -> Vec<usize> {
         .filter(|(_, b)| **b == b'\n')
         .map(|(i, _)| i + 1)
         .collect()
+}
+
+/// The events of one turn that asks the timed question `call_id` (the scope question of
+/// [`scope_arguments`]) and ends with it pending: afterwards the question is continued.
+pub fn pending_turn(first_seq: u64, turn: u64, call_id: &str) -> Vec<LogEvent> {
+    let s = first_seq;
+    vec![
+        ev("turn/start", s, json!({"turn":turn})),
+        ev("step/start", s + 1, json!({"turn":turn,"step":1})),
+        ev("request/header", s + 2, timed_request_header()),
+        ev(
+            "tool/call",
+            s + 3,
+            call(turn, 1, call_id, "ask_user_question", &scope_arguments()),
+        ),
+        ev(
+            "tool/result",
+            s + 4,
+            result(
+                turn,
+                1,
+                call_id,
+                &format!(r#"{{"pending":true,"callId":"{call_id}"}}"#),
+            ),
+        ),
+        ev("step/end", s + 5, json!({"turn":turn,"step":1})),
+        ev(
+            "turn/end",
+            s + 6,
+            json!({"turn":turn,"reason":{"kind":"completed"}}),
+        ),
+    ]
+}
+
+/// Appends one [`pending_turn`] per call id to `writer`: one continued question each.
+pub fn pending_turns(writer: &mut dyn SessionWriter, calls: &[&str]) {
+    for (index, call_id) in calls.iter().enumerate() {
+        let events = pending_turn(writer.next_seq(), index as u64 + 1, call_id);
+        writer.append(&events).unwrap();
+    }
 }

@@ -24,7 +24,7 @@ pub const ANSWERER: &str = "ask-user-cli";
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("batch").required(true).multiple(true).args(["pick", "custom", "skip", "answers"])))]
 pub struct AnswerArgs {
-    /// The session log.
+    /// The session log (with `--pg`: the session's name).
     log: PathBuf,
     /// The call id of the continued question.
     call_id: String,
@@ -40,10 +40,25 @@ pub struct AnswerArgs {
     /// Read the answers from a file (`{"answers":[…]}` or `[…]`), or `-` for stdin.
     #[arg(long, conflicts_with_all = ["pick", "custom", "skip"])]
     answers: Option<PathBuf>,
+    #[command(flatten)]
+    pg: super::pg::PgArgs,
+    /// With `--pg`: admit the answer here when no worker holds the session.
+    #[arg(long, requires = "pg")]
+    admit: bool,
 }
 
 pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
     let call_id = CallId::from(args.call_id.as_str());
+    if let Some(url) = &args.pg.pg {
+        let session = args.log.to_string_lossy();
+        let (store, questions) =
+            super::pg::stored_questions(url, &args.pg.pg_schema, &session, &call_id)?;
+        let batch = match &args.answers {
+            Some(path) => batch_from_file(&read_input(path)?)?,
+            None => batch_from_flags(args, &questions)?,
+        };
+        return super::pg::answer(&store, &session, &call_id, &batch, args.admit);
+    }
     if !args.log.exists() {
         return Err(CliError::new(
             "LOG_IO",

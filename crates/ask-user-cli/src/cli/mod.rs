@@ -9,6 +9,7 @@ mod demo;
 mod mcp;
 mod notify;
 mod pending;
+mod pg;
 mod schema;
 mod web;
 
@@ -170,6 +171,22 @@ pub enum Command {
         after_help = "Example:\n  ask-user serve demo.jsonl\n  ask-user serve logs/*.jsonl --addr 127.0.0.1:8766"
     )]
     Serve(web::ServeArgs),
+    /// Admit the answers given to sessions in a database (`--pg`), for every session no other
+    /// process holds; run one or several, on any machines.
+    #[command(
+        after_help = "Example:\n  ask-user worker --pg 'host=db.internal user=ask dbname=agents'\n  ask-user answer --pg 'host=db.internal user=ask dbname=agents' SESSION CALL --pick scope='Tool only'"
+    )]
+    Worker(pg::WorkerArgs),
+    /// Write a session of a database (`--pg`) as its JSONL log, byte for byte what the file store holds.
+    #[command(
+        after_help = "Example:\n  ask-user export --pg postgres://localhost/agents s1 -o s1.jsonl"
+    )]
+    Export(pg::ExportArgs),
+    /// Put a JSONL session log into a database (`--pg`) as a session, in one transaction.
+    #[command(
+        after_help = "Example:\n  ask-user import --pg postgres://localhost/agents s1.jsonl --name s1"
+    )]
+    Import(pg::ImportArgs),
 }
 
 /// The tool mode.
@@ -224,6 +241,9 @@ pub async fn run(cli: Cli) -> Exit {
         Command::Schema(args) => schema::run(&args),
         Command::Mcp(args) => mcp::run(args).await,
         Command::Serve(args) => web::serve(args).await,
+        Command::Worker(args) => pg::worker(args).await,
+        Command::Export(args) => pg::export(&args),
+        Command::Import(args) => pg::import(&args),
     };
     match result {
         Ok(exit) => exit,

@@ -4,7 +4,7 @@
 use ask_user_terminal::sanitize::{json_visible, visible};
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use user_questions_projection::{ActiveState, EventBody, Replay, Scanned, SessionHeader};
@@ -16,17 +16,20 @@ use crate::store::{JsonlStore, LogVisitor, now_ms, read_log_with, writer_is_live
 /// Arguments of `pending`.
 #[derive(Debug, Args)]
 pub struct PendingArgs {
-    /// The session log.
-    log: PathBuf,
+    /// The session log (with `--pg`: the session's name; without it, every session).
+    #[arg(required_unless_present = "pg")]
+    log: Option<PathBuf>,
     /// Print the projection view `{"active":[…],"settled":[…]}` as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    pg: super::pg::PgArgs,
 }
 
 /// `--json`: the projection view from the log's checkpoint and the lines after it when the
 /// checkpoint verifies (else a refold), read only: no lock, no checkpoint written.
-fn print_view(args: &PendingArgs) -> Result<Exit, CliError> {
-    let (store, name) = JsonlStore::for_file(&args.log)?;
+fn print_view(log: &Path) -> Result<Exit, CliError> {
+    let (store, name) = JsonlStore::for_file(log)?;
     let load = load_projection(&store, &name, CheckpointPolicy::ReadOnly)?;
     let text = serde_json::to_string(load.state.view())
         .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
@@ -63,13 +66,24 @@ impl LogVisitor for Listing {
 }
 
 pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
+    if let Some(url) = &args.pg.pg {
+        let session = args.log.as_deref().map(|p| p.to_string_lossy());
+        return super::pg::pending(url, &args.pg.pg_schema, session.as_deref(), args.json);
+    }
+    let Some(log) = &args.log else {
+        return Err(CliError::new(
+            "BAD_USAGE",
+            "the session log is missing",
+            Exit::Usage,
+        ));
+    };
     if args.json {
-        return print_view(args);
+        return print_view(log);
     }
     // One scan, no lock, no checkpoint written; findings (a torn tail left as it is, unreadable
     // lines) are reported by the store as warnings.
     let mut listing = Listing::default();
-    let report = read_log_with(&args.log, &mut listing)?;
+    let report = read_log_with(log, &mut listing)?;
     // `read_log_with` fails before any line when the header is unreadable, so a replay exists.
     let state = listing.replay.map_or_else(
         || user_questions_projection::UserQuestionsState::new(0),
@@ -78,7 +92,7 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
     let times = listing.times;
     let view = state.view();
 
-    let live = writer_is_live(&args.log)?;
+    let live = writer_is_live(log)?;
     let now = now_ms();
     let mut rows = Vec::new();
     for entry in &view.active {
@@ -102,29 +116,7 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
             .map_or_else(|| "-".to_owned(), |t| format_age(now.saturating_sub(*t)));
         // Call ids and questions come from a model through the log: never raw on a terminal.
         // Each question's labels under it, as `--pick ID=LABEL` takes them.
-        let questions: Vec<String> = entry
-            .questions
-            .iter()
-            .map(|q| {
-                let mut cell = format!("{}: {}", visible(&q.id), visible(&q.question));
-                let labels: Vec<String> = q
-                    .options()
-                    .iter()
-                    .map(|o| visible(&o.label).into_owned())
-                    .collect();
-                if labels.is_empty() {
-                    cell.push_str("\n  (free text: --custom ID=TEXT)");
-                } else {
-                    let kind = if q.is_multi_select() {
-                        "pick any"
-                    } else {
-                        "pick one"
-                    };
-                    let _ = write!(cell, "\n  {kind}: {}", labels.join(" | "));
-                }
-                cell
-            })
-            .collect();
+        let questions: Vec<String> = entry.questions.iter().map(question_cell).collect();
         rows.push([
             visible(entry.call_id.as_str()).into_owned(),
             state,
@@ -132,7 +124,7 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
             questions.join("\n"),
         ]);
     }
-    print!("{}", table(&rows));
+    print!("{}", table(["CALL ID", "STATE", "AGE", "QUESTIONS"], &rows));
     println!(
         "{} active, {} settled{}",
         view.active.len(),
@@ -146,6 +138,28 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
     Ok(Exit::Ok)
 }
 
+/// A question and, under it, its labels as `--pick ID=LABEL` takes them. Ids, questions and
+/// labels come from a model through the log: never raw on a terminal.
+pub(super) fn question_cell(q: &user_questions::Question) -> String {
+    let mut cell = format!("{}: {}", visible(&q.id), visible(&q.question));
+    let labels: Vec<String> = q
+        .options()
+        .iter()
+        .map(|o| visible(&o.label).into_owned())
+        .collect();
+    if labels.is_empty() {
+        cell.push_str("\n  (free text: --custom ID=TEXT)");
+    } else {
+        let kind = if q.is_multi_select() {
+            "pick any"
+        } else {
+            "pick one"
+        };
+        let _ = write!(cell, "\n  {kind}: {}", labels.join(" | "));
+    }
+    cell
+}
+
 fn format_age(ms: i64) -> String {
     let secs = ms.max(0) / 1000;
     match secs {
@@ -156,12 +170,11 @@ fn format_age(ms: i64) -> String {
     }
 }
 
-/// A plain-text table; the last column may span several lines.
-fn table(rows: &[[String; 4]]) -> String {
+/// A plain-text table under `header`; the last column may span several lines.
+pub(super) fn table(header: [&str; 4], rows: &[[String; 4]]) -> String {
     if rows.is_empty() {
         return String::from("no open or continued questions\n");
     }
-    let header = ["CALL ID", "STATE", "AGE", "QUESTIONS"];
     let width = |col: usize| {
         rows.iter()
             .map(|r| r[col].chars().count())

@@ -1,0 +1,416 @@
+//! Sessions on `PostgreSQL` (`ask-user-pg`): `worker`, `export` and `import`, and the `--pg` forms
+//! of `pending` and `answer`. A session there is named, not a path; any number of processes on
+//! any machines share the database, each session written by the one holding its lease.
+
+// The doc comments of the arguments are the `--help` text, which names PostgreSQL plainly.
+#![allow(clippy::doc_markdown)]
+
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ask_user_pg::{
+    AnswerError, LedgerQuestion, PgError, PgOptions, PgStore, Worker, WorkerEvent, admit_answers,
+};
+use ask_user_terminal::sanitize::{json_visible, visible};
+use clap::Args;
+use user_questions::{AnswerBatch, CallId, Provenance, QuestionLimits};
+
+use super::{CliError, Exit};
+use crate::host::{CheckpointPolicy, HostRuntime, load_projection};
+
+/// `--pg URL` and `--pg-schema`: where the sessions live.
+#[derive(Clone, Debug, Args)]
+pub struct PgArgs {
+    /// Use sessions in this PostgreSQL database (a libpq connection string or
+    /// `postgres://` URL; no TLS) instead of a log file: the positional log is a session name.
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
+    /// The database schema of the tables (created and migrated on first use).
+    #[arg(
+        long,
+        value_name = "SCHEMA",
+        default_value = "ask_user",
+        requires = "pg"
+    )]
+    pub pg_schema: String,
+}
+
+/// `--pg URL` required.
+#[derive(Clone, Debug, Args)]
+pub struct PgRequired {
+    /// The PostgreSQL database (a libpq connection string or `postgres://` URL; no TLS).
+    #[arg(long, value_name = "URL")]
+    pub pg: String,
+    /// The database schema of the tables (created and migrated on first use).
+    #[arg(long, value_name = "SCHEMA", default_value = "ask_user")]
+    pub pg_schema: String,
+}
+
+impl PgRequired {
+    fn connect(&self) -> Result<PgStore, CliError> {
+        connect(&self.pg, &self.pg_schema)
+    }
+}
+
+/// Connects and migrates.
+pub(super) fn connect(url: &str, schema: &str) -> Result<PgStore, CliError> {
+    let options = PgOptions {
+        schema: schema.to_owned(),
+        ..PgOptions::default()
+    };
+    PgStore::connect(url, &options).map_err(|e| db_error(&e))
+}
+
+fn db_error(error: &PgError) -> CliError {
+    CliError::new(error.code(), error.to_string(), Exit::Log)
+}
+
+/// Arguments of `worker`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pg: PgRequired,
+    /// How often to look for answers when no notification came (seconds).
+    #[arg(long, value_name = "SECS", default_value_t = 5)]
+    poll: u64,
+    /// One pass over the waiting answers, then exit.
+    #[arg(long)]
+    once: bool,
+    /// How long this worker's hold on a session lasts without renewal (seconds; renewed every
+    /// third of it): how soon another worker takes over a session if this one dies.
+    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    lease: f64,
+}
+
+/// `worker`: admits every accepted answer of a session nobody holds, until interrupted.
+pub(super) async fn worker(args: WorkerArgs) -> Result<Exit, CliError> {
+    if !(args.lease.is_finite() && (0.3..=3600.0).contains(&args.lease)) {
+        return Err(CliError::new(
+            "BAD_USAGE",
+            "--lease takes 0.3 to 3600 seconds",
+            Exit::Usage,
+        ));
+    }
+    let lease = Duration::from_secs_f64(args.lease);
+    let options = PgOptions {
+        schema: args.pg.pg_schema.clone(),
+        lease,
+        renew_every: lease / 3,
+        owner: None,
+    };
+    let store = PgStore::connect(&args.pg.pg, &options).map_err(|e| db_error(&e))?;
+    let runtime = HostRuntime::new(store.clone(), None)?;
+    let owner = store.owner().to_owned();
+    let worker = Worker::new(
+        &args.pg.pg,
+        store,
+        runtime,
+        Duration::from_secs(args.poll.max(1)),
+    );
+    let mut report = |event: &WorkerEvent<'_>| match event {
+        WorkerEvent::Admitted { session, admitted } => {
+            println!(
+                "session {}: {} repl{} admitted{}",
+                visible(session),
+                admitted.admitted,
+                if admitted.admitted == 1 { "y" } else { "ies" },
+                if admitted.refused > 0 {
+                    format!(
+                        ", {} left (the question is not continued there)",
+                        admitted.refused
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            let _ = std::io::stdout().flush();
+        }
+        WorkerEvent::Failed { session, error } => {
+            eprintln!(
+                "session {}: admission failed, retried on the next pass: {}",
+                visible(session),
+                visible(&error.to_string())
+            );
+        }
+        WorkerEvent::Unavailable(error) => {
+            eprintln!(
+                "database unavailable, retrying: {}",
+                visible(&error.to_string())
+            );
+        }
+    };
+    if args.once {
+        worker.pass(&mut report);
+        return Ok(Exit::Ok);
+    }
+    eprintln!(
+        "worker {} admitting answers (Ctrl-C stops)",
+        visible(&owner)
+    );
+    let stop = worker.stopper();
+    let run = tokio::task::spawn_blocking(move || worker.run(&mut report));
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {
+            stop.stop();
+        }
+        () = terminate() => {
+            stop.stop();
+        }
+    }
+    let _ = run.await;
+    Ok(Exit::Interrupted)
+}
+
+/// Resolves on SIGTERM.
+async fn terminate() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut signal) => {
+            signal.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// Arguments of `export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pg: PgRequired,
+    /// The session.
+    session: String,
+    /// Write the log here instead of stdout (refused if the file exists).
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// `export`: a session as the JSONL file the file store would hold, byte for byte.
+pub(super) fn export(args: &ExportArgs) -> Result<Exit, CliError> {
+    let store = args.pg.connect()?;
+    let failed =
+        |e: ask_user_pg::ExportError| CliError::new("EXPORT_FAILED", e.to_string(), Exit::Log);
+    let Some(path) = &args.output else {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        store.export(&args.session, &mut out).map_err(failed)?;
+        out.flush()
+            .map_err(|e| CliError::new("LOG_IO", e.to_string(), Exit::Log))?;
+        return Ok(Exit::Ok);
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| {
+            CliError::new(
+                "LOG_IO",
+                format!("cannot create {}: {e}", path.display()),
+                Exit::Log,
+            )
+        })?;
+    let bytes = store.export(&args.session, &mut file).map_err(failed)?;
+    file.sync_all()
+        .map_err(|e| CliError::new("LOG_IO", e.to_string(), Exit::Log))?;
+    eprintln!("{bytes} bytes written to {}", path.display());
+    Ok(Exit::Ok)
+}
+
+/// Arguments of `import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pg: PgRequired,
+    /// The JSONL session log.
+    log: PathBuf,
+    /// The session's name in the database (default: the file's name).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+/// `import`: a JSONL session log into the database, in one transaction.
+pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
+    let name = match &args.name {
+        Some(name) => name.clone(),
+        None => args
+            .log
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| CliError::input("the log path has no file name; pass --name"))?,
+    };
+    let file = std::fs::File::open(&args.log).map_err(|e| {
+        CliError::new(
+            "LOG_IO",
+            format!("cannot open {}: {e}", args.log.display()),
+            Exit::Log,
+        )
+    })?;
+    let store = args.pg.connect()?;
+    let report = store
+        .import(&name, &mut BufReader::new(file))
+        .map_err(|e| {
+            let code = match &e {
+                ask_user_pg::ExportError::Exists(_) => "LOG_EXISTS",
+                ask_user_pg::ExportError::Header(_) => "LOG_HEADER",
+                _ => "IMPORT_FAILED",
+            };
+            CliError::new(code, e.to_string(), Exit::Log)
+        })?;
+    eprintln!(
+        "session {} imported: {} lines, {} bytes{}{}",
+        visible(&name),
+        report.lines,
+        report.byte_length,
+        if report.corrupt > 0 {
+            format!(", {} corrupt lines kept", report.corrupt)
+        } else {
+            String::new()
+        },
+        report
+            .torn_tail
+            .map(|n| format!(", an incomplete last line of {n} bytes left out"))
+            .unwrap_or_default()
+    );
+    Ok(Exit::Ok)
+}
+
+/// `pending --pg URL [SESSION] [--json]`.
+pub(super) fn pending(
+    url: &str,
+    schema: &str,
+    session: Option<&str>,
+    json: bool,
+) -> Result<Exit, CliError> {
+    let store = connect(url, schema)?;
+    if let (Some(session), true) = (session, json) {
+        // The projection view of the session, exactly as for a file.
+        let load = load_projection(&store, session, CheckpointPolicy::ReadOnly)?;
+        let text = serde_json::to_string(load.state.view())
+            .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
+        println!("{}", json_visible(&text));
+        return Ok(Exit::Ok);
+    }
+    if let Some(session) = session
+        && !session_log::SessionStore::exists(&store, session)?
+    {
+        return Err(CliError::new(
+            "UNKNOWN_SESSION",
+            format!("no session {session:?} in the database"),
+            Exit::Log,
+        ));
+    }
+    let questions = store.questions(session).map_err(|e| db_error(&e))?;
+    if json {
+        let rows: Vec<serde_json::Value> = questions.iter().map(question_json).collect();
+        let text = serde_json::json!({ "questions": rows }).to_string();
+        println!("{}", json_visible(&text));
+        return Ok(Exit::Ok);
+    }
+    let rows: Vec<[String; 4]> = questions
+        .iter()
+        .map(|q| {
+            let state = if q.answered {
+                format!("{}, answered (admission waits)", q.state)
+            } else {
+                q.state.to_string()
+            };
+            let cells: Vec<String> = q
+                .questions
+                .iter()
+                .map(super::pending::question_cell)
+                .collect();
+            [
+                visible(&q.session).into_owned(),
+                visible(q.call_id.as_str()).into_owned(),
+                state,
+                cells.join("\n"),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        super::pending::table(["SESSION", "CALL ID", "STATE", "QUESTIONS"], &rows)
+    );
+    println!("{} open or continued", questions.len());
+    Ok(Exit::Ok)
+}
+
+fn question_json(q: &LedgerQuestion) -> serde_json::Value {
+    serde_json::json!({
+        "session": q.session,
+        "callId": q.call_id,
+        "state": q.state.as_str(),
+        "answered": q.answered,
+        "questions": q.questions,
+    })
+}
+
+/// The continued question's questions, for `--pick ID=LABEL`.
+pub(super) fn stored_questions(
+    url: &str,
+    schema: &str,
+    session: &str,
+    call_id: &CallId,
+) -> Result<(PgStore, Vec<user_questions::Question>), CliError> {
+    let store = connect(url, schema)?;
+    let questions = store
+        .questions(Some(session))
+        .map_err(|e| db_error(&e))?
+        .into_iter()
+        .find(|q| &q.call_id == call_id)
+        .map(|q| q.questions)
+        .unwrap_or_default();
+    Ok((store, questions))
+}
+
+/// `answer --pg URL SESSION CALL …`: the answer goes to the ledger (first answer wins); it is
+/// admitted by the session's worker, or here with `--admit` when nobody holds the session.
+pub(super) fn answer(
+    store: &PgStore,
+    session: &str,
+    call_id: &CallId,
+    batch: &AnswerBatch,
+    admit: bool,
+) -> Result<Exit, CliError> {
+    let provenance = Provenance::human(super::answer::ANSWERER);
+    let answer_id = store
+        .answer(
+            session,
+            call_id,
+            batch,
+            &provenance,
+            &QuestionLimits::default(),
+        )
+        .map_err(|error| {
+            let exit = match &error {
+                AnswerError::UnknownSession(_) | AnswerError::Db(_) => Exit::Log,
+                AnswerError::UnknownCall { .. }
+                | AnswerError::Open(_)
+                | AnswerError::Settled(_) => Exit::NotContinued,
+                AnswerError::ReplyQueued(_) => Exit::ReplyQueued,
+                AnswerError::BadAnswer(_) => Exit::BadAnswer,
+            };
+            CliError::new(error.code(), error.to_string(), exit)
+        })?;
+    eprintln!(
+        "call {}: answer {} accepted",
+        visible(call_id.as_str()),
+        visible(&answer_id)
+    );
+    if admit {
+        let runtime = HostRuntime::new(store.clone(), None)?;
+        let admitted = admit_answers(&runtime, store, session)
+            .map_err(|e| CliError::new("ADMIT_FAILED", e.to_string(), Exit::Log))?;
+        if admitted.busy {
+            eprintln!("the session is held by a worker, which admits it");
+        } else {
+            eprintln!(
+                "{} repl{} admitted; the question is settled",
+                admitted.admitted,
+                if admitted.admitted == 1 { "y" } else { "ies" }
+            );
+        }
+    } else {
+        eprintln!("a worker (`ask-user worker --pg …`) admits it into the session");
+    }
+    Ok(Exit::Ok)
+}
