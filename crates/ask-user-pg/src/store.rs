@@ -201,17 +201,23 @@ impl PgStore {
             .db
             .run(move |connection| {
                 let client = connection.client()?;
+                // An owner whose lease ran out is taken over (and fenced); it is named in a
+                // warning (read from the statement's snapshot: for the message only).
                 let row = client
                     .query_opt(
-                        "UPDATE ask_user_sessions
-                         SET owner = $2, epoch = epoch + 1,
+                        "UPDATE ask_user_sessions s
+                         SET owner = $2, epoch = s.epoch + 1,
                              lease_until = now() + make_interval(secs => $3)
-                         WHERE name = $1 AND (owner IS NULL OR lease_until < now())
-                         RETURNING epoch",
+                         FROM (SELECT owner FROM ask_user_sessions WHERE name = $1) AS previous
+                         WHERE s.name = $1 AND (s.owner IS NULL OR s.lease_until < now())
+                         RETURNING s.epoch, previous.owner",
                         &[&key, &owner, &lease],
                     )
                     .map_err(PgError::Query)?;
                 if let Some(row) = row {
+                    if let Some(previous) = row.get::<_, Option<String>>(1) {
+                        tracing::warn!(log = %key, %previous, "took the session over: its owner's lease ran out");
+                    }
                     return Ok(Some(Some(row.get::<_, i64>(0))));
                 }
                 let exists = client

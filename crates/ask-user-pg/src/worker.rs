@@ -9,13 +9,17 @@
 //! nothing to do.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::Duration;
 
-use ask_user_host::{HostError, HostRuntime, SessionOptions};
+use std::collections::HashMap;
+use std::time::Instant;
+
+use ask_user_host::{Host, HostError, HostRuntime, SessionOptions};
 use postgres::fallible_iterator::FallibleIterator;
 use session_log::StoreError;
+use user_questions::sync::lock_unpoisoned as lock;
 use user_questions::{AskError, ErrorCode, SessionId};
 
 use crate::PgError;
@@ -57,18 +61,28 @@ pub fn admit_answers(
     if store.unadmitted(name)?.is_empty() {
         return Ok(Admitted::default());
     }
-    let options = SessionOptions::named(SessionId::from(name));
-    let host = match runtime.open(name, options) {
-        Ok((host, _)) => host,
-        Err(HostError::Store(StoreError::Locked { .. })) => {
-            return Ok(Admitted {
-                busy: true,
-                ..Admitted::default()
-            });
-        }
-        Err(error) => return Err(error.into()),
+    let Some(host) = open_session(runtime, name)? else {
+        return Ok(Admitted {
+            busy: true,
+            ..Admitted::default()
+        });
     };
-    // Read again under the lease: another process may have admitted some meanwhile.
+    admit_in(&host, store, name)
+}
+
+/// Opens session `name` for write; `None` while another process holds it.
+fn open_session(runtime: &HostRuntime, name: &str) -> Result<Option<Host>, AdmitError> {
+    let options = SessionOptions::named(SessionId::from(name));
+    match runtime.open(name, options) {
+        Ok((host, _)) => Ok(Some(host)),
+        Err(HostError::Store(StoreError::Locked { .. })) => Ok(None),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Admits the accepted answers of session `name` through `host`, which holds its lease.
+fn admit_in(host: &Host, store: &PgStore, name: &str) -> Result<Admitted, AdmitError> {
+    // Read under the lease: another process may have admitted some meanwhile.
     let mut refused = 0;
     for answer in store.unadmitted(name)? {
         match host.late_answers().answer(
@@ -142,25 +156,41 @@ impl WorkerStop {
 /// Admits accepted answers of every session whose lease is free, as they come: woken by the
 /// ledger's `NOTIFY` on a connection of its own (a hint only) and by a poll, which also catches up
 /// after a reconnect, so no answer waits on a lost notification for longer than one poll.
+///
+/// A session it opened stays open (its lease held and renewed) until it has been idle for the
+/// worker's `hold`: the next answer to it is admitted without opening it again. Another worker
+/// takes such a session over only once this one's lease runs out (it died, or stalled), and this
+/// one's next append to it is then fenced: it drops the session and goes on.
 pub struct Worker {
     config: String,
     store: PgStore,
     runtime: HostRuntime,
     poll: Duration,
+    hold: Duration,
+    held: Mutex<HashMap<String, (Host, Instant)>>,
     wake: mpsc::Sender<Wake>,
     woken: mpsc::Receiver<Wake>,
 }
 
 impl Worker {
     /// A worker over `store` (connected with `config`) and a runtime over the same store, polling
-    /// every `poll`.
-    pub fn new(config: &str, store: PgStore, runtime: HostRuntime, poll: Duration) -> Self {
+    /// every `poll` and keeping a session open until it has been idle for `hold` (zero: closed
+    /// after each admission).
+    pub fn new(
+        config: &str,
+        store: PgStore,
+        runtime: HostRuntime,
+        poll: Duration,
+        hold: Duration,
+    ) -> Self {
         let (wake, woken) = mpsc::channel();
         Self {
             config: config.to_owned(),
             store,
             runtime,
             poll,
+            hold,
+            held: Mutex::new(HashMap::new()),
             wake,
             woken,
         }
@@ -191,30 +221,82 @@ impl Worker {
         }
     }
 
-    /// One pass over the sessions with answers to admit.
+    /// One pass: the sessions this worker holds, then those with answers and a free lease; then
+    /// the held sessions idle for longer than the hold are closed.
     pub fn pass(&self, report: &mut dyn FnMut(&WorkerEvent<'_>)) {
-        let names = match self.store.sessions_to_admit() {
+        let mut held = lock(&self.held);
+        let names: Vec<String> = held.keys().cloned().collect();
+        for session in &names {
+            let waiting = match self.store.unadmitted(session) {
+                Ok(waiting) => waiting,
+                Err(error) => {
+                    report(&WorkerEvent::Unavailable(&error));
+                    return;
+                }
+            };
+            if waiting.is_empty() {
+                continue;
+            }
+            let outcome = held
+                .get(session)
+                .map(|(host, _)| admit_in(host, &self.store, session));
+            settle(&mut held, session, outcome, report);
+        }
+        let free = match self.store.sessions_to_admit() {
             Ok(names) => names,
             Err(error) => {
                 report(&WorkerEvent::Unavailable(&error));
                 return;
             }
         };
-        for session in &names {
-            match admit_answers(&self.runtime, &self.store, session) {
-                Ok(admitted) if admitted.admitted > 0 || admitted.refused > 0 => {
-                    report(&WorkerEvent::Admitted {
-                        session,
-                        admitted: &admitted,
-                    });
+        for session in &free {
+            if held.contains_key(session) {
+                continue;
+            }
+            let outcome = match open_session(&self.runtime, session) {
+                Ok(Some(host)) => {
+                    let outcome = admit_in(&host, &self.store, session);
+                    held.insert(session.clone(), (host, Instant::now()));
+                    Some(outcome)
                 }
-                Ok(_) => {}
-                Err(error) => report(&WorkerEvent::Failed {
+                // Another worker was quicker.
+                Ok(None) => None,
+                Err(error) => Some(Err(error)),
+            };
+            settle(&mut held, session, outcome, report);
+        }
+        held.retain(|_, (_, used)| used.elapsed() < self.hold);
+    }
+}
+
+/// Reports an admission; a failed one closes the session (the next pass opens it afresh, or
+/// another worker has it).
+fn settle(
+    held: &mut HashMap<String, (Host, Instant)>,
+    session: &str,
+    outcome: Option<Result<Admitted, AdmitError>>,
+    report: &mut dyn FnMut(&WorkerEvent<'_>),
+) {
+    match outcome {
+        Some(Ok(admitted)) => {
+            if let Some((_, used)) = held.get_mut(session) {
+                *used = Instant::now();
+            }
+            if admitted.admitted > 0 || admitted.refused > 0 {
+                report(&WorkerEvent::Admitted {
                     session,
-                    error: &error,
-                }),
+                    admitted: &admitted,
+                });
             }
         }
+        Some(Err(error)) => {
+            held.remove(session);
+            report(&WorkerEvent::Failed {
+                session,
+                error: &error,
+            });
+        }
+        None => {}
     }
 }
 

@@ -81,6 +81,10 @@ pub struct WorkerArgs {
     /// third of it): how soon another worker takes over a session if this one dies.
     #[arg(long, value_name = "SECS", default_value_t = 15.0)]
     lease: f64,
+    /// Keep a session open this long after its last admission (seconds; 0: close at once), so
+    /// the next answer to it is admitted without opening it again.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    hold: u64,
 }
 
 /// `worker`: admits every accepted answer of a session nobody holds, until interrupted.
@@ -107,6 +111,7 @@ pub(super) async fn worker(args: WorkerArgs) -> Result<Exit, CliError> {
         store,
         runtime,
         Duration::from_secs(args.poll.max(1)),
+        Duration::from_secs(args.hold),
     );
     let mut report = |event: &WorkerEvent<'_>| match event {
         WorkerEvent::Admitted { session, admitted } => {
