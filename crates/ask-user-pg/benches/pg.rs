@@ -1,0 +1,200 @@
+//! `PostgreSQL` figures, each beside its anchor measured in the same run on the same server
+//! (`ASK_USER_PG_URL`; without it the bench says so and stops):
+//!
+//! 1. **Answer admission** (`PgStore::answer`: the question's row held, the batch validated,
+//!    the first answer inserted, the workers notified, committed) with N concurrent front ends,
+//!    each on its own connection, against a bare single-row `INSERT` committed on its own, by the
+//!    same N connections: p50, p99 and throughput, and the p50 ratio (goal: ≤ 3×).
+//! 2. **Resume of a large session**: `HostRuntime::open` (scan, fold, inbox, repair) of the
+//!    200,000-event log of `gen-big.py` from `PostgreSQL` against the same log from its JSONL file.
+//!
+//! `cargo bench -p ask-user-pg --bench pg`; `ASK_USER_BENCH_EVENTS` sizes the large log.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::cast_precision_loss)]
+
+#[path = "../../user-questions-projection/benches/common/mod.rs"]
+mod common;
+
+use std::fs::File;
+use std::io::BufReader;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ask_user_host::{HostRuntime, SessionOptions};
+use ask_user_pg::{PgOptions, PgStore};
+use session_log::{JsonlStore, NewSession, SessionStore};
+use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, QuestionLimits};
+
+fn main() {
+    let Some(url) = ask_user_testkit::pg::pg_url() else {
+        return;
+    };
+    let schema = ask_user_testkit::pg::fresh_schema();
+    let options = PgOptions {
+        schema: schema.clone(),
+        ..PgOptions::default()
+    };
+    let store = PgStore::connect(&url, &options).unwrap();
+    println!("== answer admission against a bare INSERT … COMMIT, same server, same run");
+    for fronts in [1usize, 4, 16] {
+        admission(&url, &options, &store, fronts, 200);
+    }
+    resume(&store);
+    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .unwrap();
+}
+
+/// Per-operation latencies of `per_front` operations on each of `fronts` threads, run together.
+fn concurrently(
+    fronts: usize,
+    per_front: usize,
+    make: impl Fn(usize) -> Box<dyn FnMut(usize) + Send>,
+) -> (Vec<Duration>, Duration) {
+    let barrier = Arc::new(Barrier::new(fronts + 1));
+    let handles: Vec<_> = (0..fronts)
+        .map(|f| {
+            let mut op = make(f);
+            let barrier = Arc::clone(&barrier);
+            thread::spawn(move || {
+                barrier.wait();
+                (0..per_front)
+                    .map(|i| {
+                        let start = Instant::now();
+                        op(i);
+                        start.elapsed()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    let mut all: Vec<Duration> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let wall = start.elapsed();
+    all.sort();
+    (all, wall)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
+fn admission(url: &str, options: &PgOptions, store: &PgStore, fronts: usize, per_front: usize) {
+    // One session per front end, with `per_front` continued questions each.
+    let run = format!("r{fronts}");
+    for f in 0..fronts {
+        let name = format!("{run}-{f}");
+        let calls: Vec<String> = (0..per_front).map(|i| format!("c{i}")).collect();
+        let refs: Vec<&str> = calls.iter().map(String::as_str).collect();
+        let mut writer = store.create(&name, &NewSession::new(name.as_str())).unwrap();
+        ask_user_testkit::logs::pending_turns(writer.as_mut(), &refs);
+    }
+    let mut db = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    db.batch_execute(&format!(
+        "CREATE TABLE \"{}\".bench_bare_{run} (id bigint PRIMARY KEY, body text NOT NULL)",
+        options.schema
+    ))
+    .unwrap();
+    let bare = concurrently(fronts, per_front, |f| {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let table = format!("\"{}\".bench_bare_{run}", options.schema);
+        let statement = client
+            .prepare(&format!("INSERT INTO {table} (id, body) VALUES ($1, $2)"))
+            .unwrap();
+        Box::new(move |i| {
+            let id = i64::try_from(f * 1_000_000 + i).unwrap();
+            client
+                .execute(&statement, &[&id, &"{\"answers\":[]}"])
+                .unwrap();
+        })
+    });
+    let ours = concurrently(fronts, per_front, |f| {
+        let store = PgStore::connect(url, options).unwrap();
+        let name = format!("{run}-{f}");
+        Box::new(move |i| {
+            let batch = AnswerBatch::new([AnswerItem::selected("scope", ["Tool only"])]);
+            store
+                .answer(
+                    &name,
+                    &CallId::from(format!("c{i}")),
+                    &batch,
+                    &Provenance::human("bench"),
+                    &QuestionLimits::default(),
+                )
+                .unwrap();
+        })
+    });
+    let ops = (fronts * per_front) as f64;
+    let line = |what: &str, (lat, wall): &(Vec<Duration>, Duration)| {
+        println!(
+            "  {fronts:>2} front ends  {what:<26} p50 {:>7.3} ms  p99 {:>7.3} ms  {:>7.0} /s",
+            percentile(lat, 0.5).as_secs_f64() * 1e3,
+            percentile(lat, 0.99).as_secs_f64() * 1e3,
+            ops / wall.as_secs_f64()
+        );
+    };
+    line("bare INSERT … COMMIT", &bare);
+    line("PgStore::answer", &ours);
+    println!(
+        "  {fronts:>2} front ends  p50 ratio answer / bare: {:.2}× (goal ≤ 3×)",
+        percentile(&ours.0, 0.5).as_secs_f64() / percentile(&bare.0, 0.5).as_secs_f64()
+    );
+}
+
+/// Opens the session three times through a host runtime; the median time.
+fn open_times(runtime: &HostRuntime, name: &str) -> Duration {
+    let mut times: Vec<Duration> = (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            let (host, _) = runtime
+                .open(name, SessionOptions::named(name))
+                .unwrap();
+            let elapsed = start.elapsed();
+            drop(host);
+            elapsed
+        })
+        .collect();
+    times.sort();
+    times[1]
+}
+
+fn resume(store: &PgStore) {
+    let events = std::env::var("ASK_USER_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    let (path, summary) = common::big_log(events);
+    println!("\n== resume of a large session: gen-big.py --events {events}: {summary}");
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("big.jsonl");
+    std::fs::copy(&path, &copy).unwrap();
+    let start = Instant::now();
+    let report = store
+        .import("big", &mut BufReader::new(File::open(&copy).unwrap()))
+        .unwrap();
+    println!(
+        "  import into PostgreSQL: {} lines, {} bytes in {:.2} s (recorded once, not compared)",
+        report.lines,
+        report.byte_length,
+        start.elapsed().as_secs_f64()
+    );
+    let file_runtime = HostRuntime::new(JsonlStore::new(dir.path()), None).unwrap();
+    let pg_runtime = HostRuntime::new(store.clone(), None).unwrap();
+    // The first open of each writes the projection checkpoint; time the opens after it, as a
+    // resume after the first one sees them.
+    let file = open_times(&file_runtime, "big.jsonl");
+    let pg = open_times(&pg_runtime, "big");
+    assert!(store.exists("big").unwrap());
+    println!(
+        "  HostRuntime::open  JSONL file {:>8.1} ms   PostgreSQL {:>8.1} ms   ratio {:.2}×",
+        file.as_secs_f64() * 1e3,
+        pg.as_secs_f64() * 1e3,
+        pg.as_secs_f64() / file.as_secs_f64()
+    );
+}
