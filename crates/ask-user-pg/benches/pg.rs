@@ -10,7 +10,13 @@
 //!
 //! `cargo bench -p ask-user-pg --bench pg`; `ASK_USER_BENCH_EVENTS` sizes the large log.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::cast_precision_loss)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 
 #[path = "../../user-questions-projection/benches/common/mod.rs"]
 mod common;
@@ -92,7 +98,9 @@ fn admission(url: &str, options: &PgOptions, store: &PgStore, fronts: usize, per
         let name = format!("{run}-{f}");
         let calls: Vec<String> = (0..per_front).map(|i| format!("c{i}")).collect();
         let refs: Vec<&str> = calls.iter().map(String::as_str).collect();
-        let mut writer = store.create(&name, &NewSession::new(name.as_str())).unwrap();
+        let mut writer = store
+            .create(&name, &NewSession::new(name.as_str()))
+            .unwrap();
         ask_user_testkit::logs::pending_turns(writer.as_mut(), &refs);
     }
     let mut db = postgres::Client::connect(url, postgres::NoTls).unwrap();
@@ -152,9 +160,7 @@ fn open_times(runtime: &HostRuntime, name: &str) -> Duration {
     let mut times: Vec<Duration> = (0..3)
         .map(|_| {
             let start = Instant::now();
-            let (host, _) = runtime
-                .open(name, SessionOptions::named(name))
-                .unwrap();
+            let (host, _) = runtime.open(name, SessionOptions::named(name)).unwrap();
             let elapsed = start.elapsed();
             drop(host);
             elapsed

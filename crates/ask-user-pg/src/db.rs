@@ -4,10 +4,11 @@
 //! on this thread and the caller waits for its result on a channel. Jobs run in the order they were
 //! sent: a writer's release on drop runs before a later open.
 
+use std::collections::HashMap;
 use std::sync::mpsc;
 use std::thread;
 
-use postgres::{Client, NoTls};
+use postgres::{Client, NoTls, Statement};
 
 use crate::PgError;
 
@@ -18,6 +19,8 @@ pub(crate) struct Connection {
     config: String,
     schema: String,
     client: Option<Client>,
+    /// The statements prepared on this connection, by their text (gone with the connection).
+    prepared: HashMap<&'static str, Statement>,
 }
 
 impl Connection {
@@ -27,10 +30,23 @@ impl Connection {
             self.client = None;
         }
         if self.client.is_none() {
+            self.prepared.clear();
             self.client = Some(connect(&self.config, &self.schema)?);
         }
         // Just set when it was `None`.
         self.client.as_mut().ok_or(PgError::Closed)
+    }
+
+    /// `sql` prepared on this connection (once: a hot statement then costs one round trip).
+    pub(crate) fn statement(&mut self, sql: &'static str) -> Result<Statement, PgError> {
+        // Reconnecting forgets what the old connection had prepared.
+        self.client()?;
+        if let Some(statement) = self.prepared.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client()?.prepare(sql).map_err(PgError::Query)?;
+        self.prepared.insert(sql, statement.clone());
+        Ok(statement)
     }
 
     /// Forgets the client after a failure that may have broken it (the next use reconnects).
@@ -85,6 +101,7 @@ impl Db {
                     config,
                     schema,
                     client: Some(client),
+                    prepared: HashMap::new(),
                 };
                 // Ends when every handle is gone.
                 for job in queue {

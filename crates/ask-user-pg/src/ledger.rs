@@ -14,12 +14,13 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use postgres::Transaction;
+use postgres::{Statement, ToStatement, Transaction};
 use session_log::{LogVisitor, Scanned, SessionEvent, SessionHeader};
 use user_questions::{AnswerBatch, CallId, Provenance, Question, QuestionLimits};
 use user_questions_projection::{ActiveState, Replay};
 
 use crate::PgError;
+use crate::db::Connection;
 use crate::store::PgStore;
 
 /// A question's state in the ledger.
@@ -232,9 +233,68 @@ impl LogVisitor for FoldVisitor<'_> {
     }
 }
 
+/// The prepared statements of [`LedgerPlan::apply_with`].
+pub(crate) struct LedgerStatements {
+    questions: Statement,
+    admitted: Statement,
+}
+
+const UPSERT_QUESTIONS: &str =
+    "INSERT INTO ask_user_questions AS q (name, call_id, state, questions, changed_seq)
+     SELECT $1, u.c, u.s, u.q::jsonb, u.seq
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(c, s, q, seq)
+     ON CONFLICT (name, call_id) DO UPDATE SET
+         state = EXCLUDED.state,
+         questions = CASE WHEN EXCLUDED.state = 'settled' THEN q.questions
+                          ELSE EXCLUDED.questions END,
+         changed_seq = EXCLUDED.changed_seq
+     WHERE q.state IS DISTINCT FROM EXCLUDED.state";
+
+const MARK_ADMITTED: &str = "UPDATE ask_user_answers a SET admitted_seq = u.seq
+     FROM unnest($2::text[], $3::bigint[]) AS u(c, seq)
+     WHERE a.name = $1 AND a.call_id = u.c AND a.admitted_seq IS NULL";
+
 impl LedgerPlan {
+    /// The statements [`LedgerPlan::apply_with`] runs, prepared on `connection`; `None` when the
+    /// plan changes nothing.
+    pub(crate) fn statements(
+        &self,
+        connection: &mut Connection,
+    ) -> Result<Option<LedgerStatements>, PgError> {
+        if self.changes.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(LedgerStatements {
+            questions: connection.statement(UPSERT_QUESTIONS)?,
+            admitted: connection.statement(MARK_ADMITTED)?,
+        }))
+    }
+
     /// Writes the rows in `tx`: question states, and the admission of answers whose call settled.
     pub(crate) fn apply(&self, tx: &mut Transaction<'_>, name: &str) -> Result<(), PgError> {
+        self.write(tx, name, UPSERT_QUESTIONS, MARK_ADMITTED)
+    }
+
+    /// [`LedgerPlan::apply`] with the statements prepared beforehand.
+    pub(crate) fn apply_with(
+        &self,
+        tx: &mut Transaction<'_>,
+        name: &str,
+        statements: Option<&LedgerStatements>,
+    ) -> Result<(), PgError> {
+        match statements {
+            Some(s) => self.write(tx, name, &s.questions, &s.admitted),
+            None => Ok(()),
+        }
+    }
+
+    fn write<S: ToStatement + ?Sized>(
+        &self,
+        tx: &mut Transaction<'_>,
+        name: &str,
+        questions_statement: &S,
+        admitted_statement: &S,
+    ) -> Result<(), PgError> {
         if self.changes.is_empty() {
             return Ok(());
         }
@@ -256,26 +316,13 @@ impl LedgerPlan {
             }
         }
         tx.execute(
-            "INSERT INTO ask_user_questions AS q (name, call_id, state, questions, changed_seq)
-             SELECT $1, u.c, u.s, u.q::jsonb, u.seq
-             FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(c, s, q, seq)
-             ON CONFLICT (name, call_id) DO UPDATE SET
-                 state = EXCLUDED.state,
-                 questions = CASE WHEN EXCLUDED.state = 'settled' THEN q.questions
-                                  ELSE EXCLUDED.questions END,
-                 changed_seq = EXCLUDED.changed_seq
-             WHERE q.state IS DISTINCT FROM EXCLUDED.state",
+            questions_statement,
             &[&name, &calls, &states, &questions, &seqs],
         )
         .map_err(PgError::Query)?;
         if !settled_calls.is_empty() {
-            tx.execute(
-                "UPDATE ask_user_answers a SET admitted_seq = u.seq
-                 FROM unnest($2::text[], $3::bigint[]) AS u(c, seq)
-                 WHERE a.name = $1 AND a.call_id = u.c AND a.admitted_seq IS NULL",
-                &[&name, &settled_calls, &settled_seqs],
-            )
-            .map_err(PgError::Query)?;
+            tx.execute(admitted_statement, &[&name, &settled_calls, &settled_seqs])
+                .map_err(PgError::Query)?;
         }
         Ok(())
     }
@@ -365,10 +412,10 @@ impl fmt::Display for QuestionState {
 }
 
 impl PgStore {
-    /// Answers the continued question `call_id` of session `name` from any front end: in one
-    /// transaction that holds the question's row, the batch is validated against the stored
-    /// questions and inserted unless an answer is there already (the first answer wins), and the
-    /// session's workers are notified. Returns the answer's id. The owner of the session (or
+    /// Answers the continued question `call_id` of session `name` from any front end: the batch
+    /// is validated against the stored questions, then one statement holds the question's row,
+    /// checks it is still continued, inserts the answer unless one is there already (the first
+    /// answer wins) and notifies the session's workers, committed on its own. Returns the answer's id. The owner of the session (or
     /// whoever opens it next) admits it.
     pub fn answer(
         &self,
@@ -384,17 +431,20 @@ impl PgStore {
         let provenance = serde_json::to_string(provenance).map_err(PgError::Json)?;
         let limits = limits.clone();
         self.db().run(move |connection| {
-            let client = connection.client()?;
-            let mut tx = client.transaction().map_err(PgError::Query)?;
-            let row = tx
-                .query_opt(
-                    "SELECT state, questions::text FROM ask_user_questions
-                     WHERE name = $1 AND call_id = $2 FOR UPDATE",
-                    &[&key, &call.as_str()],
-                )
+            // Two round trips: the question read (its questions never change once asked), then
+            // one statement that holds its row, checks it is still continued, inserts the answer
+            // unless one is there, and notifies the workers, committed on its own.
+            let read = connection.statement(
+                "SELECT state, questions::text FROM ask_user_questions
+                 WHERE name = $1 AND call_id = $2",
+            )?;
+            let row = connection
+                .client()?
+                .query_opt(&read, &[&key, &call.as_str()])
                 .map_err(PgError::Query)?;
             let Some(row) = row else {
-                let session = tx
+                let session = connection
+                    .client()?
                     .query_opt("SELECT 1 FROM ask_user_sessions WHERE name = $1", &[&key])
                     .map_err(PgError::Query)?;
                 return Ok(Err(if session.is_some() {
@@ -422,20 +472,36 @@ impl PgStore {
                 };
             let answer_id = pending_answer::new_message_id();
             let answers = serde_json::to_string(&answers).map_err(PgError::Json)?;
-            let inserted = tx
-                .execute(
-                    "INSERT INTO ask_user_answers (name, call_id, answer_id, batch, provenance)
-                     VALUES ($1, $2, $3, $4::text::jsonb, $5::text::jsonb)
-                     ON CONFLICT (name, call_id) DO NOTHING",
+            let insert = connection.statement(
+                "WITH q AS (
+                     SELECT 1 FROM ask_user_questions
+                     WHERE name = $1 AND call_id = $2 AND state = 'continued' FOR UPDATE
+                 ), ins AS (
+                     INSERT INTO ask_user_answers (name, call_id, answer_id, batch, provenance)
+                     SELECT $1, $2, $3, $4::text::jsonb, $5::text::jsonb FROM q
+                     ON CONFLICT (name, call_id) DO NOTHING
+                     RETURNING 1
+                 ), note AS (
+                     SELECT pg_notify('ask_user_answers', $1) FROM ins
+                 )
+                 SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM ins),
+                        (SELECT count(*) FROM note)",
+            )?;
+            let row = connection
+                .client()?
+                .query_one(
+                    &insert,
                     &[&key, &call.as_str(), &answer_id, &answers, &provenance],
                 )
-                .map_err(PgError::Query)?;
+                .map_err(PgError::Commit)?;
+            let (continued, inserted): (i64, i64) = (row.get(0), row.get(1));
+            if continued == 0 {
+                // Settled since it was read.
+                return Ok(Err(AnswerError::Settled(call)));
+            }
             if inserted == 0 {
                 return Ok(Err(AnswerError::ReplyQueued(call)));
             }
-            tx.execute("SELECT pg_notify('ask_user_answers', $1)", &[&key])
-                .map_err(PgError::Query)?;
-            tx.commit().map_err(PgError::Commit)?;
             Ok(Ok(answer_id))
         })?
     }

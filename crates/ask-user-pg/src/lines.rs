@@ -39,14 +39,14 @@ impl Lines {
         let name = self.name.clone();
         let after = self.after;
         let (end, bytes) = self.db.run(move |connection| {
+            let page = connection.statement(
+                "SELECT byte_end, line FROM ask_user_lines
+                 WHERE name = $1 AND byte_end > $2 AND byte_end <= $2 + $3
+                 ORDER BY byte_end",
+            )?;
             let client = connection.client()?;
             let mut rows = client
-                .query(
-                    "SELECT byte_end, line FROM ask_user_lines
-                     WHERE name = $1 AND byte_end > $2 AND byte_end <= $2 + $3
-                     ORDER BY byte_end",
-                    &[&name, &after, &PAGE_BYTES],
-                )
+                .query(&page, &[&name, &after, &PAGE_BYTES])
                 .map_err(PgError::Query)?;
             if rows.is_empty() {
                 // The next line alone is longer than a page.

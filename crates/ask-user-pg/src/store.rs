@@ -712,43 +712,42 @@ impl SessionWriter for PgWriter {
             i64::try_from(self.position.byte_offset + batch.len() as u64).unwrap_or(i64::MAX);
         let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
         let outcome = self.inner.db.run(move |connection| {
+            let fence = connection.statement(
+                "UPDATE ask_user_sessions
+                 SET byte_length = $5, line_count = line_count + $6,
+                     lease_until = now() + make_interval(secs => $7)
+                 WHERE name = $1 AND epoch = $2 AND owner = $3 AND byte_length = $4",
+            )?;
+            let insert = connection.statement(
+                "INSERT INTO ask_user_lines (name, line_no, byte_end, seq, line)
+                 SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[])",
+            )?;
+            let ledger_statements = ledger.statements(connection)?;
             let client = connection.client()?;
             let mut tx = client.transaction().map_err(PgError::Query)?;
-            let fenced = tx
-                .execute(
-                    "UPDATE ask_user_sessions
-                     SET byte_length = $5, line_count = line_count + $6,
-                         lease_until = now() + make_interval(secs => $7)
-                     WHERE name = $1 AND epoch = $2 AND owner = $3 AND byte_length = $4",
-                    &[
-                        &name,
-                        &epoch,
-                        &owner,
-                        &old_length,
-                        &new_length,
-                        &count,
-                        &lease,
-                    ],
-                )
-                .map_err(PgError::Query)?
-                == 0;
+            let params: [&(dyn postgres::types::ToSql + Sync); 7] = [
+                &name,
+                &epoch,
+                &owner,
+                &old_length,
+                &new_length,
+                &count,
+                &lease,
+            ];
+            let fenced = tx.execute(&fence, &params).map_err(PgError::Query)? == 0;
             if fenced {
                 tx.rollback().map_err(PgError::Query)?;
                 return Ok(Appended::Fenced);
             }
-            tx.execute(
-                "INSERT INTO ask_user_lines (name, line_no, byte_end, seq, line)
-                 SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[])",
-                &[
-                    &name,
-                    &rows.line_nos,
-                    &rows.byte_ends,
-                    &rows.seqs,
-                    &rows.lines,
-                ],
-            )
-            .map_err(PgError::Query)?;
-            ledger.apply(&mut tx, &name)?;
+            let params: [&(dyn postgres::types::ToSql + Sync); 5] = [
+                &name,
+                &rows.line_nos,
+                &rows.byte_ends,
+                &rows.seqs,
+                &rows.lines,
+            ];
+            tx.execute(&insert, &params).map_err(PgError::Query)?;
+            ledger.apply_with(&mut tx, &name, ledger_statements.as_ref())?;
             tx.commit().map_err(PgError::Commit)?;
             Ok(Appended::Done)
         });

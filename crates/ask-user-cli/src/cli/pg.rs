@@ -13,8 +13,12 @@ use ask_user_pg::{
     AnswerError, LedgerQuestion, PgError, PgOptions, PgStore, Worker, WorkerEvent, admit_answers,
 };
 use ask_user_terminal::sanitize::{json_visible, visible};
+use ask_user_web::{ContinuedQuestion, WebSessions};
 use clap::Args;
-use user_questions::{AnswerBatch, CallId, Provenance, QuestionLimits};
+use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
+use user_questions::{
+    AnswerBatch, CallId, ErrorCode, Provenance, QuestionLimits, UserQuestionError,
+};
 
 use super::{CliError, Exit};
 use crate::host::{CheckpointPolicy, HostRuntime, load_projection};
@@ -418,4 +422,98 @@ pub(super) fn answer(
         eprintln!("a worker (`ask-user worker --pg …`) admits it into the session");
     }
     Ok(Exit::Ok)
+}
+
+/// The continued questions of every session in the database, for `serve --pg`: a late answer
+/// from the page goes to the ledger (the first answer wins) and the session's worker admits it.
+pub(super) struct PgSessions {
+    pub(super) store: PgStore,
+}
+
+impl PgSessions {
+    fn continued_calls(&self) -> Vec<LedgerQuestion> {
+        match self.store.questions(None) {
+            Ok(questions) => questions
+                .into_iter()
+                .filter(|q| q.state == ask_user_pg::QuestionState::Continued)
+                .collect(),
+            Err(error) => {
+                tracing::warn!(%error, "cannot list the continued questions");
+                Vec::new()
+            }
+        }
+    }
+}
+
+impl LateAnswerSink for PgSessions {
+    fn submit(&self, submission: LateSubmission) -> Result<(), LateRefusal> {
+        // A card names its call; the session is the one whose continued question it is.
+        let sessions: Vec<String> = self
+            .continued_calls()
+            .into_iter()
+            .filter(|q| q.call_id == submission.call_id)
+            .map(|q| q.session)
+            .collect();
+        let [session] = sessions.as_slice() else {
+            return Err(LateRefusal::NotWaiting);
+        };
+        let call_id = &submission.call_id;
+        match self.store.answer(
+            session,
+            call_id,
+            &submission.answers,
+            &submission.provenance,
+            &QuestionLimits::default(),
+        ) {
+            Ok(_) => Ok(()),
+            Err(AnswerError::ReplyQueued(_)) => Err(LateRefusal::Rejected(
+                UserQuestionError::reply_queued(call_id),
+            )),
+            Err(AnswerError::BadAnswer(message)) => Err(LateRefusal::Rejected(
+                UserQuestionError::new(ErrorCode::BadAnswer, message),
+            )),
+            Err(AnswerError::Db(error)) => Err(LateRefusal::Undelivered(Box::new(error))),
+            Err(
+                AnswerError::UnknownSession(_)
+                | AnswerError::UnknownCall { .. }
+                | AnswerError::Open(_)
+                | AnswerError::Settled(_),
+            ) => Err(LateRefusal::NotWaiting),
+        }
+    }
+}
+
+impl WebSessions for PgSessions {
+    fn continued(&self) -> Vec<ContinuedQuestion> {
+        self.continued_calls()
+            .into_iter()
+            .map(|q| ContinuedQuestion {
+                session: q.session,
+                call_id: q.call_id,
+                questions: q.questions,
+                agent: None,
+            })
+            .collect()
+    }
+
+    fn pending_view(&self) -> serde_json::Value {
+        let mut names: Vec<String> = self
+            .continued_calls()
+            .into_iter()
+            .map(|q| q.session)
+            .collect();
+        names.dedup();
+        let sessions: Vec<serde_json::Value> = names
+            .iter()
+            .filter_map(|name| {
+                let load = load_projection(&self.store, name, CheckpointPolicy::ReadOnly).ok()?;
+                let mut view = serde_json::to_value(load.state.view()).ok()?;
+                if let serde_json::Value::Object(map) = &mut view {
+                    map.insert("session".to_owned(), serde_json::json!(name));
+                }
+                Some(view)
+            })
+            .collect();
+        serde_json::json!({ "sessions": sessions })
+    }
 }

@@ -356,8 +356,12 @@ impl WebSessions for LogSessions {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// The session logs whose continued questions to serve.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "pg", conflicts_with = "pg")]
     logs: Vec<PathBuf>,
+    /// Serve the continued questions of every session in this database instead; answers go to
+    /// its ledger (the first answer wins) and its workers admit them.
+    #[command(flatten)]
+    pg: super::pg::PgArgs,
     /// Where to serve the page (default 127.0.0.1 on a free port). An address other than
     /// loopback serves other machines too: only when given here.
     #[arg(long, value_name = "ADDR")]
@@ -379,7 +383,12 @@ pub(super) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default())
         .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
     let (options, addr) = options_for(args.addr);
-    let sessions = Arc::new(LogSessions { logs: args.logs });
+    let sessions: Arc<dyn WebSessions> = match &args.pg.pg {
+        Some(url) => Arc::new(super::pg::PgSessions {
+            store: super::pg::connect(url, &args.pg.pg_schema)?,
+        }),
+        None => Arc::new(LogSessions { logs: args.logs }),
+    };
     let surface = WebSurface::new(&seam, Some(sessions), options).map_err(|e| no_surface(&e))?;
     let server = bind(&surface, addr).await?;
     eprintln!("web   › answer the continued questions at {}", server.url());
