@@ -424,3 +424,52 @@ fn demo_web_ntfy_sends_answer_buttons_and_a_press_answers_once() {
         "{text}"
     );
 }
+
+#[test]
+fn serve_pg_sends_a_page_answer_to_the_ledger_and_a_worker_admits_it() {
+    let Some(url) = ask_user_testkit::pg::pg_url() else {
+        return;
+    };
+    let schema = ask_user_testkit::pg::fresh_schema();
+    let options = ask_user_pg::PgOptions {
+        schema: schema.clone(),
+        ..ask_user_pg::PgOptions::default()
+    };
+    let store = ask_user_pg::PgStore::connect(&url, &options).unwrap();
+    let mut writer =
+        session_log::SessionStore::create(&store, "s1", &session_log::NewSession::new("s1"))
+            .unwrap();
+    ask_user_testkit::logs::pending_turns(writer.as_mut(), &["ask-1"]);
+    drop(writer);
+
+    let mut serve = Running::start(&["serve", "--pg", &url, "--pg-schema", &schema]);
+    let (addr, token) = serve.url();
+    let (status, view) = http(&addr, "GET", "/pending", &token, None);
+    assert_eq!(status, 200);
+    assert_eq!(view["sessions"][0]["session"], "s1");
+    assert_eq!(view["sessions"][0]["active"][0]["callId"], "ask-1");
+    drop(watch(&addr, &token, "ask-1"));
+
+    let good = json!({"answers": [{"id": "scope", "selected": ["Everything"]}]});
+    let (status, body) = http(&addr, "POST", "/cards/ask-1/answer", &token, Some(&good));
+    assert_eq!((status, body), (200, json!({"ok": true, "path": "late"})));
+    let again = json!({"answers": [{"id": "scope", "selected": ["Tool only"]}]});
+    let (status, body) = http(&addr, "POST", "/cards/ask-1/answer", &token, Some(&again));
+    assert_eq!((status, body["code"].as_str()), (409, Some("REPLY_QUEUED")));
+
+    let worked = Command::new(BIN)
+        .args(["worker", "--once", "--pg", &url, "--pg-schema", &schema])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&worked.stdout),
+        "session s1: 1 reply admitted\n"
+    );
+    let (status, body) = http(&addr, "POST", "/cards/ask-1/answer", &token, Some(&again));
+    assert_eq!((status, body["code"].as_str()), (410, Some("NOT_WAITING")));
+    drop(serve);
+    assert!(store.questions(Some("s1")).unwrap().is_empty(), "settled");
+    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .unwrap();
+}
