@@ -204,9 +204,9 @@ fn answer_once(
     }
 }
 
-/// Counts the late replies per call in a scan.
+/// The ids of the late replies per call in a scan.
 #[derive(Default)]
-struct Replies(BTreeMap<String, usize>);
+struct Replies(BTreeMap<String, Vec<String>>);
 
 impl LogVisitor for Replies {
     fn line(&mut self, scanned: &Scanned<'_>) {
@@ -215,7 +215,10 @@ impl LogVisitor for Replies {
             && let EventBody::UserMessage(message) = &event.body
             && let Some(call) = message.reply_call_id()
         {
-            *self.0.entry(call.as_str().to_owned()).or_default() += 1;
+            self.0
+                .entry(call.as_str().to_owned())
+                .or_default()
+                .push(message.id.clone().unwrap_or_default());
         }
     }
 }
@@ -460,22 +463,29 @@ fn every_answered_question_settles_exactly_once_under_faults() {
     let rows = db
         .query(
             &format!(
-                "SELECT call_id, batch::text, admitted_seq FROM \"{schema}\".ask_user_answers"
+                "SELECT call_id, batch::text, admitted_seq, answer_id, refused
+                 FROM \"{schema}\".ask_user_answers"
             ),
             &[],
         )
         .unwrap();
     let mut answered: BTreeMap<String, String> = BTreeMap::new();
+    let mut answer_ids: BTreeMap<String, String> = BTreeMap::new();
     for row in &rows {
         let call: String = row.get(0);
         let batch: serde_json::Value = serde_json::from_str(row.get(1)).unwrap();
         let admitted: Option<i64> = row.get(2);
-        assert!(admitted.is_some(), "{call} answered but not admitted");
+        let refused: Option<String> = row.get(4);
+        assert!(
+            admitted.is_some(),
+            "{call} answered but not admitted (refused: {refused:?})"
+        );
         let label = batch["answers"][0]["selected"][0]
             .as_str()
             .unwrap()
             .to_owned();
-        answered.insert(call, label);
+        answered.insert(call.clone(), label);
+        answer_ids.insert(call, row.get(3));
     }
     for (call, label) in &acknowledged {
         assert_eq!(
@@ -512,26 +522,39 @@ fn every_answered_question_settles_exactly_once_under_faults() {
             .collect();
         for q in 0..per_session {
             let call = format!("call-{s}-{q}");
-            let count = replies.0.get(&call).copied().unwrap_or(0);
+            let ids = replies.0.get(&call).cloned().unwrap_or_default();
+            let count = ids.len();
             let expected = usize::from(answered.contains_key(&call));
             assert_eq!(count, expected, "{call}: {count} admitted replies");
+            if let Some(id) = answer_ids.get(&call) {
+                assert_eq!(
+                    &ids[0], id,
+                    "{call}: the admitted reply is the ledger's answer"
+                );
+            }
             assert_eq!(settled.contains(&call), expected == 1, "{call} settled?");
             replies_total += count;
         }
         settled_total += settled.len();
-        // The ledger equals the projection of the exported log.
-        let ledger: BTreeSet<String> = store
+        // The ledger equals the projection of the exported log, state for state.
+        let ledger: BTreeSet<(String, String)> = store
             .questions(Some(&name))
             .unwrap()
             .into_iter()
-            .map(|q| q.call_id.as_str().to_owned())
+            .map(|q| (q.call_id.as_str().to_owned(), q.state.as_str().to_owned()))
             .collect();
-        let active: BTreeSet<String> = folded
+        let active: BTreeSet<(String, String)> = folded
             .state
             .view()
             .active
             .iter()
-            .map(|q| q.call_id.as_str().to_owned())
+            .map(|q| {
+                let state = serde_json::to_value(q.state).unwrap();
+                (
+                    q.call_id.as_str().to_owned(),
+                    state.as_str().unwrap().to_owned(),
+                )
+            })
             .collect();
         assert_eq!(ledger, active, "{name}: the ledger is the log's projection");
     }

@@ -3,7 +3,7 @@
 CREATE TABLE ask_user_questions (
     name        text NOT NULL REFERENCES ask_user_sessions (name) ON DELETE CASCADE,
     call_id     text NOT NULL,
-    state       text NOT NULL CHECK (state IN ('open', 'continued', 'settled')),
+    state       text NOT NULL CHECK (state IN ('open', 'continued', 'settled', 'dropped')),
     -- The questions as asked (the tool call's `questions`).
     questions   jsonb NOT NULL,
     -- The seq of the event that last changed the state.
@@ -11,8 +11,10 @@ CREATE TABLE ask_user_questions (
     PRIMARY KEY (name, call_id)
 );
 
--- Answers from any front end. The first per call wins (INSERT … ON CONFLICT DO NOTHING); its id
--- is the id of the `user/message` that admits it, so admitting twice is a no-op.
+-- Answers from any front end. The first per call wins (INSERT … ON CONFLICT DO NOTHING). Its id
+-- becomes the id of the `user/message` that admits it: the append of that message sets
+-- `admitted_seq` in its own transaction; a call settled by another message, or dropped, refuses
+-- the answer instead (`refused` says why), so it is never admitted later.
 CREATE TABLE ask_user_answers (
     name         text NOT NULL,
     call_id      text NOT NULL,
@@ -22,8 +24,11 @@ CREATE TABLE ask_user_answers (
     answered_at  timestamptz NOT NULL DEFAULT now(),
     -- The seq of the admitted `user/message`, set in the transaction that appends it.
     admitted_seq bigint,
+    -- Why it will never be admitted (NULL while it may be).
+    refused      text,
     PRIMARY KEY (name, call_id),
     FOREIGN KEY (name, call_id) REFERENCES ask_user_questions (name, call_id) ON DELETE CASCADE
 );
 
-CREATE INDEX ask_user_answers_unadmitted ON ask_user_answers (name) WHERE admitted_seq IS NULL;
+CREATE INDEX ask_user_answers_waiting ON ask_user_answers (name)
+    WHERE admitted_seq IS NULL AND refused IS NULL;

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::mpsc;
 use std::thread;
+use std::time::Duration;
 
 use postgres::{Client, NoTls, Statement};
 
@@ -58,10 +59,28 @@ impl Connection {
 }
 
 /// Connects with `search_path` set to `schema`.
+///
+/// Every wait is bounded, so a stalled or cut-off peer never blocks this connection for long: a
+/// connect times out after 10 s, a dead server is noticed by TCP keepalives within about a
+/// minute, a lock is waited for at most 10 s, a statement runs at most 60 s, and a transaction
+/// left idle (its client stalled mid-way) is ended by the server after 60 s, releasing its locks.
 pub(crate) fn connect(config: &str, schema: &str) -> Result<Client, PgError> {
-    let mut client = Client::connect(config, NoTls).map_err(PgError::Connect)?;
+    let mut config: postgres::Config = config.parse().map_err(PgError::Connect)?;
+    config
+        .connect_timeout(Duration::from_secs(10))
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(30))
+        .keepalives_interval(Duration::from_secs(10))
+        .keepalives_retries(3);
+    let mut client = config.connect(NoTls).map_err(PgError::Connect)?;
     client
-        .batch_execute(&format!("SET search_path TO {}", quote_ident(schema)))
+        .batch_execute(&format!(
+            "SET search_path TO {};
+             SET lock_timeout = '10s';
+             SET statement_timeout = '60s';
+             SET idle_in_transaction_session_timeout = '60s';",
+            quote_ident(schema)
+        ))
         .map_err(PgError::Connect)?;
     Ok(client)
 }
@@ -103,9 +122,15 @@ impl Db {
                     client: Some(client),
                     prepared: HashMap::new(),
                 };
-                // Ends when every handle is gone.
+                // Ends when every handle is gone. A job that panics loses its reply (its caller
+                // gets `Closed`) and the connection, never the thread.
                 for job in queue {
-                    job(&mut connection);
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        job(&mut connection);
+                    }));
+                    if run.is_err() {
+                        connection.client = None;
+                    }
                 }
             })
             .map_err(|e| PgError::Thread(e.to_string()))?;

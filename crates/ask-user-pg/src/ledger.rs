@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use postgres::{Statement, ToStatement, Transaction};
-use session_log::{LogVisitor, Scanned, SessionEvent, SessionHeader};
+use session_log::{EventBody, LogVisitor, Scanned, SessionEvent, SessionHeader};
 use user_questions::{AnswerBatch, CallId, Provenance, Question, QuestionLimits};
 use user_questions_projection::{ActiveState, Replay};
 
@@ -32,15 +32,19 @@ pub enum QuestionState {
     Continued,
     /// A reply was admitted (or the call was answered in its window).
     Settled,
+    /// The log no longer shows it as a question (its call ended in an error, say): nothing
+    /// answers it.
+    Dropped,
 }
 
 impl QuestionState {
-    /// The ledger's spelling (`open`, `continued`, `settled`).
+    /// The ledger's spelling (`open`, `continued`, `settled`, `dropped`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Open => "open",
             Self::Continued => "continued",
             Self::Settled => "settled",
+            Self::Dropped => "dropped",
         }
     }
 
@@ -49,6 +53,7 @@ impl QuestionState {
             "open" => Some(Self::Open),
             "continued" => Some(Self::Continued),
             "settled" => Some(Self::Settled),
+            "dropped" => Some(Self::Dropped),
             _ => None,
         }
     }
@@ -61,145 +66,191 @@ struct Change {
     /// The questions as JSON (`[]` for a call first seen settled).
     questions: String,
     seq: u64,
+    /// For a settled call: the id of the `user/message` that settled it (empty when it was not a
+    /// late reply), which admits the ledger's answer of that id.
+    settled_by: String,
 }
 
 /// The projection of one session as its writer keeps it, turning each appended batch into the
 /// ledger rows it changes.
 pub(crate) struct LedgerFold {
+    fold: Fold,
+    /// The fold after the batch being appended, adopted once it commits.
+    staged: Option<Fold>,
+}
+
+/// The projection replay and what the ledger was told of it.
+#[derive(Clone)]
+struct Fold {
     replay: Replay,
     /// What the ledger says of each active call.
     active: HashMap<CallId, ActiveState>,
+    /// How many settled calls the ledger was told of.
     settled: usize,
-    /// The fold after the batch being appended, adopted once it commits.
-    staged: Option<(Replay, HashMap<CallId, ActiveState>, usize)>,
+    /// The message that settled each settled call (empty: not a late reply).
+    settled_by: HashMap<CallId, String>,
 }
 
 /// The ledger rows an appended batch changes.
 pub(crate) struct LedgerPlan {
     changes: HashMap<CallId, Change>,
+    /// For a whole-log plan: the calls the log lists as open or continued (any other unsettled
+    /// row is dropped).
+    active: Option<Vec<String>>,
 }
 
-impl LedgerFold {
-    /// A fold of a log whose header is `header`, before any record.
-    pub(crate) fn new(header: &SessionHeader) -> Self {
-        Self {
-            replay: Replay::new(header),
-            active: HashMap::new(),
-            settled: 0,
-            staged: None,
-        }
-    }
-
+impl Fold {
     /// Applies one event, recording what it changed in `changes`.
-    fn observe(
-        replay: &mut Replay,
-        active: &mut HashMap<CallId, ActiveState>,
-        settled: &mut usize,
-        line: u64,
-        event: &SessionEvent,
-        changes: &mut HashMap<CallId, Change>,
-    ) {
-        if !replay.apply_event(line, event) {
+    fn observe(&mut self, line: u64, event: &SessionEvent, changes: &mut HashMap<CallId, Change>) {
+        if !self.replay.apply_event(line, event) {
             return;
         }
-        let view = replay.state().view();
+        let view = self.replay.state().view();
         for entry in &view.active {
-            if active.get(&entry.call_id) != Some(&entry.state) {
-                active.insert(entry.call_id.clone(), entry.state);
-                let state = match entry.state {
-                    ActiveState::Open => QuestionState::Open,
-                    ActiveState::Continued => QuestionState::Continued,
-                };
-                let questions =
-                    serde_json::to_string(&entry.questions).unwrap_or_else(|_| "[]".into());
+            if self.active.get(&entry.call_id) != Some(&entry.state) {
+                self.active.insert(entry.call_id.clone(), entry.state);
                 changes.insert(
                     entry.call_id.clone(),
                     Change {
-                        state,
-                        questions,
+                        state: active_state(entry.state),
+                        questions: questions_json(&entry.questions),
                         seq: event.seq,
+                        settled_by: String::new(),
                     },
                 );
             }
         }
+        let message_id = match &event.body {
+            EventBody::UserMessage(message) => message.id.clone().unwrap_or_default(),
+            _ => String::new(),
+        };
         // Settled calls are listed in settlement order and never removed.
-        for entry in view.settled.get(*settled..).unwrap_or_default() {
-            active.remove(&entry.call_id);
+        for entry in view.settled.get(self.settled..).unwrap_or_default() {
+            self.active.remove(&entry.call_id);
+            self.settled_by
+                .insert(entry.call_id.clone(), message_id.clone());
             changes.insert(
                 entry.call_id.clone(),
                 Change {
                     state: QuestionState::Settled,
                     questions: "[]".into(),
                     seq: event.seq,
+                    settled_by: message_id.clone(),
                 },
             );
         }
-        *settled = view.settled.len();
-        active.retain(|call, _| view.active.iter().any(|e| &e.call_id == call));
-    }
-
-    /// The rows `written` (a batch about to be appended) changes; [`LedgerFold::commit`] adopts
-    /// the fold once the batch is in.
-    pub(crate) fn plan(&mut self, first_line: u64, written: &[SessionEvent]) -> LedgerPlan {
-        let mut replay = self.replay.clone();
-        let mut active = self.active.clone();
-        let mut settled = self.settled;
-        let mut changes = HashMap::new();
-        for (index, event) in written.iter().enumerate() {
-            Self::observe(
-                &mut replay,
-                &mut active,
-                &mut settled,
-                first_line + index as u64,
-                event,
-                &mut changes,
+        self.settled = view.settled.len();
+        // A call the projection no longer lists, unsettled, is dropped.
+        let gone: Vec<CallId> = self
+            .active
+            .keys()
+            .filter(|call| !view.active.iter().any(|e| &e.call_id == *call))
+            .cloned()
+            .collect();
+        for call in gone {
+            self.active.remove(&call);
+            changes.insert(
+                call,
+                Change {
+                    state: QuestionState::Dropped,
+                    questions: "[]".into(),
+                    seq: event.seq,
+                    settled_by: String::new(),
+                },
             );
         }
-        self.staged = Some((replay, active, settled));
-        LedgerPlan { changes }
+    }
+}
+
+fn active_state(state: ActiveState) -> QuestionState {
+    match state {
+        ActiveState::Open => QuestionState::Open,
+        ActiveState::Continued => QuestionState::Continued,
+    }
+}
+
+fn questions_json(questions: &[Question]) -> String {
+    serde_json::to_string(questions).unwrap_or_else(|_| "[]".into())
+}
+
+impl LedgerFold {
+    /// A fold of a log whose header is `header`, before any record.
+    pub(crate) fn new(header: &SessionHeader) -> Self {
+        Self {
+            fold: Fold {
+                replay: Replay::new(header),
+                active: HashMap::new(),
+                settled: 0,
+                settled_by: HashMap::new(),
+            },
+            staged: None,
+        }
+    }
+
+    /// The rows `written` (a batch about to be appended from line `first_line` on) changes;
+    /// [`LedgerFold::commit`] adopts the fold once the batch is in.
+    pub(crate) fn plan(&mut self, first_line: u64, written: &[SessionEvent]) -> LedgerPlan {
+        let mut fold = self.fold.clone();
+        let mut changes = HashMap::new();
+        for (index, event) in written.iter().enumerate() {
+            fold.observe(first_line + index as u64, event, &mut changes);
+        }
+        self.staged = Some(fold);
+        LedgerPlan {
+            changes,
+            active: None,
+        }
     }
 
     /// Adopts the fold of the last planned batch (it was committed).
     pub(crate) fn commit(&mut self) {
-        if let Some((replay, active, settled)) = self.staged.take() {
-            self.replay = replay;
-            self.active = active;
-            self.settled = settled;
+        if let Some(fold) = self.staged.take() {
+            self.fold = fold;
         }
     }
 
     /// Every row the whole log implies, to bring the ledger in line with it on open (a log
-    /// imported, or written before the ledger existed).
+    /// imported, or written before the ledger existed): rows of calls the log no longer lists
+    /// as open or continued, unsettled, are dropped.
     pub(crate) fn snapshot(&self) -> LedgerPlan {
         let mut changes = HashMap::new();
-        let view = self.replay.state().view();
-        let seq = 0;
+        let view = self.fold.replay.state().view();
         for entry in &view.settled {
             changes.insert(
                 entry.call_id.clone(),
                 Change {
                     state: QuestionState::Settled,
                     questions: "[]".into(),
-                    seq,
+                    seq: 0,
+                    settled_by: self
+                        .fold
+                        .settled_by
+                        .get(&entry.call_id)
+                        .cloned()
+                        .unwrap_or_default(),
                 },
             );
         }
         for entry in &view.active {
-            let state = match entry.state {
-                ActiveState::Open => QuestionState::Open,
-                ActiveState::Continued => QuestionState::Continued,
-            };
             changes.insert(
                 entry.call_id.clone(),
                 Change {
-                    state,
-                    questions: serde_json::to_string(&entry.questions)
-                        .unwrap_or_else(|_| "[]".into()),
-                    seq,
+                    state: active_state(entry.state),
+                    questions: questions_json(&entry.questions),
+                    seq: 0,
+                    settled_by: String::new(),
                 },
             );
         }
-        LedgerPlan { changes }
+        let active = view
+            .active
+            .iter()
+            .map(|e| e.call_id.as_str().to_owned())
+            .collect();
+        LedgerPlan {
+            changes,
+            active: Some(active),
+        }
     }
 }
 
@@ -219,15 +270,7 @@ impl LogVisitor for FoldVisitor<'_> {
         if let (Some(fold), Scanned::Record(record)) = (&mut self.fold, scanned)
             && let Some(event) = record.record.event()
         {
-            let mut changes = HashMap::new();
-            LedgerFold::observe(
-                &mut fold.replay,
-                &mut fold.active,
-                &mut fold.settled,
-                record.line,
-                event,
-                &mut changes,
-            );
+            fold.fold.observe(record.line, event, &mut HashMap::new());
         }
         self.inner.line(scanned);
     }
@@ -236,7 +279,7 @@ impl LogVisitor for FoldVisitor<'_> {
 /// The prepared statements of [`LedgerPlan::apply_with`].
 pub(crate) struct LedgerStatements {
     questions: Statement,
-    admitted: Statement,
+    answers: Statement,
 }
 
 const UPSERT_QUESTIONS: &str =
@@ -245,14 +288,32 @@ const UPSERT_QUESTIONS: &str =
      FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(c, s, q, seq)
      ON CONFLICT (name, call_id) DO UPDATE SET
          state = EXCLUDED.state,
-         questions = CASE WHEN EXCLUDED.state = 'settled' THEN q.questions
+         questions = CASE WHEN EXCLUDED.state IN ('settled', 'dropped') THEN q.questions
                           ELSE EXCLUDED.questions END,
          changed_seq = EXCLUDED.changed_seq
      WHERE q.state IS DISTINCT FROM EXCLUDED.state";
 
-const MARK_ADMITTED: &str = "UPDATE ask_user_answers a SET admitted_seq = u.seq
-     FROM unnest($2::text[], $3::bigint[]) AS u(c, seq)
-     WHERE a.name = $1 AND a.call_id = u.c AND a.admitted_seq IS NULL";
+/// Settles the answers of calls that settled or were dropped: the answer whose id is the
+/// settling `user/message`'s is admitted; any other (a reply from elsewhere settled the call, or
+/// the question was dropped) is refused, so it is never admitted later.
+const SETTLE_ANSWERS: &str = "UPDATE ask_user_answers a SET
+         admitted_seq = CASE WHEN a.answer_id = u.m THEN u.seq END,
+         refused = CASE WHEN a.answer_id = u.m THEN NULL
+                        WHEN u.m IS NULL THEN 'the question was dropped from its session'
+                        ELSE 'another reply settled the question' END
+     FROM unnest($2::text[], $3::bigint[], $4::text[]) AS u(c, seq, m)
+     WHERE a.name = $1 AND a.call_id = u.c AND a.admitted_seq IS NULL AND a.refused IS NULL";
+
+/// On open: the rows the log no longer lists as open or continued, unsettled, are dropped, and
+/// their waiting answers refused.
+const DROP_STALE: &str = "WITH dropped AS (
+         UPDATE ask_user_questions SET state = 'dropped'
+         WHERE name = $1 AND state IN ('open', 'continued') AND NOT (call_id = ANY($2::text[]))
+         RETURNING call_id
+     )
+     UPDATE ask_user_answers a SET refused = 'the question was dropped from its session'
+     FROM dropped d
+     WHERE a.name = $1 AND a.call_id = d.call_id AND a.admitted_seq IS NULL AND a.refused IS NULL";
 
 impl LedgerPlan {
     /// The statements [`LedgerPlan::apply_with`] runs, prepared on `connection`; `None` when the
@@ -261,18 +322,19 @@ impl LedgerPlan {
         &self,
         connection: &mut Connection,
     ) -> Result<Option<LedgerStatements>, PgError> {
-        if self.changes.is_empty() {
+        if self.changes.is_empty() && self.active.is_none() {
             return Ok(None);
         }
         Ok(Some(LedgerStatements {
             questions: connection.statement(UPSERT_QUESTIONS)?,
-            admitted: connection.statement(MARK_ADMITTED)?,
+            answers: connection.statement(SETTLE_ANSWERS)?,
         }))
     }
 
-    /// Writes the rows in `tx`: question states, and the admission of answers whose call settled.
+    /// Writes the rows in `tx`: question states, and the admission (or refusal) of answers whose
+    /// call settled or was dropped.
     pub(crate) fn apply(&self, tx: &mut Transaction<'_>, name: &str) -> Result<(), PgError> {
-        self.write(tx, name, UPSERT_QUESTIONS, MARK_ADMITTED)
+        self.write(tx, name, UPSERT_QUESTIONS, SETTLE_ANSWERS)
     }
 
     /// [`LedgerPlan::apply`] with the statements prepared beforehand.
@@ -283,7 +345,7 @@ impl LedgerPlan {
         statements: Option<&LedgerStatements>,
     ) -> Result<(), PgError> {
         match statements {
-            Some(s) => self.write(tx, name, &s.questions, &s.admitted),
+            Some(s) => self.write(tx, name, &s.questions, &s.answers),
             None => Ok(()),
         }
     }
@@ -293,8 +355,12 @@ impl LedgerPlan {
         tx: &mut Transaction<'_>,
         name: &str,
         questions_statement: &S,
-        admitted_statement: &S,
+        answers_statement: &S,
     ) -> Result<(), PgError> {
+        if let Some(active) = &self.active {
+            tx.execute(DROP_STALE, &[&name, active])
+                .map_err(PgError::Query)?;
+        }
         if self.changes.is_empty() {
             return Ok(());
         }
@@ -302,27 +368,33 @@ impl LedgerPlan {
         let mut states = Vec::with_capacity(self.changes.len());
         let mut questions = Vec::with_capacity(self.changes.len());
         let mut seqs = Vec::with_capacity(self.changes.len());
-        let mut settled_calls = Vec::new();
-        let mut settled_seqs = Vec::new();
+        let (mut ended_calls, mut ended_seqs, mut ended_by) = (Vec::new(), Vec::new(), Vec::new());
         for (call, change) in &self.changes {
             calls.push(call.as_str().to_owned());
             states.push(change.state.as_str());
             questions.push(change.questions.clone());
             let seq = i64::try_from(change.seq).unwrap_or(i64::MAX);
             seqs.push(seq);
-            if change.state == QuestionState::Settled {
-                settled_calls.push(call.as_str().to_owned());
-                settled_seqs.push(seq);
-            }
+            let by = match change.state {
+                QuestionState::Settled => Some(change.settled_by.clone()),
+                QuestionState::Dropped => None,
+                QuestionState::Open | QuestionState::Continued => continue,
+            };
+            ended_calls.push(call.as_str().to_owned());
+            ended_seqs.push(seq);
+            ended_by.push(by);
         }
         tx.execute(
             questions_statement,
             &[&name, &calls, &states, &questions, &seqs],
         )
         .map_err(PgError::Query)?;
-        if !settled_calls.is_empty() {
-            tx.execute(admitted_statement, &[&name, &settled_calls, &settled_seqs])
-                .map_err(PgError::Query)?;
+        if !ended_calls.is_empty() {
+            tx.execute(
+                answers_statement,
+                &[&name, &ended_calls, &ended_seqs, &ended_by],
+            )
+            .map_err(PgError::Query)?;
         }
         Ok(())
     }
@@ -349,6 +421,9 @@ pub enum AnswerError {
     /// The question is settled already.
     #[error("call {0} is already settled")]
     Settled(CallId),
+    /// The session no longer asks it (its call ended without a question to answer).
+    #[error("call {0} is no longer a question in its session")]
+    Dropped(CallId),
     /// Another front end answered first; its answer is the one admitted.
     #[error("a reply to call {0} is already queued; the first answer wins")]
     ReplyQueued(CallId),
@@ -366,7 +441,7 @@ impl AnswerError {
         match self {
             Self::UnknownSession(_) => "UNKNOWN_SESSION",
             Self::UnknownCall { .. } => "UNKNOWN_CALL",
-            Self::Open(_) => "NOT_CONTINUED",
+            Self::Open(_) | Self::Dropped(_) => "NOT_CONTINUED",
             Self::Settled(_) => "ALREADY_SETTLED",
             Self::ReplyQueued(_) => "REPLY_QUEUED",
             Self::BadAnswer(_) => "BAD_ANSWER",
@@ -415,8 +490,9 @@ impl PgStore {
     /// Answers the continued question `call_id` of session `name` from any front end: the batch
     /// is validated against the stored questions, then one statement holds the question's row,
     /// checks it is still continued, inserts the answer unless one is there already (the first
-    /// answer wins) and notifies the session's workers, committed on its own. Returns the answer's id. The owner of the session (or
-    /// whoever opens it next) admits it.
+    /// answer wins) and notifies the session's workers, committed on its own. Returns the
+    /// answer's id. A [`Worker`](crate::Worker) (or [`admit_answers`](crate::admit_answers))
+    /// admits it; a host that holds the session otherwise does not read the ledger.
     pub fn answer(
         &self,
         name: &str,
@@ -459,9 +535,8 @@ impl PgStore {
             match QuestionState::parse(row.get(0)) {
                 Some(QuestionState::Continued) => {}
                 Some(QuestionState::Open) => return Ok(Err(AnswerError::Open(call))),
-                Some(QuestionState::Settled) | None => {
-                    return Ok(Err(AnswerError::Settled(call)));
-                }
+                Some(QuestionState::Settled) => return Ok(Err(AnswerError::Settled(call))),
+                Some(QuestionState::Dropped) | None => return Ok(Err(AnswerError::Dropped(call))),
             }
             let questions: Vec<Question> =
                 serde_json::from_str(row.get(1)).map_err(PgError::Json)?;
@@ -514,7 +589,8 @@ impl PgStore {
                 .client()?
                 .query(
                     "SELECT call_id, answer_id, batch::text, provenance::text
-                     FROM ask_user_answers WHERE name = $1 AND admitted_seq IS NULL
+                     FROM ask_user_answers
+                     WHERE name = $1 AND admitted_seq IS NULL AND refused IS NULL
                      ORDER BY answered_at, call_id",
                     &[&key],
                 )
@@ -533,18 +609,45 @@ impl PgStore {
         })
     }
 
-    /// The sessions with an answer waiting for admission whose lease is free (nobody is there to
-    /// admit it), oldest answer first.
+    /// Records that `answer` will never be admitted, and why.
+    pub fn refuse(&self, name: &str, answer: &LedgerAnswer, why: &str) -> Result<(), PgError> {
+        let (key, call, id, why) = (
+            name.to_owned(),
+            answer.call_id.as_str().to_owned(),
+            answer.answer_id.clone(),
+            why.to_owned(),
+        );
+        tracing::warn!(session = name, call_id = %answer.call_id, reason = %why, "accepted answer refused");
+        self.db().run(move |connection| {
+            connection
+                .client()?
+                .execute(
+                    "UPDATE ask_user_answers SET refused = $4
+                     WHERE name = $1 AND call_id = $2 AND answer_id = $3
+                       AND admitted_seq IS NULL AND refused IS NULL",
+                    &[&key, &call, &id, &why],
+                )
+                .map_err(PgError::Query)?;
+            Ok(())
+        })
+    }
+
+    /// The sessions nobody holds (their lease is free) with work for a worker, oldest first: an
+    /// answer waiting for admission, or a question left open by a host that is gone (opening the
+    /// session repairs the call, and the question becomes continued).
     pub fn sessions_to_admit(&self) -> Result<Vec<String>, PgError> {
         self.db().run(|connection| {
             let rows = connection
                 .client()?
                 .query(
-                    "SELECT a.name FROM ask_user_answers a
-                     JOIN ask_user_sessions s ON s.name = a.name
-                     WHERE a.admitted_seq IS NULL
-                       AND (s.owner IS NULL OR s.lease_until < now())
-                     GROUP BY a.name ORDER BY min(a.answered_at)",
+                    "SELECT s.name FROM ask_user_sessions s
+                     WHERE (s.owner IS NULL OR s.lease_until < now())
+                       AND (EXISTS (SELECT 1 FROM ask_user_answers a
+                                    WHERE a.name = s.name AND a.admitted_seq IS NULL
+                                      AND a.refused IS NULL)
+                            OR EXISTS (SELECT 1 FROM ask_user_questions q
+                                       WHERE q.name = s.name AND q.state = 'open'))
+                     ORDER BY s.created_at, s.name",
                     &[],
                 )
                 .map_err(PgError::Query)?;
@@ -563,9 +666,9 @@ impl PgStore {
                     "SELECT q.name, q.call_id, q.state, q.questions::text,
                             EXISTS (SELECT 1 FROM ask_user_answers a
                                     WHERE a.name = q.name AND a.call_id = q.call_id
-                                      AND a.admitted_seq IS NULL)
+                                      AND a.admitted_seq IS NULL AND a.refused IS NULL)
                      FROM ask_user_questions q
-                     WHERE q.state <> 'settled' AND ($1::text IS NULL OR q.name = $1)
+                     WHERE q.state IN ('open', 'continued') AND ($1::text IS NULL OR q.name = $1)
                      ORDER BY q.name, q.changed_seq, q.call_id",
                     &[&key],
                 )

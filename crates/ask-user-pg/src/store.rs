@@ -67,6 +67,9 @@ pub struct PgStore {
 
 struct Inner {
     db: Db,
+    /// What connecting needs (an import and the lease renewals use connections of their own).
+    config: String,
+    schema: String,
     owner: String,
     lease_secs: f64,
     /// The live writers of this store: log name → the epoch each holds.
@@ -94,16 +97,21 @@ impl PgStore {
         let (stop, stopped) = mpsc::channel();
         let inner = Arc::new(Inner {
             db,
+            config: config.to_owned(),
+            schema: options.schema.clone(),
             owner,
             lease_secs: options.lease.as_secs_f64(),
             live: Mutex::new(HashMap::new()),
             _stop_renewing: stop,
         });
         let weak = Arc::downgrade(&inner);
-        let every = options.renew_every;
+        let every = options.renew_every.min(options.lease / 2);
+        // Renewals run on a connection of their own: a long statement of this store (an import,
+        // a lock waited for) must not let its writers' leases run out.
+        let renewals = Db::start(config, &options.schema)?;
         thread::Builder::new()
             .name("ask-user-pg-lease".into())
-            .spawn(move || renew_leases(&weak, &stopped, every))
+            .spawn(move || renew_leases(&weak, &renewals, &stopped, every))
             .map_err(|e| PgError::Thread(e.to_string()))?;
         Ok(Self { inner })
     }
@@ -126,6 +134,11 @@ impl PgStore {
 
     pub(crate) fn db(&self) -> &Db {
         &self.inner.db
+    }
+
+    /// A new connection to the same database and schema, on a thread of its own.
+    pub(crate) fn second_connection(&self) -> Result<Db, PgError> {
+        Db::start(&self.inner.config, &self.inner.schema)
     }
 
     fn fail(&self, op: &'static str, name: &str, error: PgError) -> StoreError {
@@ -201,15 +214,18 @@ impl PgStore {
             .db
             .run(move |connection| {
                 let client = connection.client()?;
-                // An owner whose lease ran out is taken over (and fenced); it is named in a
-                // warning (read from the statement's snapshot: for the message only).
+                // An owner whose lease ran out is taken over (and fenced), and named in a
+                // warning. A row another transaction holds is skipped, not waited for: it is
+                // being written, so it is taken (`Locked`).
                 let row = client
                     .query_opt(
                         "UPDATE ask_user_sessions s
                          SET owner = $2, epoch = s.epoch + 1,
                              lease_until = now() + make_interval(secs => $3)
-                         FROM (SELECT owner FROM ask_user_sessions WHERE name = $1) AS previous
-                         WHERE s.name = $1 AND (s.owner IS NULL OR s.lease_until < now())
+                         FROM (SELECT name, owner FROM ask_user_sessions
+                               WHERE name = $1 FOR UPDATE SKIP LOCKED) AS previous
+                         WHERE s.name = previous.name
+                           AND (s.owner IS NULL OR s.lease_until < now())
                          RETURNING s.epoch, previous.owner",
                         &[&key, &owner, &lease],
                     )
@@ -306,7 +322,7 @@ fn default_owner() -> String {
 }
 
 /// Renews the leases of the store's live writers every `every`, until the store is dropped.
-fn renew_leases(inner: &Weak<Inner>, stopped: &mpsc::Receiver<()>, every: Duration) {
+fn renew_leases(inner: &Weak<Inner>, db: &Db, stopped: &mpsc::Receiver<()>, every: Duration) {
     loop {
         match stopped.recv_timeout(every) {
             Err(RecvTimeoutError::Timeout) => {}
@@ -324,7 +340,8 @@ fn renew_leases(inner: &Weak<Inner>, stopped: &mpsc::Receiver<()>, every: Durati
         }
         let owner = inner.owner.clone();
         let lease = inner.lease_secs;
-        let renewed = inner.db.run(move |connection| {
+        drop(inner);
+        let renewed = db.run(move |connection| {
             connection
                 .client()?
                 .execute(
@@ -639,6 +656,16 @@ struct PgWriter {
     ledger: LedgerFold,
 }
 
+impl PgWriter {
+    /// Stops renewing this writer's lease (only if the store's live entry is this writer's).
+    fn forget_lease(&self) {
+        let mut live = lock(&self.inner.live);
+        if live.get(&self.name) == Some(&self.epoch) {
+            live.remove(&self.name);
+        }
+    }
+}
+
 impl Drop for PgWriter {
     fn drop(&mut self) {
         if self.state != WriterState::Fenced {
@@ -755,7 +782,7 @@ impl SessionWriter for PgWriter {
             Ok(Appended::Done) => {}
             Ok(Appended::Fenced) => {
                 self.state = WriterState::Fenced;
-                lock(&self.inner.live).remove(&self.name);
+                self.forget_lease();
                 tracing::warn!(log = %self.location.display(), "writer fenced: the log was taken over");
                 return Err(StoreError::Fenced {
                     path: self.location.clone(),
@@ -767,6 +794,9 @@ impl SessionWriter for PgWriter {
                 let ambiguous = matches!(error, PgError::Commit(_) | PgError::Closed);
                 if ambiguous {
                     self.state = WriterState::Poisoned;
+                    // A poisoned writer stops renewing: its lease runs out, and another writer
+                    // may take the log over.
+                    self.forget_lease();
                 }
                 return Err(StoreError::AppendFailed {
                     path: self.location.clone(),

@@ -23,6 +23,9 @@ pub struct ImportReport {
     pub byte_length: u64,
     /// The length of an incomplete last line, left out.
     pub torn_tail: Option<u64>,
+    /// Why the first open after the import failed, if it did (the rows are in; the session's
+    /// next open tries again).
+    pub open_warning: Option<String>,
 }
 
 /// Why an export or import failed. An import that fails leaves nothing in the database.
@@ -67,22 +70,29 @@ impl PgStore {
         Ok(io::copy(&mut lines, out)?)
     }
 
-    /// Imports a JSONL session log as the session `name`, in one transaction, then opens it once
-    /// so the ledger holds its questions.
+    /// Imports a JSONL session log as the session `name`, in one transaction on a connection of
+    /// its own, then opens it once so the ledger learns its questions. Nothing is appended: the
+    /// session exports byte for byte as imported.
     pub fn import(&self, name: &str, input: &mut dyn BufRead) -> Result<ImportReport, ExportError> {
         let mut header = Vec::new();
         input.read_until(b'\n', &mut header)?;
-        if session_log::LogScanner::open(header.as_slice()).is_err() || !header.ends_with(b"\n") {
+        let parsed = session_log::LogScanner::open(header.as_slice()).ok();
+        let Some((parsed, _)) = parsed.filter(|_| header.ends_with(b"\n")) else {
             return Err(ExportError::Header(
                 "the first line is not a complete session header".into(),
             ));
-        }
+        };
+        // A log of a newer format is refused before anything is written.
+        session_log::backend::check_writable(&self.location(name), &parsed)?;
+        // The transaction runs on a connection of its own: however long the input takes, this
+        // store's other work (and its writers' leases) goes on.
+        let db = self.second_connection()?;
         let (batches, receive) = mpsc::sync_channel::<Batch>(2);
         let key = name.to_owned();
         let header_row = header.clone();
         // One job holds the transaction and inserts the batches this thread reads.
         let (done, result) = mpsc::sync_channel(1);
-        self.db().spawn(move |connection| {
+        db.spawn(move |connection| {
             let outcome = (|| -> Result<bool, PgError> {
                 let mut tx = connection.client()?.transaction().map_err(PgError::Query)?;
                 let length = i64::try_from(header_row.len()).unwrap_or(i64::MAX);
@@ -143,8 +153,14 @@ impl PgStore {
             Err(PgError::Closed) if read.is_err() => return read,
             Err(error) => return Err(ExportError::Db(error)),
         }
-        let report = read?;
-        drop(self.open(name, &mut ())?);
+        let mut report = read?;
+        // Opened once, so the ledger holds its questions (and a worker then repairs a call a
+        // crash left unfinished: its open question has a free lease). The rows are in whatever
+        // happens here: a failure is reported, not an import failure. Nothing is appended, so
+        // the session exports as it was imported.
+        if let Err(error) = self.open(name, &mut ()) {
+            report.open_warning = Some(error.to_string());
+        }
         Ok(report)
     }
 }

@@ -20,7 +20,7 @@ use ask_user_host::{Host, HostError, HostRuntime, SessionOptions};
 use postgres::fallible_iterator::FallibleIterator;
 use session_log::StoreError;
 use user_questions::sync::lock_unpoisoned as lock;
-use user_questions::{AskError, ErrorCode, SessionId};
+use user_questions::{AskError, CallId, ErrorCode, SessionId};
 
 use crate::PgError;
 use crate::store::PgStore;
@@ -30,8 +30,8 @@ use crate::store::PgStore;
 pub struct Admitted {
     /// Replies admitted (each settles its question).
     pub admitted: usize,
-    /// Accepted answers the session could not take (its projection no longer shows the question
-    /// as continued); they stay in the ledger, unadmitted.
+    /// Accepted answers the session could not take (the question is no longer continued there,
+    /// or another reply settled it); the ledger records them as refused, never admitted.
     pub refused: usize,
     /// Another process holds the session's lease: it admits them.
     pub busy: bool,
@@ -80,40 +80,74 @@ fn open_session(runtime: &HostRuntime, name: &str) -> Result<Option<Host>, Admit
     }
 }
 
-/// Admits the accepted answers of session `name` through `host`, which holds its lease.
+/// Admits the accepted answers of session `name` through `host`, which holds its lease: each in
+/// a turn of its own, as the `user/message` whose id is the answer's id.
 fn admit_in(host: &Host, store: &PgStore, name: &str) -> Result<Admitted, AdmitError> {
-    // Read under the lease: another process may have admitted some meanwhile.
-    let mut refused = 0;
+    let (mut admitted, mut refused) = (0, 0);
     for answer in store.unadmitted(name)? {
-        match host.late_answers().answer(
+        let offered = host.late_answers().answer_as(
             &host.agent(),
             &answer.call_id,
-            answer.batch,
-            answer.provenance,
-        ) {
+            answer.batch.clone(),
+            answer.provenance.clone(),
+            answer.answer_id.clone(),
+        );
+        match offered {
             Ok(true) => {}
+            // A reply for the call is queued already: this answer's own (queued by an owner that
+            // stopped before admitting it), or one from elsewhere, which then settles the call
+            // and refuses this answer in the same transaction.
+            Err(AskError::Question(error)) if error.is(&ErrorCode::ReplyQueued) => {}
             Ok(false) => {
-                tracing::warn!(session = name, call_id = %answer.call_id, "accepted answer for a question that is not continued; left unadmitted");
+                store.refuse(
+                    name,
+                    &answer,
+                    "the session no longer shows the question as continued",
+                )?;
+                refused += 1;
+                continue;
+            }
+            Err(AskError::Question(error)) => {
+                store.refuse(name, &answer, error.message())?;
+                refused += 1;
+                continue;
+            }
+            Err(error @ AskError::Foreign(_)) => return Err(error.into()),
+        }
+        let Some(message_id) = queued_reply(host, &answer.call_id) else {
+            continue;
+        };
+        if let Some(reply) = host.begin_turn_with(&message_id)? {
+            host.begin_step()?;
+            host.admit(&reply)?;
+            host.end_turn("completed")?;
+            if message_id == answer.answer_id {
+                admitted += 1;
+            } else {
                 refused += 1;
             }
-            // Queued by an earlier owner that stopped before admitting it: admitted below.
-            Err(AskError::Question(error)) if error.is(&ErrorCode::ReplyQueued) => {}
-            Err(error) => return Err(error.into()),
         }
     }
-    let replies = host.begin_turn()?;
-    if !replies.is_empty() {
-        host.begin_step()?;
-        for reply in &replies {
-            host.admit(reply)?;
-        }
-    }
-    host.end_turn("completed")?;
     Ok(Admitted {
-        admitted: replies.len(),
+        admitted,
         refused,
         busy: false,
     })
+}
+
+/// The id of the reply queued for `call_id`: reserved by this session, or restored from its
+/// durable inbox.
+fn queued_reply(host: &Host, call_id: &CallId) -> Option<String> {
+    host.late_answers()
+        .reservation(&host.session(), call_id)
+        .map(|r| r.message_id)
+        .or_else(|| {
+            host.host_agent()
+                .next_turn()
+                .into_iter()
+                .find(|m| m.reply_call_id() == Some(call_id))
+                .map(|m| m.id)
+        })
 }
 
 /// What a [`Worker`] reports as it goes.
@@ -313,6 +347,7 @@ fn listen(config: &str, wake: mpsc::Sender<Wake>, stopped: Arc<AtomicBool>) {
                     continue;
                 };
                 if client.batch_execute("LISTEN ask_user_answers").is_err() {
+                    thread::sleep(Duration::from_secs(1));
                     continue;
                 }
                 if wake.send(Wake::Hint).is_err() {

@@ -13,7 +13,11 @@ mod common;
 use std::io::BufReader;
 
 use ask_user_host::HostRuntime;
-use ask_user_pg::{AnswerError, PgError, PgStore, QuestionState, SCHEMA_VERSION, admit_answers};
+use std::time::Duration;
+
+use ask_user_pg::{
+    AnswerError, PgError, PgStore, QuestionState, SCHEMA_VERSION, Worker, admit_answers,
+};
 use common::{client, drop_schema, options, pending_turn, session_with_pending};
 use session_log::{EventBody, LogVisitor, NewSession, Scanned, SessionStore, StoreError};
 use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, QuestionLimits};
@@ -44,6 +48,25 @@ fn replies_in_log(store: &PgStore, name: &str, call_id: &str) -> usize {
     let mut count = Count(call_id, 0);
     store.read(name, &mut count).unwrap();
     count.1
+}
+
+/// The ids of the late replies in the log.
+fn reply_ids(store: &PgStore, name: &str) -> std::collections::BTreeSet<String> {
+    struct Ids(std::collections::BTreeSet<String>);
+    impl LogVisitor for Ids {
+        fn line(&mut self, scanned: &Scanned<'_>) {
+            if let Scanned::Record(record) = scanned
+                && let Some(event) = record.record.event()
+                && let EventBody::UserMessage(message) = &event.body
+                && message.reply_call_id().is_some()
+            {
+                self.0.extend(message.id.clone());
+            }
+        }
+    }
+    let mut ids = Ids(std::collections::BTreeSet::new());
+    store.read(name, &mut ids).unwrap();
+    ids.0
 }
 
 /// The projection replayed from the log's rows.
@@ -267,14 +290,41 @@ fn admission_settles_each_answer_exactly_once() {
             )
             .unwrap();
     }
+    let ids: Vec<String> = store
+        .unadmitted("s")
+        .unwrap()
+        .into_iter()
+        .map(|a| a.answer_id)
+        .collect();
+    // A worker that keeps the session open: its second pass finds nothing and writes nothing.
     let runtime = HostRuntime::new(store.clone(), None).unwrap();
-    let first = admit_answers(&runtime, &store, "s").unwrap();
-    assert_eq!(first.admitted, 2);
+    let worker = Worker::new(
+        &url,
+        store.clone(),
+        runtime,
+        Duration::from_secs(1),
+        Duration::from_secs(60),
+    );
+    let mut seen = Vec::new();
+    worker.pass(&mut |event| seen.push(format!("{event:?}")));
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen[0].contains("admitted: 2"), "{seen:?}");
+    let length = store.read("s", &mut ()).unwrap().scan.end;
+    worker.pass(&mut |event| panic!("nothing to do, yet {event:?}"));
+    assert_eq!(
+        store.read("s", &mut ()).unwrap().scan.end,
+        length,
+        "a retry after the commit is a no-op"
+    );
+    drop(worker);
+    let runtime = HostRuntime::new(store.clone(), None).unwrap();
     let again = admit_answers(&runtime, &store, "s").unwrap();
-    assert_eq!(again.admitted, 0, "a retry after the commit is a no-op");
+    assert_eq!(again.admitted, 0);
     for call in ["ask-1", "ask-2"] {
         assert_eq!(replies_in_log(&store, "s", call), 1);
     }
+    // Each reply is the `user/message` whose id is its answer's.
+    assert_eq!(reply_ids(&store, "s"), ids.into_iter().collect());
     assert!(store.unadmitted("s").unwrap().is_empty());
     assert!(
         store.questions(Some("s")).unwrap().is_empty(),
@@ -320,7 +370,13 @@ fn a_reply_queued_by_an_owner_that_died_is_admitted_once() {
         let answer = store.unadmitted("s").unwrap().remove(0);
         assert!(
             host.late_answers()
-                .answer(&host.agent(), &call, answer.batch, answer.provenance)
+                .answer_as(
+                    &host.agent(),
+                    &call,
+                    answer.batch,
+                    answer.provenance,
+                    answer.answer_id
+                )
                 .unwrap()
         );
     }
@@ -386,5 +442,143 @@ fn every_corpus_log_exports_byte_identical_after_import() {
         matches!(exists, ask_user_pg::ExportError::Exists(_)),
         "{exists}"
     );
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn a_reply_from_elsewhere_settles_the_call_and_refuses_the_ledger_answer() {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    session_with_pending(&store, "s", &["ask-1"]);
+    let call = CallId::from("ask-1");
+    let id = store
+        .answer(
+            "s",
+            &call,
+            &scope("Tool only"),
+            &human(),
+            &QuestionLimits::default(),
+        )
+        .unwrap();
+    // A surface of the session's own host queues another reply first (not through the ledger).
+    let runtime = HostRuntime::new(store.clone(), None).unwrap();
+    {
+        let (host, _) = runtime
+            .open("s", ask_user_host::SessionOptions::named("s"))
+            .unwrap();
+        assert!(
+            host.late_answers()
+                .answer(&host.agent(), &call, scope("Everything"), human())
+                .unwrap()
+        );
+    }
+    let admitted = admit_answers(&runtime, &store, "s").unwrap();
+    assert_eq!((admitted.admitted, admitted.refused), (0, 1));
+    assert_eq!(
+        replies_in_log(&store, "s", "ask-1"),
+        1,
+        "one reply settles the call"
+    );
+    assert!(
+        !reply_ids(&store, "s").contains(&id),
+        "the other reply is the one admitted"
+    );
+    let refused: Option<String> = client(&url, &schema)
+        .query_one("SELECT refused FROM ask_user_answers", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        refused.as_deref(),
+        Some("another reply settled the question")
+    );
+    assert!(
+        store.unadmitted("s").unwrap().is_empty(),
+        "never admitted later"
+    );
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn a_dead_hosts_open_question_is_repaired_by_a_worker_then_answered() {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    let mut writer = store.create("s", &NewSession::new("s")).unwrap();
+    // The host died while its tool call was waiting: no result.
+    writer.append(&pending_turn(0, 1, "ask-1")[..4]).unwrap();
+    drop(writer);
+    let call = CallId::from("ask-1");
+    let limits = QuestionLimits::default();
+    let open = store
+        .answer("s", &call, &scope("Tool only"), &human(), &limits)
+        .unwrap_err();
+    assert_eq!(open.code(), "NOT_CONTINUED");
+    assert_eq!(
+        store.sessions_to_admit().unwrap(),
+        ["s"],
+        "a worker has work there"
+    );
+    let runtime = HostRuntime::new(store.clone(), None).unwrap();
+    let worker = Worker::new(
+        &url,
+        store.clone(),
+        runtime,
+        Duration::from_secs(1),
+        Duration::ZERO,
+    );
+    worker.pass(&mut |event| panic!("nothing to admit, yet {event:?}"));
+    assert_eq!(
+        store.questions(Some("s")).unwrap()[0].state,
+        QuestionState::Continued,
+        "resume repair made it continued"
+    );
+    store
+        .answer("s", &call, &scope("Tool only"), &human(), &limits)
+        .unwrap();
+    let mut admitted = 0;
+    worker.pass(&mut |_| admitted += 1);
+    assert_eq!(admitted, 1);
+    assert_eq!(replies_in_log(&store, "s", "ask-1"), 1);
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn a_call_that_ends_without_a_question_is_dropped_from_the_ledger() {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    let mut writer = store.create("s", &NewSession::new("s")).unwrap();
+    let mut turn = pending_turn(0, 1, "ask-1");
+    // The call's result is an error, not `pending`: nothing waits for an answer.
+    turn[4] = ask_user_testkit::logs::ev(
+        "tool/result",
+        4,
+        serde_json::json!({"turn":1,"step":1,"message":{"id":"m-1","role":"tool","toolCallId":"ask-1","content":[{"type":"text","text":"{\"error\":{\"code\":\"ASK_ABORTED\"}}"}],"isError":true}}),
+    );
+    writer.append(&turn[..4]).unwrap();
+    assert_eq!(store.questions(Some("s")).unwrap().len(), 1);
+    writer.append(&turn[4..]).unwrap();
+    drop(writer);
+    assert!(
+        store.questions(Some("s")).unwrap().is_empty(),
+        "not listed any more"
+    );
+    let state: String = client(&url, &schema)
+        .query_one("SELECT state FROM ask_user_questions", &[])
+        .unwrap()
+        .get(0);
+    assert!(
+        replayed(&store, "s").view().active.is_empty(),
+        "the projection agrees"
+    );
+    assert_eq!(state, "dropped");
+    let refused = store
+        .answer(
+            "s",
+            &CallId::from("ask-1"),
+            &scope("Tool only"),
+            &human(),
+            &QuestionLimits::default(),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code(), "NOT_CONTINUED");
     drop_schema(&url, &schema);
 }

@@ -150,6 +150,22 @@ impl LateAnswers {
         batch: AnswerBatch,
         origin: Provenance,
     ) -> Result<bool, AskError> {
+        self.answer_as(agent, call_id, batch, origin, new_message_id())
+    }
+
+    /// [`answer`](Self::answer) with the reply's message id given by the caller instead of a
+    /// fresh one (step 5): a host that records answers elsewhere first (a database ledger) uses
+    /// that answer's id, so the admitted `user/message` names the answer it admits. The id must
+    /// be new to the session.
+    #[allow(clippy::needless_pass_by_value)]
+    pub fn answer_as(
+        &self,
+        agent: &AgentHandle,
+        call_id: &CallId,
+        batch: AnswerBatch,
+        origin: Provenance,
+        message_id: String,
+    ) -> Result<bool, AskError> {
         let Some(seam) = self.inner.seam.upgrade() else {
             return Err(UserQuestionError::ask_aborted().into());
         };
@@ -182,7 +198,6 @@ impl LateAnswers {
         // Step 4.
         let answers = seam.validate_answers(&entry.questions, &batch, Some(call_id))?;
         // Step 5.
-        let message_id = new_message_id();
         let message = reply_message(
             message_id.clone(),
             call_id,

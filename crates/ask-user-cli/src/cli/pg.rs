@@ -150,21 +150,29 @@ pub(super) async fn worker(args: WorkerArgs) -> Result<Exit, CliError> {
         }
     };
     if args.once {
-        worker.pass(&mut report);
-        return Ok(Exit::Ok);
+        let mut failed = false;
+        worker.pass(&mut |event: &WorkerEvent<'_>| {
+            failed |= !matches!(event, WorkerEvent::Admitted { .. });
+            report(event);
+        });
+        return Ok(if failed { Exit::Log } else { Exit::Ok });
     }
     eprintln!(
         "worker {} admitting answers (Ctrl-C stops)",
         visible(&owner)
     );
     let stop = worker.stopper();
-    let run = tokio::task::spawn_blocking(move || worker.run(&mut report));
+    let mut run = tokio::task::spawn_blocking(move || worker.run(&mut report));
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {
-            stop.stop();
-        }
-        () = terminate() => {
-            stop.stop();
+        _ = tokio::signal::ctrl_c() => stop.stop(),
+        () = terminate() => stop.stop(),
+        ended = &mut run => {
+            // The worker never returns unless stopped: it panicked.
+            return Err(CliError::new(
+                "INTERNAL",
+                format!("the worker stopped: {ended:?}"),
+                Exit::Failure,
+            ));
         }
     }
     let _ = run.await;
@@ -217,9 +225,23 @@ pub(super) fn export(args: &ExportArgs) -> Result<Exit, CliError> {
                 Exit::Log,
             )
         })?;
-    let bytes = store.export(&args.session, &mut file).map_err(failed)?;
-    file.sync_all()
-        .map_err(|e| CliError::new("LOG_IO", e.to_string(), Exit::Log))?;
+    let written = store
+        .export(&args.session, &mut file)
+        .map_err(failed)
+        .and_then(|bytes| {
+            file.sync_all()
+                .map(|()| bytes)
+                .map_err(|e| CliError::new("LOG_IO", e.to_string(), Exit::Log))
+        });
+    let bytes = match written {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            // No partial log is left behind (a retry would be refused by it).
+            drop(file);
+            let _ = std::fs::remove_file(path);
+            return Err(error);
+        }
+    };
     eprintln!("{bytes} bytes written to {}", path.display());
     Ok(Exit::Ok)
 }
@@ -279,6 +301,12 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
             .map(|n| format!(", an incomplete last line of {n} bytes left out"))
             .unwrap_or_default()
     );
+    if let Some(warning) = &report.open_warning {
+        eprintln!(
+            "warning: the session is in, but opening it failed ({}); its next open tries again",
+            visible(warning)
+        );
+    }
     Ok(Exit::Ok)
 }
 
@@ -290,14 +318,6 @@ pub(super) fn pending(
     json: bool,
 ) -> Result<Exit, CliError> {
     let store = connect(url, schema)?;
-    if let (Some(session), true) = (session, json) {
-        // The projection view of the session, exactly as for a file.
-        let load = load_projection(&store, session, CheckpointPolicy::ReadOnly)?;
-        let text = serde_json::to_string(load.state.view())
-            .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
-        println!("{}", json_visible(&text));
-        return Ok(Exit::Ok);
-    }
     if let Some(session) = session
         && !session_log::SessionStore::exists(&store, session)?
     {
@@ -306,6 +326,14 @@ pub(super) fn pending(
             format!("no session {session:?} in the database"),
             Exit::Log,
         ));
+    }
+    if let (Some(session), true) = (session, json) {
+        // The projection view of the session, exactly as for a file.
+        let load = load_projection(&store, session, CheckpointPolicy::ReadOnly)?;
+        let text = serde_json::to_string(load.state.view())
+            .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
+        println!("{}", json_visible(&text));
+        return Ok(Exit::Ok);
     }
     let questions = store.questions(session).map_err(|e| db_error(&e))?;
     if json {
@@ -394,7 +422,8 @@ pub(super) fn answer(
                 AnswerError::UnknownSession(_) | AnswerError::Db(_) => Exit::Log,
                 AnswerError::UnknownCall { .. }
                 | AnswerError::Open(_)
-                | AnswerError::Settled(_) => Exit::NotContinued,
+                | AnswerError::Settled(_)
+                | AnswerError::Dropped(_) => Exit::NotContinued,
                 AnswerError::ReplyQueued(_) => Exit::ReplyQueued,
                 AnswerError::BadAnswer(_) => Exit::BadAnswer,
             };
@@ -406,17 +435,23 @@ pub(super) fn answer(
         visible(&answer_id)
     );
     if admit {
-        let runtime = HostRuntime::new(store.clone(), None)?;
-        let admitted = admit_answers(&runtime, store, session)
-            .map_err(|e| CliError::new("ADMIT_FAILED", e.to_string(), Exit::Log))?;
-        if admitted.busy {
-            eprintln!("the session is held by a worker, which admits it");
-        } else {
-            eprintln!(
+        // The answer is durable in the ledger already: a failed admission is reported, and left
+        // to a worker, never turned into a failure of the answer.
+        let admitted = HostRuntime::new(store.clone(), None)
+            .map_err(|e| e.to_string())
+            .and_then(|runtime| admit_answers(&runtime, store, session).map_err(|e| e.to_string()));
+        match admitted {
+            Ok(a) if a.busy => eprintln!("the session is held by a worker, which admits it"),
+            Ok(a) if a.admitted > 0 => eprintln!(
                 "{} repl{} admitted; the question is settled",
-                admitted.admitted,
-                if admitted.admitted == 1 { "y" } else { "ies" }
-            );
+                a.admitted,
+                if a.admitted == 1 { "y" } else { "ies" }
+            ),
+            Ok(_) => eprintln!("not admitted here: another process settled the question first"),
+            Err(error) => eprintln!(
+                "warning: not admitted here ({}); a worker admits it",
+                visible(&error)
+            ),
         }
     } else {
         eprintln!("a worker (`ask-user worker --pg …`) admits it into the session");
@@ -477,7 +512,8 @@ impl LateAnswerSink for PgSessions {
                 AnswerError::UnknownSession(_)
                 | AnswerError::UnknownCall { .. }
                 | AnswerError::Open(_)
-                | AnswerError::Settled(_),
+                | AnswerError::Settled(_)
+                | AnswerError::Dropped(_),
             ) => Err(LateRefusal::NotWaiting),
         }
     }
