@@ -303,7 +303,7 @@ fn admission_settles_each_answer_exactly_once() {
         store.clone(),
         runtime,
         Duration::from_secs(1),
-        Duration::from_secs(60),
+        Duration::from_mins(1),
     );
     let mut seen = Vec::new();
     worker.pass(&mut |event| seen.push(format!("{event:?}")));
