@@ -473,3 +473,77 @@ fn serve_pg_sends_a_page_answer_to_the_ledger_and_a_worker_admits_it() {
     db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
         .unwrap();
 }
+
+#[test]
+fn demo_pg_takes_an_answer_given_from_another_shell_while_it_runs() {
+    let Some(url) = ask_user_testkit::pg::pg_url() else {
+        return;
+    };
+    let schema = ask_user_testkit::pg::fresh_schema();
+    let mut demo = Running::start(&[
+        "demo",
+        "--pg",
+        &url,
+        "--pg-schema",
+        &schema,
+        "--web",
+        "--window",
+        "1",
+    ]);
+    demo.until("the question is still open on the page");
+    let options = ask_user_pg::PgOptions {
+        schema: schema.clone(),
+        ..ask_user_pg::PgOptions::default()
+    };
+    let store = ask_user_pg::PgStore::connect(&url, &options).unwrap();
+    let names = store.log_names().unwrap();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(
+        store.questions(Some(&names[0])).unwrap()[0].state == ask_user_pg::QuestionState::Continued
+    );
+    let answered = Command::new(BIN)
+        .args([
+            "answer",
+            "--pg",
+            &url,
+            "--pg-schema",
+            &schema,
+            &names[0],
+            "call_demo_1",
+        ])
+        .args([
+            "--pick",
+            "db=SQLite",
+            "--pick",
+            "checks=Unit tests",
+            "--pick",
+            "checks=Lint",
+        ])
+        .output()
+        .unwrap();
+    assert!(answered.status.success(), "{answered:?}");
+    // The demo holds the session: the ledger's answer reaches it, and it admits it itself.
+    let (code, lines) = demo.exit_code();
+    assert_eq!(code, 0, "{}", lines.join("\n"));
+    let said = lines.join("\n");
+    assert!(said.contains("Going with SQLite"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "pending --pg '<URL>' --pg-schema {schema} {}",
+            names[0]
+        )),
+        "{said}"
+    );
+    assert!(
+        !said.contains(&url),
+        "the connection string is never printed"
+    );
+    assert!(store.unadmitted(&names[0]).unwrap().is_empty(), "admitted");
+    assert!(
+        store.questions(Some(&names[0])).unwrap().is_empty(),
+        "settled"
+    );
+    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .unwrap();
+}

@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 mod db;
+mod feed;
 mod ledger;
 mod lines;
 mod schema;
@@ -24,6 +25,7 @@ mod store;
 mod transfer;
 mod worker;
 
+pub use feed::LedgerFeed;
 pub use ledger::{AnswerError, LedgerAnswer, LedgerQuestion, QuestionState};
 pub use schema::SCHEMA_VERSION;
 pub use store::{PgOptions, PgStore};

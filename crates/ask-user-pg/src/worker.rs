@@ -171,8 +171,11 @@ pub enum WorkerEvent<'a> {
     Unavailable(&'a PgError),
 }
 
-enum Wake {
+/// What wakes a worker or a feed.
+pub(crate) enum Wake {
+    /// A notification (or a reconnect): look at the ledger.
     Hint,
+    /// Stop.
     Stop,
 }
 
@@ -336,7 +339,7 @@ fn settle(
 
 /// Forwards the ledger's notifications as hints, on a connection of its own, reconnecting after
 /// a failure (and then hinting once, to catch up); ends once `stopped` is set.
-fn listen(config: &str, wake: mpsc::Sender<Wake>, stopped: Arc<AtomicBool>) {
+pub(crate) fn listen(config: &str, wake: mpsc::Sender<Wake>, stopped: Arc<AtomicBool>) {
     let config = config.to_owned();
     let spawned = thread::Builder::new()
         .name("ask-user-pg-listen".into())

@@ -53,6 +53,10 @@ pub struct DemoArgs {
     web: super::web::WebArgs,
     #[command(flatten)]
     notify: super::notify::NotifyArgs,
+    /// Run the session in a database instead of a log file (`--pg URL`): answers given there
+    /// from any shell or page (`ask-user answer --pg …`) reach this demo while it runs.
+    #[command(flatten)]
+    pg: super::pg::PgArgs,
 }
 
 pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
@@ -81,7 +85,7 @@ pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
     let later = format!(
         "{} answer {} {DEMO_CALL_ID} --pick db='PostgreSQL (Recommended)' --pick checks='Unit tests'",
         super::invoked(),
-        super::arg(demo.path.display())
+        demo.session_arg
     );
     if !demo.answerable() || demo.cancel.is_cancelled() {
         demo.say(format!(
@@ -124,6 +128,8 @@ struct Demo {
     terminal: Arc<TerminalAnswerer>,
     cancel: CancellationToken,
     path: PathBuf,
+    /// The session as the commands name it: the log's path, or `--pg <URL> NAME`.
+    session_arg: String,
     interactive: bool,
     /// A script answers first: nobody needs time to read.
     scripted: bool,
@@ -134,6 +140,9 @@ struct Demo {
     _notifier: Option<ask_user_notify::Notifier>,
     _guards: Vec<user_questions::AnswererGuard>,
     _interrupt: super::AbortOnDrop,
+    /// With `--pg`: the ledger's answers delivered to this live session, and the runtime the
+    /// session runs in.
+    _pg: Option<(ask_user_pg::LedgerFeed, crate::host::HostRuntime)>,
 }
 
 impl Demo {
@@ -160,14 +169,8 @@ impl Demo {
                 ScriptedAnswerer::from_path(path).map_err(|e| CliError::input(e.to_string()))
             })
             .transpose()?;
-        let path = args.log.clone().unwrap_or_else(|| {
-            std::env::temp_dir().join(format!("ask-user-demo-{}.jsonl", now_ms()))
-        });
         let config = tool_ask_user::AskUserConfig::timed(args.window);
-        let (host, _) = Host::open(HostOptions::new(
-            Some(config),
-            LogTarget::Create(path.clone()),
-        ))?;
+        let (host, path, session_arg, pg) = open_session(args, config)?;
         let host = Arc::new(host);
         let mut guards = Vec::new();
         if let Some(script) = script {
@@ -203,10 +206,12 @@ impl Demo {
             terminal,
             cancel,
             path,
+            session_arg,
             interactive,
             scripted: args.answers.is_some(),
             window: args.window,
             _guards: guards,
+            _pg: pg,
         })
     }
 
@@ -330,10 +335,51 @@ impl Demo {
             "session log: {}\n        inspect it with: {} pending {}",
             self.path.display(),
             super::invoked(),
-            super::arg(self.path.display())
+            self.session_arg
         ));
         Ok(exit)
     }
+}
+
+/// The demo's session and how the commands name it: a new log file, or with `--pg` a new
+/// session in the database, fed the ledger's answers while it runs.
+type Session = (
+    Host,
+    PathBuf,
+    String,
+    Option<(ask_user_pg::LedgerFeed, crate::host::HostRuntime)>,
+);
+
+fn open_session(
+    args: &DemoArgs,
+    config: tool_ask_user::AskUserConfig,
+) -> Result<Session, CliError> {
+    if let Some(url) = &args.pg.pg {
+        let (host, name, live) = super::pg::live_session(url, &args.pg.pg_schema, "demo", config)?;
+        // The connection string may hold a password: hints name it `<URL>`.
+        let schema = if args.pg.pg_schema == "ask_user" {
+            String::new()
+        } else {
+            format!(" --pg-schema {}", super::arg(&args.pg.pg_schema))
+        };
+        let session_arg = format!("--pg '<URL>'{schema} {name}");
+        return Ok((
+            host,
+            PathBuf::from(format!("pg:{name}")),
+            session_arg,
+            Some(live),
+        ));
+    }
+    let path = args
+        .log
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("ask-user-demo-{}.jsonl", now_ms())));
+    let (host, _) = Host::open(HostOptions::new(
+        Some(config),
+        LogTarget::Create(path.clone()),
+    ))?;
+    let session_arg = super::arg(path.display());
+    Ok((host, path, session_arg, None))
 }
 
 /// The width the demo's JSON lines are wrapped to.

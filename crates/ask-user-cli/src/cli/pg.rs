@@ -553,3 +553,33 @@ impl WebSessions for PgSessions {
         serde_json::json!({ "sessions": sessions })
     }
 }
+
+/// A new session `PREFIX-<time>` in the database, run live by this process, with the ledger's
+/// answers fed to it while it runs (`demo --pg`).
+pub(super) fn live_session(
+    url: &str,
+    schema: &str,
+    prefix: &str,
+    config: tool_ask_user::AskUserConfig,
+) -> Result<
+    (
+        crate::host::Host,
+        String,
+        (ask_user_pg::LedgerFeed, HostRuntime),
+    ),
+    CliError,
+> {
+    let store = connect(url, schema)?;
+    let runtime = HostRuntime::new(store.clone(), Some(config))?;
+    let name = format!("{prefix}-{}", crate::store::now_ms());
+    let host = runtime.create(&name, crate::host::SessionOptions::named(name.as_str()))?;
+    let feed = ask_user_pg::LedgerFeed::start(
+        url,
+        store,
+        &name,
+        host.late_answers().clone(),
+        host.agent(),
+        Duration::from_secs(1),
+    );
+    Ok((host, name, (feed, runtime)))
+}
