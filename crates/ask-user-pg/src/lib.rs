@@ -63,6 +63,18 @@ pub enum PgError {
         /// The newest this build knows.
         supported: i32,
     },
+    /// A read-only connection found no ask-user schema, or an older one (nothing is migrated
+    /// read only: a writing command, `ask-user worker` or `import`, migrates it).
+    #[error(
+        "the database has no ask-user schema {schema:?} at version {supported} (found version {found}); a writing command (ask-user worker, import) creates or migrates it",
+        supported = SCHEMA_VERSION
+    )]
+    NoSchema {
+        /// The schema looked in.
+        schema: String,
+        /// The version found (0: none).
+        found: i32,
+    },
     /// A stored JSON document did not read.
     #[error("a stored JSON document does not read: {0}")]
     Json(#[from] serde_json::Error),
@@ -80,6 +92,7 @@ impl PgError {
         match self {
             Self::Connect(_) | Self::Closed | Self::Thread(_) => "DB_UNAVAILABLE",
             Self::NewerSchema { .. } => "DB_NEWER_SCHEMA",
+            Self::NoSchema { .. } => "DB_NO_SCHEMA",
             Self::Migration { .. } => "DB_MIGRATION",
             Self::Query(_) | Self::Commit(_) | Self::Json(_) => "DB_FAILED",
         }

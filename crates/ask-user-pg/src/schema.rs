@@ -74,3 +74,41 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<i32, PgError>
     tx.commit().map_err(PgError::Query)?;
     Ok(found)
 }
+
+/// Checks that the schema `schema` is at [`SCHEMA_VERSION`] without changing anything (for a
+/// read-only connection): a missing or older schema is [`PgError::NoSchema`], a newer one
+/// [`PgError::NewerSchema`].
+pub(crate) fn check(client: &mut Client, schema: &str) -> Result<(), PgError> {
+    let exists: bool = client
+        .query_one(
+            "SELECT to_regclass(quote_ident($1) || '.ask_user_schema') IS NOT NULL",
+            &[&schema],
+        )
+        .map_err(PgError::Query)?
+        .get(0);
+    let found: i32 = if exists {
+        client
+            .query_one(
+                &format!(
+                    "SELECT coalesce(max(version), 0) FROM {}.ask_user_schema",
+                    quote_ident(schema)
+                ),
+                &[],
+            )
+            .map_err(PgError::Query)?
+            .get(0)
+    } else {
+        0
+    };
+    match found.cmp(&SCHEMA_VERSION) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Greater => Err(PgError::NewerSchema {
+            found,
+            supported: SCHEMA_VERSION,
+        }),
+        std::cmp::Ordering::Less => Err(PgError::NoSchema {
+            schema: schema.to_owned(),
+            found,
+        }),
+    }
+}

@@ -42,6 +42,10 @@ pub struct PgOptions {
     pub lease: Duration,
     /// How often the live writers' leases are renewed (well inside `lease`).
     pub renew_every: Duration,
+    /// Whether connecting may create and migrate the schema (`true`, the default). A read-only
+    /// user (`ask-user pending`, `export`) sets it `false`: the schema must then be there, at
+    /// this build's version, and nothing is changed.
+    pub migrate: bool,
     /// This process's name as an owner, for `ask-user pending` and for people reading the rows
     /// (default: host name, process id and a random suffix).
     pub owner: Option<String>,
@@ -53,6 +57,7 @@ impl Default for PgOptions {
             schema: "ask_user".into(),
             lease: Duration::from_secs(15),
             renew_every: Duration::from_secs(5),
+            migrate: true,
             owner: None,
         }
     }
@@ -92,7 +97,11 @@ impl PgStore {
     pub fn connect(config: &str, options: &PgOptions) -> Result<Self, PgError> {
         let db = Db::start(config, &options.schema)?;
         let schema = options.schema.clone();
-        db.run(move |connection| crate::schema::migrate(connection.client()?, &schema))?;
+        if options.migrate {
+            db.run(move |connection| crate::schema::migrate(connection.client()?, &schema))?;
+        } else {
+            db.run(move |connection| crate::schema::check(connection.client()?, &schema))?;
+        }
         let owner = options.owner.clone().unwrap_or_else(default_owner);
         let (stop, stopped) = mpsc::channel();
         let inner = Arc::new(Inner {

@@ -140,8 +140,25 @@ fn a_taken_over_lease_fences_the_first_writer() {
 fn migrations_apply_once_and_a_newer_schema_is_refused() {
     let Some(url) = common::pg_url() else { return };
     let schema = common::fresh_schema();
+    // A read-only connection changes nothing: a missing schema stays missing.
+    let read_only = ask_user_pg::PgOptions {
+        migrate: false,
+        ..options(&schema)
+    };
+    let missing = PgStore::connect(&url, &read_only).unwrap_err();
+    assert_eq!(missing.code(), "DB_NO_SCHEMA", "{missing}");
+    let created: bool = postgres::Client::connect(&url, postgres::NoTls)
+        .unwrap()
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+            &[&schema],
+        )
+        .unwrap()
+        .get(0);
+    assert!(!created, "read only: nothing created");
     drop(PgStore::connect(&url, &options(&schema)).unwrap());
     drop(PgStore::connect(&url, &options(&schema)).unwrap());
+    drop(PgStore::connect(&url, &read_only).unwrap());
     let mut db = client(&url, &schema);
     let versions: Vec<i32> = db
         .query("SELECT version FROM ask_user_schema ORDER BY version", &[])

@@ -66,6 +66,16 @@ pub(super) fn connect(url: &str, schema: &str) -> Result<PgStore, CliError> {
     PgStore::connect(url, &options).map_err(|e| db_error(&e))
 }
 
+/// Connects for reading only: the schema must be there; nothing is created or migrated.
+fn connect_read_only(url: &str, schema: &str) -> Result<PgStore, CliError> {
+    let options = PgOptions {
+        schema: schema.to_owned(),
+        migrate: false,
+        ..PgOptions::default()
+    };
+    PgStore::connect(url, &options).map_err(|e| db_error(&e))
+}
+
 fn db_error(error: &PgError) -> CliError {
     CliError::new(error.code(), error.to_string(), Exit::Log)
 }
@@ -105,7 +115,7 @@ pub(super) async fn worker(args: WorkerArgs) -> Result<Exit, CliError> {
         schema: args.pg.pg_schema.clone(),
         lease,
         renew_every: lease / 3,
-        owner: None,
+        ..PgOptions::default()
     };
     let store = PgStore::connect(&args.pg.pg, &options).map_err(|e| db_error(&e))?;
     let runtime = HostRuntime::new(store.clone(), None)?;
@@ -203,7 +213,7 @@ pub struct ExportArgs {
 
 /// `export`: a session as the JSONL file the file store would hold, byte for byte.
 pub(super) fn export(args: &ExportArgs) -> Result<Exit, CliError> {
-    let store = args.pg.connect()?;
+    let store = connect_read_only(&args.pg.pg, &args.pg.pg_schema)?;
     let failed =
         |e: ask_user_pg::ExportError| CliError::new("EXPORT_FAILED", e.to_string(), Exit::Log);
     let Some(path) = &args.output else {
@@ -317,7 +327,8 @@ pub(super) fn pending(
     session: Option<&str>,
     json: bool,
 ) -> Result<Exit, CliError> {
-    let store = connect(url, schema)?;
+    // Read only: no schema is created or migrated, no checkpoint written.
+    let store = connect_read_only(url, schema)?;
     if let Some(session) = session
         && !session_log::SessionStore::exists(&store, session)?
     {
