@@ -3,9 +3,8 @@
 CREATE TABLE ask_user_sessions (
     name        text PRIMARY KEY,
     header      bytea NOT NULL,
-    -- Bytes of the whole log (header included) and lines after the header.
+    -- Bytes of the whole log (header included): where the next append goes.
     byte_length bigint NOT NULL,
-    line_count  bigint NOT NULL,
     -- Ownership: a lease of the database's clock, and an epoch raised by every new owner. An
     -- append is fenced by the epoch its writer opened with.
     epoch       bigint NOT NULL DEFAULT 0,

@@ -399,8 +399,8 @@ impl SessionStore for PgStore {
                 let rows = connection
                     .client()?
                     .execute(
-                        "INSERT INTO ask_user_sessions (name, header, byte_length, line_count)
-                         VALUES ($1, $2, $3, 0) ON CONFLICT (name) DO NOTHING",
+                        "INSERT INTO ask_user_sessions (name, header, byte_length)
+                         VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
                         &[&key, &header, &length],
                     )
                     .map_err(PgError::Query)?;
@@ -746,12 +746,10 @@ impl SessionWriter for PgWriter {
         let old_length = i64::try_from(self.position.byte_offset).unwrap_or(i64::MAX);
         let new_length =
             i64::try_from(self.position.byte_offset + batch.len() as u64).unwrap_or(i64::MAX);
-        let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
         let outcome = self.inner.db.run(move |connection| {
             let fence = connection.statement(
                 "UPDATE ask_user_sessions
-                 SET byte_length = $5, line_count = line_count + $6,
-                     lease_until = now() + make_interval(secs => $7)
+                 SET byte_length = $5, lease_until = now() + make_interval(secs => $6)
                  WHERE name = $1 AND epoch = $2 AND owner = $3 AND byte_length = $4",
             )?;
             let insert = connection.statement(
@@ -761,15 +759,8 @@ impl SessionWriter for PgWriter {
             let ledger_statements = ledger.statements(connection)?;
             let client = connection.client()?;
             let mut tx = client.transaction().map_err(PgError::Query)?;
-            let params: [&(dyn postgres::types::ToSql + Sync); 7] = [
-                &name,
-                &epoch,
-                &owner,
-                &old_length,
-                &new_length,
-                &count,
-                &lease,
-            ];
+            let params: [&(dyn postgres::types::ToSql + Sync); 6] =
+                [&name, &epoch, &owner, &old_length, &new_length, &lease];
             let fenced = tx.execute(&fence, &params).map_err(PgError::Query)? == 0;
             if fenced {
                 tx.rollback().map_err(PgError::Query)?;

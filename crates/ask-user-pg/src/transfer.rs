@@ -58,7 +58,6 @@ enum Batch {
     },
     Done {
         byte_length: i64,
-        line_count: i64,
     },
 }
 
@@ -98,8 +97,8 @@ impl PgStore {
                 let length = i64::try_from(header_row.len()).unwrap_or(i64::MAX);
                 let created = tx
                     .execute(
-                        "INSERT INTO ask_user_sessions (name, header, byte_length, line_count)
-                         VALUES ($1, $2, $3, 0) ON CONFLICT (name) DO NOTHING",
+                        "INSERT INTO ask_user_sessions (name, header, byte_length)
+                         VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
                         &[&key, &header_row, &length],
                     )
                     .map_err(PgError::Query)?;
@@ -122,14 +121,10 @@ impl PgStore {
                             )
                             .map_err(PgError::Query)?;
                         }
-                        Batch::Done {
-                            byte_length,
-                            line_count,
-                        } => {
+                        Batch::Done { byte_length } => {
                             tx.execute(
-                                "UPDATE ask_user_sessions SET byte_length = $2, line_count = $3
-                                 WHERE name = $1",
-                                &[&key, &byte_length, &line_count],
+                                "UPDATE ask_user_sessions SET byte_length = $2 WHERE name = $1",
+                                &[&key, &byte_length],
                             )
                             .map_err(PgError::Query)?;
                             tx.commit().map_err(PgError::Commit)?;
@@ -237,7 +232,6 @@ fn read_rows(
         batches,
         Batch::Done {
             byte_length: i64::try_from(report.byte_length).unwrap_or(i64::MAX),
-            line_count: i64::try_from(report.lines).unwrap_or(i64::MAX),
         },
     )?;
     Ok(report)

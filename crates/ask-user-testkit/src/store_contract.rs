@@ -33,6 +33,12 @@ pub trait StoreHarness {
     /// store cannot hold such bytes by construction; the checks that need them then only check
     /// what they can.
     fn append_raw(&self, store: &dyn SessionStore, name: &str, bytes: &[u8]) -> bool;
+
+    /// Whether the store can be made here (a store on a server that is missing outside CI says
+    /// so and returns `false`; under `CI=true` it fails instead). The checks run only when it is.
+    fn available(&self) -> bool {
+        true
+    }
 }
 
 /// Expands to one `#[test]` per contract check, each run against a store made by `$harness`.
@@ -58,7 +64,10 @@ macro_rules! store_contract_tests {
         $(
             #[test]
             fn $check() {
-                $crate::store_contract::$check(&$harness);
+                let harness = $harness;
+                if $crate::store_contract::StoreHarness::available(&harness) {
+                    $crate::store_contract::$check(&harness);
+                }
             }
         )*
     };

@@ -217,6 +217,15 @@ pub(super) fn export(args: &ExportArgs) -> Result<Exit, CliError> {
     let failed =
         |e: ask_user_pg::ExportError| CliError::new("EXPORT_FAILED", e.to_string(), Exit::Log);
     let Some(path) = &args.output else {
+        // The log's bytes verbatim: a corrupt line may hold escape codes, which never reach a
+        // terminal raw.
+        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            return Err(CliError::new(
+                "BAD_USAGE",
+                "export writes the log's bytes verbatim: redirect stdout to a file, or use -o FILE",
+                Exit::Usage,
+            ));
+        }
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
         store.export(&args.session, &mut out).map_err(failed)?;
