@@ -76,6 +76,25 @@ impl Running {
         (addr.to_owned(), query.to_owned())
     }
 
+    /// Lines for `quiet`; panics if one contains `needle`.
+    fn never_for(&mut self, quiet: Duration, needle: &str) {
+        let until = std::time::Instant::now() + quiet;
+        while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    assert!(
+                        !line.contains(needle),
+                        "printed {needle:?} too soon; stderr so far:\n{}\n{line}",
+                        self.seen.join("\n")
+                    );
+                    self.seen.push(line);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => return,
+                Err(mpsc::RecvTimeoutError::Disconnected) => panic!("it exited"),
+            }
+        }
+    }
+
     fn exit_code(mut self) -> (i32, Vec<String>) {
         let status = self.child.wait().unwrap();
         self.seen.extend(self.lines.try_iter());
@@ -474,22 +493,27 @@ fn serve_pg_sends_a_page_answer_to_the_ledger_and_a_worker_admits_it() {
         .unwrap();
 }
 
+/// `demo --pg --web` in `schema` with a window of `window` seconds.
+fn demo_pg(url: &str, schema: &str, window: &str) -> Running {
+    Running::start(&[
+        "demo",
+        "--pg",
+        url,
+        "--pg-schema",
+        schema,
+        "--web",
+        "--window",
+        window,
+    ])
+}
+
 #[test]
 fn demo_pg_takes_an_answer_given_from_another_shell_while_it_runs() {
     let Some(url) = ask_user_testkit::pg::pg_url() else {
         return;
     };
     let schema = ask_user_testkit::pg::fresh_schema();
-    let mut demo = Running::start(&[
-        "demo",
-        "--pg",
-        &url,
-        "--pg-schema",
-        &schema,
-        "--web",
-        "--window",
-        "1",
-    ]);
+    let mut demo = demo_pg(&url, &schema, "1");
     demo.until("the question is still open on the page");
     let options = ask_user_pg::PgOptions {
         schema: schema.clone(),
@@ -544,6 +568,73 @@ fn demo_pg_takes_an_answer_given_from_another_shell_while_it_runs() {
         "settled"
     );
     let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .unwrap();
+}
+
+#[test]
+fn demo_pg_window_is_held_by_a_page_of_serve_pg_and_answered_there() {
+    let Some(url) = ask_user_testkit::pg::pg_url() else {
+        return;
+    };
+    let schema = ask_user_testkit::pg::fresh_schema();
+    // The demo runs the call (its own page has nobody looking); `serve --pg` is another
+    // machine's front end.
+    let mut demo = demo_pg(&url, &schema, "5");
+    demo.url();
+    let mut serve = Running::start(&["serve", "--pg", &url, "--pg-schema", &schema]);
+    let (addr, token) = serve.url();
+    // The card appears on the page while the call is open there, and the page looking claims it.
+    let page = watch(&addr, &token, "call_demo_1");
+    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let claims: i64 = db
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM \"{schema}\".ask_user_claims WHERE expires_at > now()"
+                ),
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if claims > 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "serve --pg never claimed the open question"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Past its 5 s window: the demo's question stays open while the page elsewhere looks.
+    demo.never_for(Duration::from_secs(6), "still open");
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/cards/call_demo_1/answer",
+        &token,
+        Some(&demo_answers()),
+    );
+    assert_eq!((status, body), (200, json!({"ok": true, "path": "late"})));
+    let (code, lines) = demo.exit_code();
+    let said = lines.join("\n");
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("Going with SQLite"), "{said}");
+    assert!(
+        !said.contains("still open"),
+        "answered in its window: {said}"
+    );
+    let admitted: bool = db
+        .query_one(
+            &format!("SELECT admitted_seq IS NOT NULL FROM \"{schema}\".ask_user_answers"),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(admitted, "the tool result admitted the ledger's answer");
+    drop(page);
+    drop(serve);
     db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
         .unwrap();
 }

@@ -35,7 +35,12 @@ impl LedgerFeed {
     ) -> Self {
         let (wake, woken) = mpsc::channel();
         let stopped = Arc::new(AtomicBool::new(false));
-        listen(config, wake.clone(), Arc::clone(&stopped));
+        let hint = wake.clone();
+        listen(
+            config,
+            move || hint.send(Wake::Hint).is_ok(),
+            Arc::clone(&stopped),
+        );
         let name = name.to_owned();
         let spawned = thread::Builder::new()
             .name("ask-user-pg-feed".into())

@@ -48,7 +48,7 @@ impl QuestionState {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         match text {
             "open" => Some(Self::Open),
             "continued" => Some(Self::Continued),
@@ -66,9 +66,21 @@ struct Change {
     /// The questions as JSON (`[]` for a call first seen settled).
     questions: String,
     seq: u64,
-    /// For a settled call: the id of the `user/message` that settled it (empty when it was not a
-    /// late reply), which admits the ledger's answer of that id.
-    settled_by: String,
+    /// For a settled call: what settled it, which admits the ledger's answer it names.
+    settled_by: SettledBy,
+}
+
+/// What settled a call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct SettledBy {
+    /// The id of the `user/message` that settled it (empty when it was not a late reply): it
+    /// admits the ledger's answer of that id.
+    message: String,
+    /// It was answered in its window by the ledger's answer ([`LedgerAnswerer`]'s, named in the
+    /// result's provenance): it admits the call's one answer in the ledger.
+    ///
+    /// [`LedgerAnswerer`]: crate::LedgerAnswerer
+    ledger_window: bool,
 }
 
 /// The projection of one session as its writer keeps it, turning each appended batch into the
@@ -87,8 +99,8 @@ struct Fold {
     active: HashMap<CallId, ActiveState>,
     /// How many settled calls the ledger was told of.
     settled: usize,
-    /// The message that settled each settled call (empty: not a late reply).
-    settled_by: HashMap<CallId, String>,
+    /// What settled each settled call.
+    settled_by: HashMap<CallId, SettledBy>,
 }
 
 /// The ledger rows an appended batch changes.
@@ -115,27 +127,37 @@ impl Fold {
                         state: active_state(entry.state),
                         questions: questions_json(&entry.questions),
                         seq: event.seq,
-                        settled_by: String::new(),
+                        settled_by: SettledBy::default(),
                     },
                 );
             }
         }
-        let message_id = match &event.body {
-            EventBody::UserMessage(message) => message.id.clone().unwrap_or_default(),
-            _ => String::new(),
+        let settled_by = match &event.body {
+            EventBody::UserMessage(message) => SettledBy {
+                message: message.id.clone().unwrap_or_default(),
+                ledger_window: false,
+            },
+            EventBody::ToolResult(result) => SettledBy {
+                message: String::new(),
+                ledger_window: result
+                    .provenance
+                    .as_ref()
+                    .is_some_and(|p| p.answerer == crate::LEDGER_ANSWERER),
+            },
+            _ => SettledBy::default(),
         };
         // Settled calls are listed in settlement order and never removed.
         for entry in view.settled.get(self.settled..).unwrap_or_default() {
             self.active.remove(&entry.call_id);
             self.settled_by
-                .insert(entry.call_id.clone(), message_id.clone());
+                .insert(entry.call_id.clone(), settled_by.clone());
             changes.insert(
                 entry.call_id.clone(),
                 Change {
                     state: QuestionState::Settled,
                     questions: "[]".into(),
                     seq: event.seq,
-                    settled_by: message_id.clone(),
+                    settled_by: settled_by.clone(),
                 },
             );
         }
@@ -155,7 +177,7 @@ impl Fold {
                     state: QuestionState::Dropped,
                     questions: "[]".into(),
                     seq: event.seq,
-                    settled_by: String::new(),
+                    settled_by: SettledBy::default(),
                 },
             );
         }
@@ -238,7 +260,7 @@ impl LedgerFold {
                     state: active_state(entry.state),
                     questions: questions_json(&entry.questions),
                     seq: 0,
-                    settled_by: String::new(),
+                    settled_by: SettledBy::default(),
                 },
             );
         }
@@ -294,14 +316,15 @@ const UPSERT_QUESTIONS: &str =
      WHERE q.state IS DISTINCT FROM EXCLUDED.state";
 
 /// Settles the answers of calls that settled or were dropped: the answer whose id is the
-/// settling `user/message`'s is admitted; any other (a reply from elsewhere settled the call, or
-/// the question was dropped) is refused, so it is never admitted later.
+/// settling `user/message`'s is admitted, and so is the call's answer when the ledger's answer
+/// settled it in its window (`w`); any other (a reply from elsewhere settled the call, or the
+/// question was dropped) is refused, so it is never admitted later.
 const SETTLE_ANSWERS: &str = "UPDATE ask_user_answers a SET
-         admitted_seq = CASE WHEN a.answer_id = u.m THEN u.seq END,
-         refused = CASE WHEN a.answer_id = u.m THEN NULL
+         admitted_seq = CASE WHEN a.answer_id = u.m OR u.w THEN u.seq END,
+         refused = CASE WHEN a.answer_id = u.m OR u.w THEN NULL
                         WHEN u.m IS NULL THEN 'the question was dropped from its session'
                         ELSE 'another reply settled the question' END
-     FROM unnest($2::text[], $3::bigint[], $4::text[]) AS u(c, seq, m)
+     FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bool[]) AS u(c, seq, m, w)
      WHERE a.name = $1 AND a.call_id = u.c AND a.admitted_seq IS NULL AND a.refused IS NULL";
 
 /// On open: the rows the log no longer lists as open or continued, unsettled, are dropped, and
@@ -369,20 +392,25 @@ impl LedgerPlan {
         let mut questions = Vec::with_capacity(self.changes.len());
         let mut seqs = Vec::with_capacity(self.changes.len());
         let (mut ended_calls, mut ended_seqs, mut ended_by) = (Vec::new(), Vec::new(), Vec::new());
+        let mut ended_in_window = Vec::new();
         for (call, change) in &self.changes {
             calls.push(call.as_str().to_owned());
             states.push(change.state.as_str());
             questions.push(change.questions.clone());
             let seq = i64::try_from(change.seq).unwrap_or(i64::MAX);
             seqs.push(seq);
-            let by = match change.state {
-                QuestionState::Settled => Some(change.settled_by.clone()),
-                QuestionState::Dropped => None,
+            let (by, in_window) = match change.state {
+                QuestionState::Settled => (
+                    Some(change.settled_by.message.clone()),
+                    change.settled_by.ledger_window,
+                ),
+                QuestionState::Dropped => (None, false),
                 QuestionState::Open | QuestionState::Continued => continue,
             };
             ended_calls.push(call.as_str().to_owned());
             ended_seqs.push(seq);
             ended_by.push(by);
+            ended_in_window.push(in_window);
         }
         tx.execute(
             questions_statement,
@@ -392,7 +420,13 @@ impl LedgerPlan {
         if !ended_calls.is_empty() {
             tx.execute(
                 answers_statement,
-                &[&name, &ended_calls, &ended_seqs, &ended_by],
+                &[
+                    &name,
+                    &ended_calls,
+                    &ended_seqs,
+                    &ended_by,
+                    &ended_in_window,
+                ],
             )
             .map_err(PgError::Query)?;
         }
@@ -414,10 +448,6 @@ pub enum AnswerError {
         /// The call id.
         call_id: CallId,
     },
-    /// The question is open: its own tool call is waiting, and only the surfaces racing in its
-    /// window answer it.
-    #[error("call {0} is open, not pending: only its own tool call can answer it")]
-    Open(CallId),
     /// The question is settled already.
     #[error("call {0} is already settled")]
     Settled(CallId),
@@ -441,7 +471,7 @@ impl AnswerError {
         match self {
             Self::UnknownSession(_) => "UNKNOWN_SESSION",
             Self::UnknownCall { .. } => "UNKNOWN_CALL",
-            Self::Open(_) | Self::Dropped(_) => "NOT_CONTINUED",
+            Self::Dropped(_) => "NOT_CONTINUED",
             Self::Settled(_) => "ALREADY_SETTLED",
             Self::ReplyQueued(_) => "REPLY_QUEUED",
             Self::BadAnswer(_) => "BAD_ANSWER",
@@ -487,12 +517,19 @@ impl fmt::Display for QuestionState {
 }
 
 impl PgStore {
-    /// Answers the continued question `call_id` of session `name` from any front end: the batch
-    /// is validated against the stored questions, then one statement holds the question's row,
-    /// checks it is still continued, inserts the answer unless one is there already (the first
-    /// answer wins) and notifies the session's workers, committed on its own. Returns the
-    /// answer's id. A [`Worker`](crate::Worker) (or [`admit_answers`](crate::admit_answers))
-    /// admits it; a host that holds the session otherwise does not read the ledger.
+    /// Answers the question `call_id` of session `name` from any front end: the batch is
+    /// validated against the stored questions, then one statement holds the question's row,
+    /// checks it is still open or continued, inserts the answer unless one is there already (the
+    /// first answer wins) and notifies the session's workers and host, committed on its own.
+    /// Returns the answer's id.
+    ///
+    /// A continued question's answer is admitted by a [`Worker`](crate::Worker) (or
+    /// [`admit_answers`](crate::admit_answers), or the live host's
+    /// [`LedgerFeed`](crate::LedgerFeed)). An open question's is taken in its window by the
+    /// [`LedgerAnswerer`](crate::LedgerAnswerer) of the host running the call, racing its other
+    /// surfaces: when another surface answers first the ledger's answer is refused (the window
+    /// is the host's, and the first answer there wins); when the window closes first the
+    /// question is continued and the answer admitted as a late one.
     pub fn answer(
         &self,
         name: &str,
@@ -519,22 +556,10 @@ impl PgStore {
                 .query_opt(&read, &[&key, &call.as_str()])
                 .map_err(PgError::Query)?;
             let Some(row) = row else {
-                let session = connection
-                    .client()?
-                    .query_opt("SELECT 1 FROM ask_user_sessions WHERE name = $1", &[&key])
-                    .map_err(PgError::Query)?;
-                return Ok(Err(if session.is_some() {
-                    AnswerError::UnknownCall {
-                        session: key,
-                        call_id: call,
-                    }
-                } else {
-                    AnswerError::UnknownSession(key)
-                }));
+                return Ok(Err(crate::claims::unknown(connection, key, call)?));
             };
             match QuestionState::parse(row.get(0)) {
-                Some(QuestionState::Continued) => {}
-                Some(QuestionState::Open) => return Ok(Err(AnswerError::Open(call))),
+                Some(QuestionState::Continued | QuestionState::Open) => {}
                 Some(QuestionState::Settled) => return Ok(Err(AnswerError::Settled(call))),
                 Some(QuestionState::Dropped) | None => return Ok(Err(AnswerError::Dropped(call))),
             }
@@ -550,7 +575,8 @@ impl PgStore {
             let insert = connection.statement(
                 "WITH q AS (
                      SELECT 1 FROM ask_user_questions
-                     WHERE name = $1 AND call_id = $2 AND state = 'continued' FOR UPDATE
+                     WHERE name = $1 AND call_id = $2 AND state IN ('open', 'continued')
+                     FOR UPDATE
                  ), ins AS (
                      INSERT INTO ask_user_answers (name, call_id, answer_id, batch, provenance)
                      SELECT $1, $2, $3, $4::text::jsonb, $5::text::jsonb FROM q
@@ -581,17 +607,21 @@ impl PgStore {
         })?
     }
 
-    /// The accepted answers of session `name` that are not admitted yet, oldest first.
+    /// The accepted answers of session `name` that are not admitted yet and whose question is
+    /// continued, oldest first (an open question's answer is its window's: see
+    /// [`PgStore::answer`]).
     pub fn unadmitted(&self, name: &str) -> Result<Vec<LedgerAnswer>, PgError> {
         let key = name.to_owned();
         self.db().run(move |connection| {
             let rows = connection
                 .client()?
                 .query(
-                    "SELECT call_id, answer_id, batch::text, provenance::text
-                     FROM ask_user_answers
-                     WHERE name = $1 AND admitted_seq IS NULL AND refused IS NULL
-                     ORDER BY answered_at, call_id",
+                    "SELECT a.call_id, a.answer_id, a.batch::text, a.provenance::text
+                     FROM ask_user_answers a
+                     JOIN ask_user_questions q ON q.name = a.name AND q.call_id = a.call_id
+                     WHERE a.name = $1 AND a.admitted_seq IS NULL AND a.refused IS NULL
+                       AND q.state = 'continued'
+                     ORDER BY a.answered_at, a.call_id",
                     &[&key],
                 )
                 .map_err(PgError::Query)?;

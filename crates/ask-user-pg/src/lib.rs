@@ -16,6 +16,8 @@
 
 #![warn(missing_docs)]
 
+mod answerer;
+mod claims;
 mod db;
 mod feed;
 mod ledger;
@@ -25,6 +27,8 @@ mod store;
 mod transfer;
 mod worker;
 
+pub use answerer::{LEDGER_ANSWERER, LedgerAnswerer};
+pub use claims::Window;
 pub use feed::LedgerFeed;
 pub use ledger::{AnswerError, LedgerAnswer, LedgerQuestion, QuestionState};
 pub use schema::SCHEMA_VERSION;

@@ -14,6 +14,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../migrations/0001_sessions.sql"),
     ),
     ("0002_ledger", include_str!("../migrations/0002_ledger.sql")),
+    ("0003_claims", include_str!("../migrations/0003_claims.sql")),
 ];
 
 /// The schema version this build writes.

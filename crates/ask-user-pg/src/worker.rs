@@ -242,7 +242,8 @@ impl Worker {
     pub fn run(&self, report: &mut dyn FnMut(&WorkerEvent<'_>)) {
         let stopped = Arc::new(AtomicBool::new(false));
         let _stop_listening = SetOnDrop(Arc::clone(&stopped));
-        listen(&self.config, self.wake.clone(), stopped);
+        let wake = self.wake.clone();
+        listen(&self.config, move || wake.send(Wake::Hint).is_ok(), stopped);
         loop {
             self.pass(report);
             // Wait for a hint, a stop or the poll; hints that piled up meanwhile make one pass.
@@ -339,7 +340,11 @@ fn settle(
 
 /// Forwards the ledger's notifications as hints, on a connection of its own, reconnecting after
 /// a failure (and then hinting once, to catch up); ends once `stopped` is set.
-pub(crate) fn listen(config: &str, wake: mpsc::Sender<Wake>, stopped: Arc<AtomicBool>) {
+pub(crate) fn listen(
+    config: &str,
+    mut hint: impl FnMut() -> bool + Send + 'static,
+    stopped: Arc<AtomicBool>,
+) {
     let config = config.to_owned();
     let spawned = thread::Builder::new()
         .name("ask-user-pg-listen".into())
@@ -353,7 +358,7 @@ pub(crate) fn listen(config: &str, wake: mpsc::Sender<Wake>, stopped: Arc<Atomic
                     thread::sleep(Duration::from_secs(1));
                     continue;
                 }
-                if wake.send(Wake::Hint).is_err() {
+                if !hint() {
                     return;
                 }
                 let mut notifications = client.notifications();
@@ -361,7 +366,7 @@ pub(crate) fn listen(config: &str, wake: mpsc::Sender<Wake>, stopped: Arc<Atomic
                     // A fresh iterator per wait: one whose timeout has passed no longer waits.
                     match notifications.timeout_iter(Duration::from_secs(1)).next() {
                         Ok(Some(_)) => {
-                            if wake.send(Wake::Hint).is_err() {
+                            if !hint() {
                                 return;
                             }
                         }

@@ -657,14 +657,24 @@ impl Hub {
             cards.push(json!({
                 "session": key.session,
                 "callId": key.call_id,
-                "state": "continued",
-                "timed": true,
+                // Open elsewhere: this surface holds no window of it, so no countdown and no
+                // hold here (the host that runs it sees this surface's claim instead).
+                "state": if question.open_elsewhere { "open" } else { "continued" },
+                "timed": !question.open_elsewhere,
+                "elsewhere": question.open_elsewhere,
                 "remainingMs": null,
                 "replyQueued": state.queued.contains(&key),
                 "questions": question.questions,
             }));
         }
         json!({ "cards": cards })
+    }
+
+    /// Sends every page a fresh snapshot: the sessions' list changed.
+    pub(crate) async fn refresh(&self) {
+        let listed = self.listed().await;
+        let snapshot = self.snapshot(listed);
+        self.publish("snapshot", &snapshot);
     }
 
     /// An answer from a page: to the waiting answerer while the card is in its window, else a

@@ -145,6 +145,12 @@ impl WebSurface {
         self.hub.claims_held()
     }
 
+    /// Sends every page a fresh snapshot of the cards, the sessions' list read again: for a host
+    /// whose sessions change behind the surface's back (a database other processes write).
+    pub async fn refresh(&self) {
+        self.hub.refresh().await;
+    }
+
     /// Pages known now: with an open stream, inside their reconnect grace, or holding a wait.
     pub fn clients(&self) -> usize {
         self.hub.clients()

@@ -57,6 +57,10 @@ pub struct ContinuedQuestion {
     pub questions: Vec<Question>,
     /// The session's live agent, when the process hosts it (`None` for a log read from disk).
     pub agent: Option<AgentHandle>,
+    /// The question is still open in its window on a host elsewhere (another machine runs its
+    /// call): the card shows it as open and untimed here, and an answer goes to the sessions
+    /// like a late one, to be taken in that window.
+    pub open_elsewhere: bool,
 }
 
 impl ContinuedQuestion {
@@ -75,11 +79,13 @@ impl fmt::Debug for ContinuedQuestion {
             .field("call_id", &self.call_id)
             .field("questions", &self.questions.len())
             .field("agent", &self.agent.as_ref().map(|a| a.id().clone()))
+            .field("open_elsewhere", &self.open_elsewhere)
             .finish()
     }
 }
 
-/// The sessions a surface shows continued questions of, and where their late answers go.
+/// The sessions a surface shows continued questions of (and questions open elsewhere), and
+/// where their late answers go.
 ///
 /// A host implements it over what it runs: its live sessions (their projections and
 /// `LateAnswers`), or logs on disk (opened for write to take an answer). The methods may block

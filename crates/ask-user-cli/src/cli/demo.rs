@@ -142,7 +142,7 @@ struct Demo {
     _interrupt: super::AbortOnDrop,
     /// With `--pg`: the ledger's answers delivered to this live session, and the runtime the
     /// session runs in.
-    _pg: Option<(ask_user_pg::LedgerFeed, crate::host::HostRuntime)>,
+    _pg: Option<super::pg::LiveDb>,
 }
 
 impl Demo {
@@ -343,12 +343,7 @@ impl Demo {
 
 /// The demo's session and how the commands name it: a new log file, or with `--pg` a new
 /// session in the database, fed the ledger's answers while it runs.
-type Session = (
-    Host,
-    PathBuf,
-    String,
-    Option<(ask_user_pg::LedgerFeed, crate::host::HostRuntime)>,
-);
+type Session = (Host, PathBuf, String, Option<super::pg::LiveDb>);
 
 fn open_session(
     args: &DemoArgs,

@@ -9,15 +9,20 @@ use std::io::{BufReader, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::collections::HashMap;
+use std::time::Instant;
+
 use ask_user_pg::{
-    AnswerError, LedgerQuestion, PgError, PgOptions, PgStore, Worker, WorkerEvent, admit_answers,
+    AnswerError, LedgerAnswerer, LedgerFeed, LedgerQuestion, PgError, PgOptions, PgStore,
+    QuestionState, Worker, WorkerEvent, admit_answers,
 };
 use ask_user_terminal::sanitize::{json_visible, visible};
-use ask_user_web::{ContinuedQuestion, WebSessions};
+use ask_user_web::{ContinuedQuestion, WebSessions, WebSurface};
 use clap::Args;
 use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
 use user_questions::{
-    AnswerBatch, CallId, ErrorCode, Provenance, QuestionLimits, UserQuestionError,
+    AnswerBatch, AnswererGuard, CallId, CancellationToken, ErrorCode, Provenance, QuestionLimits,
+    UserQuestionError,
 };
 
 use super::{CliError, Exit};
@@ -441,7 +446,6 @@ pub(super) fn answer(
             let exit = match &error {
                 AnswerError::UnknownSession(_) | AnswerError::Db(_) => Exit::Log,
                 AnswerError::UnknownCall { .. }
-                | AnswerError::Open(_)
                 | AnswerError::Settled(_)
                 | AnswerError::Dropped(_) => Exit::NotContinued,
                 AnswerError::ReplyQueued(_) => Exit::ReplyQueued,
@@ -479,21 +483,21 @@ pub(super) fn answer(
     Ok(Exit::Ok)
 }
 
-/// The continued questions of every session in the database, for `serve --pg`: a late answer
-/// from the page goes to the ledger (the first answer wins) and the session's worker admits it.
+/// The open and continued questions of every session in the database, for `serve --pg`: an
+/// answer from the page goes to the ledger (the first answer wins). The session's worker admits
+/// a continued question's answer; the host running an open question's call takes it in its
+/// window (its `LedgerAnswerer`).
 pub(super) struct PgSessions {
     pub(super) store: PgStore,
 }
 
 impl PgSessions {
-    fn continued_calls(&self) -> Vec<LedgerQuestion> {
+    /// The open and continued questions of every session.
+    fn answerable(&self) -> Vec<LedgerQuestion> {
         match self.store.questions(None) {
-            Ok(questions) => questions
-                .into_iter()
-                .filter(|q| q.state == ask_user_pg::QuestionState::Continued)
-                .collect(),
+            Ok(questions) => questions,
             Err(error) => {
-                tracing::warn!(%error, "cannot list the continued questions");
+                tracing::warn!(%error, "cannot list the questions");
                 Vec::new()
             }
         }
@@ -504,7 +508,7 @@ impl LateAnswerSink for PgSessions {
     fn submit(&self, submission: LateSubmission) -> Result<(), LateRefusal> {
         // A card names its call; the session is the one whose continued question it is.
         let sessions: Vec<String> = self
-            .continued_calls()
+            .answerable()
             .into_iter()
             .filter(|q| q.call_id == submission.call_id)
             .map(|q| q.session)
@@ -531,7 +535,6 @@ impl LateAnswerSink for PgSessions {
             Err(
                 AnswerError::UnknownSession(_)
                 | AnswerError::UnknownCall { .. }
-                | AnswerError::Open(_)
                 | AnswerError::Settled(_)
                 | AnswerError::Dropped(_),
             ) => Err(LateRefusal::NotWaiting),
@@ -541,9 +544,10 @@ impl LateAnswerSink for PgSessions {
 
 impl WebSessions for PgSessions {
     fn continued(&self) -> Vec<ContinuedQuestion> {
-        self.continued_calls()
+        self.answerable()
             .into_iter()
             .map(|q| ContinuedQuestion {
+                open_elsewhere: q.state == QuestionState::Open,
                 session: q.session,
                 call_id: q.call_id,
                 questions: q.questions,
@@ -553,11 +557,7 @@ impl WebSessions for PgSessions {
     }
 
     fn pending_view(&self) -> serde_json::Value {
-        let mut names: Vec<String> = self
-            .continued_calls()
-            .into_iter()
-            .map(|q| q.session)
-            .collect();
+        let mut names: Vec<String> = self.answerable().into_iter().map(|q| q.session).collect();
         names.dedup();
         let sessions: Vec<serde_json::Value> = names
             .iter()
@@ -574,6 +574,15 @@ impl WebSessions for PgSessions {
     }
 }
 
+/// What keeps a session of the database live in this process: the ledger's late answers fed
+/// to it, its open questions answered in their windows from anywhere (and held while a remote
+/// surface claims them), and the runtime it runs in.
+pub(super) struct LiveDb {
+    _feed: LedgerFeed,
+    _answerer: AnswererGuard,
+    _runtime: HostRuntime,
+}
+
 /// A new session `PREFIX-<time>` in the database, run live by this process, with the ledger's
 /// answers fed to it while it runs (`demo --pg`).
 pub(super) fn live_session(
@@ -581,25 +590,133 @@ pub(super) fn live_session(
     schema: &str,
     prefix: &str,
     config: tool_ask_user::AskUserConfig,
-) -> Result<
-    (
-        crate::host::Host,
-        String,
-        (ask_user_pg::LedgerFeed, HostRuntime),
-    ),
-    CliError,
-> {
+) -> Result<(crate::host::Host, String, LiveDb), CliError> {
     let store = connect(url, schema)?;
     let runtime = HostRuntime::new(store.clone(), Some(config))?;
     let name = format!("{prefix}-{}", crate::store::now_ms());
     let host = runtime.create(&name, crate::host::SessionOptions::named(name.as_str()))?;
-    let feed = ask_user_pg::LedgerFeed::start(
+    let poll = Duration::from_secs(1);
+    let feed = LedgerFeed::start(
         url,
-        store,
+        store.clone(),
         &name,
         host.late_answers().clone(),
         host.agent(),
-        Duration::from_secs(1),
+        poll,
     );
-    Ok((host, name, (feed, runtime)))
+    let answerer = LedgerAnswerer::new(url, store, &name, host.agent(), runtime.seam(), poll)
+        .register(runtime.seam());
+    Ok((
+        host,
+        name,
+        LiveDb {
+            _feed: feed,
+            _answerer: answerer,
+            _runtime: runtime,
+        },
+    ))
+}
+
+/// How long a claim of `serve --pg` on a question open elsewhere lives unless renewed.
+const CLAIM_LEASE: Duration = Duration::from_secs(15);
+/// How often `serve --pg` renews its claims while a page looks.
+const CLAIM_RENEW: Duration = Duration::from_secs(5);
+
+/// `serve --pg`: keeps the pages' cards in step with the ledger (a fresh snapshot whenever the
+/// open and continued questions change), and while any page looks, holds a claim (a lease row of
+/// the database's clock, renewed every 5 s) on every question open elsewhere, so the host that
+/// runs it does not count its window down; released when no page looks any more, when the
+/// question leaves its window, and when `stop` fires.
+pub(super) async fn follow_ledger(
+    store: PgStore,
+    surface: WebSurface,
+    client: String,
+    every: Duration,
+    stop: CancellationToken,
+) {
+    let mut seen: Vec<(String, CallId, QuestionState)> = Vec::new();
+    let mut held: HashMap<(String, CallId), Instant> = HashMap::new();
+    loop {
+        let looking = !stop.is_cancelled() && surface.clients() > 0;
+        let tick = {
+            let (store, client) = (store.clone(), client.clone());
+            let mut held = std::mem::take(&mut held);
+            tokio::task::spawn_blocking(move || {
+                let listed = claims_tick(&store, &client, looking, &mut held);
+                (listed, held)
+            })
+            .await
+        };
+        match tick {
+            Ok((listed, kept)) => {
+                held = kept;
+                if let Some(listed) = listed
+                    && listed != seen
+                {
+                    seen = listed;
+                    surface.refresh().await;
+                }
+            }
+            Err(error) => tracing::warn!(%error, "the ledger follower failed; retrying"),
+        }
+        if stop.is_cancelled() {
+            return;
+        }
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+/// One look at the ledger for [`follow_ledger`]: the open and continued questions (`None` when
+/// the ledger did not answer), and the claims taken, renewed or released.
+fn claims_tick(
+    store: &PgStore,
+    client: &str,
+    looking: bool,
+    held: &mut HashMap<(String, CallId), Instant>,
+) -> Option<Vec<(String, CallId, QuestionState)>> {
+    let questions = match store.questions(None) {
+        Ok(questions) => Some(questions),
+        Err(error) => {
+            tracing::warn!(%error, "cannot read the ledger; retrying");
+            None
+        }
+    };
+    let open: Vec<(String, CallId)> = questions
+        .iter()
+        .flatten()
+        .filter(|q| q.state == QuestionState::Open)
+        .map(|q| (q.session.clone(), q.call_id.clone()))
+        .collect();
+    held.retain(|key, _| {
+        let keep = looking && (questions.is_none() || open.contains(key));
+        if !keep && let Err(error) = store.release_claim(&key.0, &key.1, client) {
+            tracing::warn!(%error, "cannot release a claim; it runs out by itself");
+        }
+        keep
+    });
+    if looking {
+        for key in open {
+            if held.get(&key).is_some_and(|at| at.elapsed() < CLAIM_RENEW) {
+                continue;
+            }
+            match store.claim(&key.0, &key.1, client, CLAIM_LEASE) {
+                Ok(QuestionState::Open) => {
+                    held.insert(key, Instant::now());
+                }
+                Ok(_) => {
+                    held.remove(&key);
+                }
+                Err(error) => tracing::warn!(%error, "cannot claim a question open elsewhere"),
+            }
+        }
+    }
+    questions.map(|questions| {
+        questions
+            .into_iter()
+            .map(|q| (q.session, q.call_id, q.state))
+            .collect()
+    })
 }

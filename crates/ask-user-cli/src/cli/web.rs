@@ -5,13 +5,15 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use ask_user_web::{ContinuedQuestion, WebOptions, WebServer, WebSessions, WebSurface};
 use clap::Args;
 use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
 use serde_json::{Value, json};
 use user_questions::{
-    AnswererGuard, HostBindings, QuestionEventKind, Received, UserQuestions, UserQuestionsConfig,
+    AnswererGuard, CancellationToken, HostBindings, QuestionEventKind, Received, UserQuestions,
+    UserQuestionsConfig,
 };
 use user_questions_projection::{ActiveState, UserQuestionsState};
 
@@ -261,6 +263,7 @@ impl WebSessions for LiveSessions {
                         call_id,
                         questions,
                         agent: Some(host.agent()),
+                        open_elsewhere: false,
                     })
                     .collect::<Vec<_>>()
             })
@@ -336,6 +339,7 @@ impl WebSessions for LogSessions {
                         call_id,
                         questions,
                         agent: None,
+                        open_elsewhere: false,
                     })
                     .collect::<Vec<_>>()
             })
@@ -383,16 +387,38 @@ pub(super) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default())
         .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
     let (options, addr) = options_for(args.addr);
-    let sessions: Arc<dyn WebSessions> = match &args.pg.pg {
-        Some(url) => Arc::new(super::pg::PgSessions {
-            store: super::pg::connect(url, &args.pg.pg_schema)?,
+    let store = match &args.pg.pg {
+        Some(url) => Some(super::pg::connect(url, &args.pg.pg_schema)?),
+        None => None,
+    };
+    let sessions: Arc<dyn WebSessions> = match &store {
+        Some(store) => Arc::new(super::pg::PgSessions {
+            store: store.clone(),
         }),
         None => Arc::new(LogSessions { logs: args.logs }),
     };
     let surface = WebSurface::new(&seam, Some(sessions), options).map_err(|e| no_surface(&e))?;
     let server = bind(&surface, addr).await?;
+    // With a database: the cards follow the ledger, and questions open elsewhere are claimed
+    // while a page looks.
+    let stop = CancellationToken::new();
+    let follower = store.map(|store| {
+        let client = format!("serve-{}-{}", std::process::id(), crate::store::now_ms());
+        tokio::spawn(super::pg::follow_ledger(
+            store,
+            surface.clone(),
+            client,
+            Duration::from_secs(1),
+            stop.clone(),
+        ))
+    });
     eprintln!("web   › answer the continued questions at {}", server.url());
     eprintln!("        (Ctrl-C to stop)");
     let _ = tokio::signal::ctrl_c().await;
+    stop.cancel();
+    if let Some(follower) = follower {
+        // It releases its claims on the way out.
+        let _ = follower.await;
+    }
     Ok(Exit::Ok)
 }

@@ -61,6 +61,7 @@ impl WebSessions for Sessions {
                         call_id: q.call_id.clone(),
                         questions: q.questions.clone(),
                         agent: Some(host.agent()),
+                        open_elsewhere: false,
                     })
                     .collect::<Vec<_>>()
             })
