@@ -380,3 +380,121 @@ fn bad_input_gets_a_clear_error_and_the_server_serves_on() {
         ]
     );
 }
+
+/// `ask-user pending --pg … --json`'s questions.
+fn pg_questions(url: &str, schema: &str) -> Vec<Value> {
+    let listed = ask_user(&["pending", "--pg", url, "--pg-schema", schema, "--json"]);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    listed["questions"].as_array().unwrap().clone()
+}
+
+#[test]
+fn mcp_pg_questions_are_answered_from_another_shell_in_the_window_and_late() {
+    let Some(url) = ask_user_testkit::pg::pg_url() else {
+        return;
+    };
+    let schema = ask_user_testkit::pg::fresh_schema();
+    let state = tempfile::tempdir().unwrap();
+    let mut server = Server::start(
+        state.path(),
+        &[
+            "--mode",
+            "timed",
+            "--timeout",
+            "60",
+            "--pg",
+            &url,
+            "--pg-schema",
+            &schema,
+        ],
+    );
+    server.initialize(false);
+
+    // In the window: the call waits; another shell finds it open in the database and answers.
+    let id = server.next_id;
+    server.next_id += 1;
+    server.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "ask_user_question", "arguments": question()}}));
+    let started = std::time::Instant::now();
+    let open = loop {
+        let questions = pg_questions(&url, &schema);
+        if let Some(q) = questions.iter().find(|q| q["state"] == "open") {
+            break q.clone();
+        }
+        assert!(
+            started.elapsed() < READ_TIMEOUT,
+            "never open: {questions:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (session, call_id) = (
+        open["session"].as_str().unwrap(),
+        open["callId"].as_str().unwrap(),
+    );
+    let pg = ["--pg", &url, "--pg-schema", &schema];
+    let answered = Command::new(BIN)
+        .arg("answer")
+        .args(pg)
+        .args([session, call_id, "--pick", "db=SQLite"])
+        .output()
+        .unwrap();
+    assert!(answered.status.success(), "{answered:?}");
+    let response = loop {
+        let message = server.recv();
+        if message["id"] == id {
+            break message;
+        }
+    };
+    let value: Value = serde_json::from_str(&texts(&response)[0]).unwrap();
+    assert_eq!(
+        value["answers"],
+        json!([{"id": "db", "selected": ["SQLite"]}]),
+        "{response}"
+    );
+
+    // Late: a one-second window passes; the answer from the shell waits in the ledger, a
+    // worker admits it while no request holds the session, and the companion reads it back.
+    let mut late = question();
+    late["timeout"] = json!(1);
+    let pending = server.call("ask_user_question", late);
+    let value: Value = serde_json::from_str(&texts(&pending)[0]).unwrap();
+    assert_eq!(value["pending"], true, "{pending}");
+    let late_call = value["callId"].as_str().unwrap().to_owned();
+    let answered = Command::new(BIN)
+        .arg("answer")
+        .args(pg)
+        .args([session, &late_call, "--pick", "db=PostgreSQL"])
+        .output()
+        .unwrap();
+    assert!(answered.status.success(), "{answered:?}");
+    let worked = Command::new(BIN)
+        .args(["worker", "--once"])
+        .args(pg)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&worked.stdout),
+        format!("session {session}: 1 reply admitted\n")
+    );
+    let reply = server.call("ask_user_question_answer", json!({"callId": late_call}));
+    let reply: Value = serde_json::from_str(&texts(&reply)[0]).unwrap();
+    assert_eq!(reply["kind"], "answer_to_pending_question", "{reply}");
+    assert_eq!(
+        reply["answers"],
+        json!([{"id": "db", "selected": ["PostgreSQL"]}])
+    );
+    server.stop();
+    assert!(pg_questions(&url, &schema).is_empty(), "both settled");
+    assert!(
+        logs(state.path()).is_empty(),
+        "nothing in the state directory"
+    );
+    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .unwrap();
+}

@@ -82,6 +82,8 @@ const EARLY_CANCELS: usize = 64;
 #[derive(Default)]
 struct Slot {
     host: Option<Arc<Host>>,
+    /// What the options' session hook wired into the open host (dropped before it).
+    hooked: Option<Box<dyn Send>>,
     users: usize,
 }
 
@@ -124,6 +126,12 @@ impl Conn {
                 owner: None,
             };
             let host = Arc::new(runtime.open_or_create(&self.log, options)?.0);
+            slot.hooked = self
+                .server
+                .options()
+                .on_open
+                .as_ref()
+                .map(|hook| (hook.0)(&self.log, &host));
             slot.host = Some(Arc::clone(&host));
             host
         };
@@ -133,6 +141,7 @@ impl Conn {
                 .and_then(|()| host.begin_step())
                 .and_then(|()| host.log_request_header());
             if let Err(error) = begun {
+                slot.hooked = None;
                 slot.host = None;
                 return Err(error);
             }
@@ -151,6 +160,7 @@ impl Conn {
             return;
         }
         if let Some(host) = slot.host.take() {
+            drop(slot.hooked.take());
             if let Err(error) = host.end_turn("completed") {
                 tracing::warn!(%error, log = %self.log, "the turn could not be ended");
             }

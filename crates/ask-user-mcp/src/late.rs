@@ -121,7 +121,7 @@ fn find_log(server: &ServerInner, call_id: &CallId) -> Option<String> {
     let simple = call_id.as_str().strip_prefix("call_")?.split('_').next()?;
     let uuid = uuid::Uuid::try_parse(simple).ok()?;
     let suffix = format!("-{}.jsonl", uuid.hyphenated());
-    let names = server.logs.log_names().ok()?;
+    let names = (server.logs)().ok()?;
     names
         .into_iter()
         .find(|name| name.starts_with("mcp-") && name.ends_with(&suffix))

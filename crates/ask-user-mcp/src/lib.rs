@@ -33,7 +33,8 @@ mod util;
 pub use answerer::{ASK_DECLINED, declined};
 pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};
 pub use server::{
-    AskUserMcp, DEFAULT_PROGRESS_INTERVAL, HTTP_PATH, McpOptions, ServeError, default_state_dir,
+    AskUserMcp, DEFAULT_PROGRESS_INTERVAL, HTTP_PATH, McpOptions, ServeError, SessionHook,
+    default_state_dir,
 };
 
 /// Catalog metadata of the companion tool for `cargo xtask catalog`.

@@ -11,14 +11,15 @@ use rmcp::ServiceExt;
 use rmcp::model::Tool;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use session_log::JsonlStore;
+use session_log::{JsonlStore, SessionStore};
 use tokio_util::sync::CancellationToken;
 use tool_ask_user::AskUserMode;
 
 use crate::companion::{ANSWER_TOOL_DESCRIPTION, ANSWER_TOOL_NAME, answer_tool_parameters};
 use crate::connection::McpConnection;
-use crate::state::ServerInner;
+pub use crate::state::SessionHook;
 pub use crate::state::{DEFAULT_PROGRESS_INTERVAL, McpOptions};
+use crate::state::{LogNames, ServerInner};
 
 /// The path under which the streamable HTTP transport serves MCP.
 pub const HTTP_PATH: &str = "/mcp";
@@ -84,7 +85,23 @@ impl AskUserMcp {
             return Err(state_err(io::Error::other("not a directory")));
         }
         let logs = JsonlStore::new(options.state_dir.clone());
-        let runtime = HostRuntime::new(logs.clone(), options.tool)?;
+        let names = logs.clone();
+        Self::with_store(options, logs, move || Ok(names.log_names()?))
+    }
+
+    /// A server whose sessions live in `store` (a database, say) instead of the state
+    /// directory's JSONL logs; `names` lists the store's logs. The state directory of `options`
+    /// is not used.
+    pub fn with_store(
+        options: McpOptions,
+        store: impl SessionStore + 'static,
+        names: impl Fn() -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Result<Self, ServeError> {
+        let runtime = HostRuntime::new(store, options.tool)?;
+        let logs: LogNames = Arc::new(names);
         let tools = tools_for(&runtime);
         Ok(Self {
             inner: Arc::new(ServerInner {

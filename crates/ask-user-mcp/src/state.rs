@@ -4,13 +4,33 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ask_user_host::HostRuntime;
+use std::fmt;
+use std::sync::Arc;
+
+use ask_user_host::{Host, HostRuntime};
 use rmcp::model::Tool;
-use session_log::JsonlStore;
 use tool_ask_user::AskUserConfig;
 
 /// How often a waiting call reports progress when its request carries a progress token.
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
+
+/// What a host wires into each MCP session while a request has it open: called with the log's
+/// name and the session's host when a request opens it; what it returns is kept until the
+/// request's turn ends (for example a surface registered on the host's seam for that session).
+#[derive(Clone)]
+pub struct SessionHook(
+    #[allow(clippy::type_complexity)] pub Arc<dyn Fn(&str, &Host) -> Box<dyn Send> + Send + Sync>,
+);
+
+impl fmt::Debug for SessionHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SessionHook")
+    }
+}
+
+/// Lists the store's logs by name (the companion finds a call's log among them).
+pub(crate) type LogNames =
+    Arc<dyn Fn() -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> + Send + Sync>;
 
 /// How to run the server.
 #[derive(Clone, Debug)]
@@ -21,6 +41,8 @@ pub struct McpOptions {
     pub state_dir: PathBuf,
     /// The progress interval of a waiting call.
     pub progress_interval: Duration,
+    /// Wired into each session while a request has it open (none by default).
+    pub on_open: Option<SessionHook>,
 }
 
 impl McpOptions {
@@ -30,7 +52,15 @@ impl McpOptions {
             tool: None,
             state_dir: state_dir.into(),
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
+            on_open: None,
         }
+    }
+
+    /// With this hook run for each session a request opens.
+    #[must_use]
+    pub fn with_session_hook(mut self, hook: SessionHook) -> Self {
+        self.on_open = Some(hook);
+        self
     }
 
     /// With this tool configuration.
@@ -51,8 +81,8 @@ impl McpOptions {
 /// The process-wide state behind `AskUserMcp` and every session's handler.
 pub(crate) struct ServerInner {
     pub(crate) runtime: HostRuntime,
-    /// The runtime's store, typed: the companion lists its logs.
-    pub(crate) logs: JsonlStore,
+    /// The runtime's logs by name: the companion finds a call's log among them.
+    pub(crate) logs: LogNames,
     pub(crate) options: McpOptions,
     pub(crate) tools: Vec<Tool>,
 }

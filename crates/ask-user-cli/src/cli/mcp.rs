@@ -23,6 +23,11 @@ pub struct McpArgs {
     /// Serve streamable HTTP at `http://ADDR/mcp` instead of stdio (loopback only).
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    /// Keep the sessions in a database instead of the state directory (see `--pg` of the other
+    /// commands): any worker resumes them, and an answer given there from anywhere reaches a
+    /// question in its window.
+    #[command(flatten)]
+    pg: super::pg::PgArgs,
 }
 
 pub(super) async fn run(args: McpArgs) -> Result<Exit, CliError> {
@@ -34,8 +39,15 @@ pub(super) async fn run(args: McpArgs) -> Result<Exit, CliError> {
             Exit::Usage,
         )
     })?;
-    let server = AskUserMcp::new(McpOptions::new(&state_dir).with_tool(config))
-        .map_err(|e| CliError::new("STATE_DIR", e.to_string(), Exit::Log))?;
+    let options = McpOptions::new(&state_dir).with_tool(config);
+    let (server, where_) = if let Some(url) = &args.pg.pg {
+        let server = super::pg::mcp_server(url, &args.pg.pg_schema, options)?;
+        (server, "the database".to_owned())
+    } else {
+        let server = AskUserMcp::new(options)
+            .map_err(|e| CliError::new("STATE_DIR", e.to_string(), Exit::Log))?;
+        (server, state_dir.display().to_string())
+    };
     let outcome = match args.http {
         None => server.serve_stdio().await,
         Some(addr) => {
@@ -47,10 +59,7 @@ pub(super) async fn run(args: McpArgs) -> Result<Exit, CliError> {
                 .map_err(|e| CliError::new("BAD_ADDRESS", e.to_string(), Exit::Usage))?;
             // The address line is for the person (or a test) starting the server; stdout stays
             // free of anything else.
-            eprintln!(
-                "serving MCP at http://{local}{HTTP_PATH} (logs in {})",
-                state_dir.display()
-            );
+            eprintln!("serving MCP at http://{local}{HTTP_PATH} (logs in {where_})");
             let cancel = CancellationToken::new();
             let stop = cancel.clone();
             tokio::spawn(async move {

@@ -720,3 +720,47 @@ fn claims_tick(
             .collect()
     })
 }
+
+/// `mcp --pg`: an MCP server whose sessions live in the database. While a request has a
+/// session open, the session's open questions take answers given in the ledger from anywhere,
+/// and remote claims hold their windows (a `LedgerAnswerer` per session), and late answers go
+/// to its inbox (a `LedgerFeed`); between requests the session's lease is free, so a worker
+/// admits its late answers and the companion tool reads them back from the log.
+pub(super) fn mcp_server(
+    url: &str,
+    schema: &str,
+    options: ask_user_mcp::McpOptions,
+) -> Result<ask_user_mcp::AskUserMcp, CliError> {
+    let store = connect(url, schema)?;
+    let (hook_store, hook_url) = (store.clone(), url.to_owned());
+    let hook = ask_user_mcp::SessionHook(std::sync::Arc::new(
+        move |name: &str, host: &crate::host::Host| -> Box<dyn Send> {
+            let poll = Duration::from_secs(1);
+            let answerer = LedgerAnswerer::new(
+                &hook_url,
+                hook_store.clone(),
+                name,
+                host.agent(),
+                host.seam(),
+                poll,
+            )
+            .register(host.seam());
+            // A late answer given while the request runs goes to the session's inbox, where
+            // the companion tool takes it.
+            let feed = LedgerFeed::start(
+                &hook_url,
+                hook_store.clone(),
+                name,
+                host.late_answers().clone(),
+                host.agent(),
+                poll,
+            );
+            Box::new((answerer, feed))
+        },
+    ));
+    let names = store.clone();
+    ask_user_mcp::AskUserMcp::with_store(options.with_session_hook(hook), store, move || {
+        Ok(names.log_names()?)
+    })
+    .map_err(|e| CliError::new("DB_UNAVAILABLE", e.to_string(), Exit::Log))
+}
