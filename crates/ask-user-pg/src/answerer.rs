@@ -8,8 +8,11 @@
 //! the waterfall (the terminal card, a page of this host), and
 //!
 //! * returns the ledger's answer the moment there is one: the first answer wins, here or there;
-//! * holds one claim on the timed wait while any remote claim is live, so the window does not
-//!   count down while a person elsewhere is looking, and lets it go when the last lease ends.
+//! * holds one claim on the timed wait while any remote claim is live, so the host's countdown
+//!   does not run while a person elsewhere is looking, and lets it go when the last lease ends
+//!   (or when the ledger has not answered for as long as the longest lease had left). As for a
+//!   page's hold (SPEC §4.7: a hold is local to its UI), a local surface that counts down on its
+//!   own, such as the terminal card, still times the request out.
 //!
 //! The tool result it settles names [`LEDGER_ANSWERER`] in its provenance, and the append that
 //! logs it marks the ledger's answer admitted in the same transaction. An answer that loses the
@@ -93,6 +96,10 @@ impl LedgerAnswerer {
     async fn watch(&self, call_id: &CallId) -> Answered {
         let mut hints = self.hints.clone();
         let mut held = None;
+        // Until when the claims last seen are live: a hold outlives them only while the ledger
+        // cannot be read, never past this.
+        let mut held_until = tokio::time::Instant::now();
+        let mut hints_gone = false;
         loop {
             let (store, name, call) = (self.store.clone(), self.session.clone(), call_id.clone());
             let window = tokio::task::spawn_blocking(move || store.window(&name, &call)).await;
@@ -120,6 +127,7 @@ impl LedgerAnswerer {
                                 };
                             }
                             // Look again when the longest lease would end, unless renewed.
+                            held_until = tokio::time::Instant::now() + left;
                             next_look = next_look.min(left + Duration::from_millis(50));
                         }
                         None => held = None,
@@ -132,8 +140,19 @@ impl LedgerAnswerer {
                     tracing::warn!(session = %self.session, %error, "the ledger read failed; retrying");
                 }
             }
+            if held.is_some() && tokio::time::Instant::now() >= held_until {
+                // The leases seen last have run out and no read said otherwise.
+                held = None;
+            }
+            if held.is_some() {
+                next_look = next_look.min(
+                    held_until.saturating_duration_since(tokio::time::Instant::now())
+                        + Duration::from_millis(50),
+                );
+            }
             tokio::select! {
-                _ = hints.changed() => {}
+                // The listener gone (it could not start): the poll alone wakes.
+                changed = hints.changed(), if !hints_gone => hints_gone = changed.is_err(),
                 () = tokio::time::sleep(next_look) => {}
             }
         }
@@ -176,15 +195,17 @@ impl Answerer for LedgerAnswerer {
         let mut rest_done = false;
         loop {
             tokio::select! {
+                // An answer ready in the same poll as the end of the request wins over it, as in
+                // the seam's own dispatch: the ledger's, then the rest's, then the token.
                 biased;
                 answered = &mut watch => return Ok(answered),
-                () = request.cancel.cancelled() => {
-                    return Err(UserQuestionError::ask_aborted().into());
-                }
                 result = &mut rest, if !rest_done => match result {
                     Err(error) if nobody_else(&error) => rest_done = true,
                     other => return other,
                 },
+                () = request.cancel.cancelled() => {
+                    return Err(UserQuestionError::ask_aborted().into());
+                }
             }
         }
     }

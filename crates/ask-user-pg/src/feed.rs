@@ -106,16 +106,19 @@ fn offer(
             Err(AskError::Question(error)) if error.is(&ErrorCode::ReplyQueued) => {
                 offered.insert(id);
             }
-            Ok(false) => {
-                let _ = store.refuse(
-                    name,
-                    &answer,
-                    "the session no longer shows the question as continued",
-                );
+            // Not continued in this host's projection (yet: its append may be committed and
+            // not folded here; or settled, which refuses the answer in the ledger by itself):
+            // offered again on the next wake, never refused here.
+            Ok(false) => {}
+            // The batch does not fit: it never will.
+            Err(AskError::Question(error)) if error.is(&ErrorCode::BadAnswer) => {
+                let _ = store.refuse(name, &answer, error.message());
                 offered.insert(id);
             }
+            // The session is going away (its agent is no longer live, the request ended): the
+            // answer stays in the ledger for the next owner, a worker.
             Err(AskError::Question(error)) => {
-                let _ = store.refuse(name, &answer, error.message());
+                tracing::debug!(session = name, %error, "a ledger answer was not taken here; left for the next owner");
                 offered.insert(id);
             }
             // Not delivered (the journal failed): offered again on the next wake.

@@ -9,7 +9,11 @@
 //!   validated against the stored questions, in one transaction that holds the question's row: the
 //!   first answer from any front end wins and a second gets `REPLY_QUEUED`.
 //! * **Admission** marks the answer admitted in the transaction that appends its `user/message`
-//!   (the fold sees the question settle), so a retry after that commit finds nothing to do.
+//!   (the fold sees the question settle), or, for an open question answered in its window from
+//!   the ledger, its `tool/result` (whose provenance names [`LEDGER_ANSWERER`]), so a retry
+//!   after that commit finds nothing to do.
+//!
+//! [`LEDGER_ANSWERER`]: crate::LEDGER_ANSWERER
 
 use std::collections::HashMap;
 use std::fmt;
@@ -304,16 +308,22 @@ pub(crate) struct LedgerStatements {
     answers: Statement,
 }
 
-const UPSERT_QUESTIONS: &str =
-    "INSERT INTO ask_user_questions AS q (name, call_id, state, questions, changed_seq)
-     SELECT $1, u.c, u.s, u.q::jsonb, u.seq
-     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(c, s, q, seq)
-     ON CONFLICT (name, call_id) DO UPDATE SET
-         state = EXCLUDED.state,
-         questions = CASE WHEN EXCLUDED.state IN ('settled', 'dropped') THEN q.questions
-                          ELSE EXCLUDED.questions END,
-         changed_seq = EXCLUDED.changed_seq
-     WHERE q.state IS DISTINCT FROM EXCLUDED.state";
+/// Writes the questions' new states; the claims of remote surfaces on a question that left its
+/// window go with it.
+const UPSERT_QUESTIONS: &str = "WITH up AS (
+         INSERT INTO ask_user_questions AS q (name, call_id, state, questions, changed_seq)
+         SELECT $1, u.c, u.s, u.q::jsonb, u.seq
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(c, s, q, seq)
+         ON CONFLICT (name, call_id) DO UPDATE SET
+             state = EXCLUDED.state,
+             questions = CASE WHEN EXCLUDED.state IN ('settled', 'dropped') THEN q.questions
+                              ELSE EXCLUDED.questions END,
+             changed_seq = EXCLUDED.changed_seq
+         WHERE q.state IS DISTINCT FROM EXCLUDED.state
+         RETURNING q.call_id, q.state
+     )
+     DELETE FROM ask_user_claims c USING up
+     WHERE c.name = $1 AND c.call_id = up.call_id AND up.state <> 'open'";
 
 /// Settles the answers of calls that settled or were dropped: the answer whose id is the
 /// settling `user/message`'s is admitted, and so is the call's answer when the ledger's answer
@@ -545,7 +555,7 @@ impl PgStore {
         let limits = limits.clone();
         self.db().run(move |connection| {
             // Two round trips: the question read (its questions never change once asked), then
-            // one statement that holds its row, checks it is still continued, inserts the answer
+            // one statement that holds its row, checks it is still open or continued, inserts the answer
             // unless one is there, and notifies the workers, committed on its own.
             let read = connection.statement(
                 "SELECT state, questions::text FROM ask_user_questions

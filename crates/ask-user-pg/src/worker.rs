@@ -58,7 +58,14 @@ pub fn admit_answers(
     store: &PgStore,
     name: &str,
 ) -> Result<Admitted, AdmitError> {
-    if store.unadmitted(name)?.is_empty() {
+    // An answer to a question still shown open (its host died in the window) is admitted too:
+    // opening the session repairs the call, and the question becomes continued.
+    let waiting = !store.unadmitted(name)?.is_empty()
+        || store
+            .questions(Some(name))?
+            .iter()
+            .any(|q| q.state == crate::QuestionState::Open && q.answered);
+    if !waiting {
         return Ok(Admitted::default());
     }
     let Some(host) = open_session(runtime, name)? else {

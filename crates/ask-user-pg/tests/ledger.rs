@@ -551,6 +551,33 @@ fn a_dead_hosts_open_question_answered_is_repaired_and_admitted_by_a_worker() {
 }
 
 #[test]
+fn admit_answers_repairs_a_dead_hosts_open_question_and_admits_its_answer() {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    let mut writer = store.create("s", &NewSession::new("s")).unwrap();
+    writer.append(&pending_turn(0, 1, "ask-1")[..4]).unwrap();
+    drop(writer);
+    store
+        .answer(
+            "s",
+            &CallId::from("ask-1"),
+            &scope("Tool only"),
+            &human(),
+            &QuestionLimits::default(),
+        )
+        .unwrap();
+    assert!(
+        store.unadmitted("s").unwrap().is_empty(),
+        "not a late one yet"
+    );
+    let runtime = HostRuntime::new(store.clone(), None).unwrap();
+    let admitted = admit_answers(&runtime, &store, "s").unwrap();
+    assert_eq!((admitted.admitted, admitted.busy), (1, false));
+    assert_eq!(replies_in_log(&store, "s", "ask-1"), 1);
+    drop_schema(&url, &schema);
+}
+
+#[test]
 fn a_call_that_ends_without_a_question_is_dropped_from_the_ledger() {
     let Some(url) = common::pg_url() else { return };
     let (store, schema) = common::store(&url);

@@ -311,6 +311,17 @@ async fn a_remote_claim_that_is_not_renewed_runs_out_on_the_databases_clock() {
         claimed_at.elapsed() >= Duration::from_secs(2),
         "held until the 2 s lease ran out"
     );
+    // The question left its window: its claims went with it.
+    let (url2, schema2) = (url.clone(), schema.clone());
+    let claims: i64 = tokio::task::spawn_blocking(move || {
+        client(&url2, &schema2)
+            .query_one("SELECT count(*) FROM ask_user_claims", &[])
+            .unwrap()
+            .get(0)
+    })
+    .await
+    .unwrap();
+    assert_eq!(claims, 0);
     drop(live);
     drop_schema_async(&url, &schema).await;
 }

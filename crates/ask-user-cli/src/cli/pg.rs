@@ -471,7 +471,9 @@ pub(super) fn answer(
                 a.admitted,
                 if a.admitted == 1 { "y" } else { "ies" }
             ),
-            Ok(_) => eprintln!("not admitted here: another process settled the question first"),
+            Ok(_) => eprintln!(
+                "not admitted here: the question is in its window (the host running it takes the answer), or another reply settled it first"
+            ),
             Err(error) => eprintln!(
                 "warning: not admitted here ({}); a worker admits it",
                 visible(&error)
@@ -637,7 +639,9 @@ pub(super) async fn follow_ledger(
     let mut seen: Vec<(String, CallId, QuestionState)> = Vec::new();
     let mut held: HashMap<(String, CallId), Instant> = HashMap::new();
     loop {
-        let looking = !stop.is_cancelled() && surface.clients() > 0;
+        // Once stopped, one more look releases every claim held.
+        let stopping = stop.is_cancelled();
+        let looking = !stopping && surface.clients() > 0;
         let tick = {
             let (store, client) = (store.clone(), client.clone());
             let mut held = std::mem::take(&mut held);
@@ -659,7 +663,7 @@ pub(super) async fn follow_ledger(
             }
             Err(error) => tracing::warn!(%error, "the ledger follower failed; retrying"),
         }
-        if stop.is_cancelled() {
+        if stopping {
             return;
         }
         tokio::select! {
