@@ -27,13 +27,15 @@ pub enum Delivered {
 /// The HTTP client every backend uses: rustls with the built-in web PKI roots, no proxy from
 /// the environment (a body carries one-time answer links), no redirects (a webhook that moved is
 /// a configuration to fix).
-pub(crate) fn client() -> Client {
+///
+/// Never a default client instead when this one cannot be built: that one would read proxies
+/// from the environment and follow redirects.
+pub(crate) fn client() -> Result<Client, reqwest::Error> {
     Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("ask-user-notify/", env!("CARGO_PKG_VERSION")))
         .build()
-        .unwrap_or_default()
 }
 
 fn retryable(status: StatusCode) -> bool {

@@ -22,17 +22,21 @@ pub use terminal::TerminalBell;
 pub use webhook::Webhook;
 
 /// The backends `config` names: its webhooks, its ntfy topic, the terminal bell.
-pub fn backends(config: &NotifyConfig) -> Vec<Arc<dyn Backend>> {
+///
+/// # Errors
+///
+/// When the HTTP client of a webhook or ntfy backend cannot be built.
+pub fn backends(config: &NotifyConfig) -> Result<Vec<Arc<dyn Backend>>, reqwest::Error> {
     let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
     for hook in &config.webhooks {
-        backends.push(Arc::new(Webhook::new(hook.clone(), config.retry)));
+        backends.push(Arc::new(Webhook::new(hook.clone(), config.retry)?));
     }
     if let Some(ntfy) = &config.ntfy {
-        backends.push(Arc::new(Ntfy::new(ntfy.clone(), config.retry)));
+        backends.push(Arc::new(Ntfy::new(ntfy.clone(), config.retry)?));
     }
     // The bell only where stderr is a terminal: escape codes in a log file help nobody.
     if config.terminal && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         backends.push(Arc::new(TerminalBell::default()));
     }
-    backends
+    Ok(backends)
 }

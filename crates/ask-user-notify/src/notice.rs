@@ -50,8 +50,9 @@ pub struct NoticeQuestion {
     pub options: Vec<String>,
     /// How many options there are.
     pub option_count: usize,
-    /// Whether several options may be chosen.
-    pub multi_select: bool,
+    /// Whether several options may be chosen (`None` when only a summary is known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multi_select: Option<bool>,
     /// The question text, with `includeText` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub question: Option<String>,
@@ -67,7 +68,7 @@ impl NoticeQuestion {
             header: header.map(str::to_owned),
             options: Vec::new(),
             option_count: options,
-            multi_select: false,
+            multi_select: None,
             question: None,
             detail: None,
         }
@@ -79,7 +80,7 @@ impl NoticeQuestion {
             header: question.header.clone(),
             options: question.options().iter().map(|o| o.label.clone()).collect(),
             option_count: question.options().len(),
-            multi_select: question.is_multi_select(),
+            multi_select: Some(question.is_multi_select()),
             question: include_text.then(|| question.question.clone()),
             detail: if include_text {
                 question.detail.clone()

@@ -8,6 +8,7 @@
 use async_trait::async_trait;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
+use user_questions::sanitize::{visible, visible_lines};
 
 use crate::backend::Backend;
 use crate::config::{NtfyConfig, RetryPolicy};
@@ -32,12 +33,16 @@ impl std::fmt::Debug for Ntfy {
 
 impl Ntfy {
     /// An ntfy backend.
-    pub fn new(config: NtfyConfig, retry: RetryPolicy) -> Self {
-        Self {
+    ///
+    /// # Errors
+    ///
+    /// When the HTTP client cannot be built (its TLS backend fails to start).
+    pub fn new(config: NtfyConfig, retry: RetryPolicy) -> Result<Self, reqwest::Error> {
+        Ok(Self {
             config,
             retry,
-            client: http::client(),
-        }
+            client: http::client()?,
+        })
     }
 
     /// The JSON message for `notice`.
@@ -53,7 +58,7 @@ impl Ntfy {
             .map(|b| {
                 json!({
                     "action": "http",
-                    "label": b.label,
+                    "label": visible(&b.label),
                     "url": b.url,
                     "method": "POST",
                     "headers": {"Content-Type": "application/json"},
@@ -64,8 +69,10 @@ impl Ntfy {
             .collect();
         let mut message = json!({
             "topic": self.config.topic,
-            "title": notice.title(),
-            "message": notice.message(),
+            // Model text shows on a lock screen: controls and invisible or bidirectional marks
+            // are shown as escapes, never passed on.
+            "title": visible(&notice.title()),
+            "message": visible_lines(&notice.message()),
             "priority": priority,
             "tags": tags,
         });

@@ -36,19 +36,20 @@ impl TerminalBell {
         }
     }
 
-    /// The bytes for `notice`: the title in printable ASCII only, every other character shown
-    /// as `?` (so a header from a model can neither end the sequence, start another, nor carry
-    /// invisible or bidirectional marks), at most 120 characters.
+    /// The bytes for `notice`: `ask-user: ` and the title in printable ASCII only, every other
+    /// character shown as `?` (so a header from a model can neither end the sequence, start
+    /// another, nor carry invisible or bidirectional marks) and `;` as `,` (a terminal that reads
+    /// `OSC 9 ; 4 ; …` as a sub-command never sees one: the fixed prefix comes first anyway), at
+    /// most 120 characters.
     pub fn sequence(notice: &Notice) -> String {
-        let text: String = notice
-            .title()
+        let text: String = "ask-user: "
             .chars()
-            .map(|c| {
-                if c == ' ' || c.is_ascii_graphic() {
-                    c
-                } else {
-                    '?'
-                }
+            .chain(notice.title().chars())
+            .map(|c| match c {
+                ';' => ',',
+                ' ' => ' ',
+                c if c.is_ascii_graphic() => c,
+                _ => '?',
             })
             .take(120)
             .collect();

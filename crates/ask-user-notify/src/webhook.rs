@@ -28,12 +28,16 @@ impl std::fmt::Debug for Webhook {
 
 impl Webhook {
     /// A webhook backend.
-    pub fn new(config: WebhookConfig, retry: RetryPolicy) -> Self {
-        Self {
+    ///
+    /// # Errors
+    ///
+    /// When the HTTP client cannot be built (its TLS backend fails to start).
+    pub fn new(config: WebhookConfig, retry: RetryPolicy) -> Result<Self, reqwest::Error> {
+        Ok(Self {
             config,
             retry,
-            client: http::client(),
-        }
+            client: http::client()?,
+        })
     }
 
     /// Delivers one notification and says how it went.

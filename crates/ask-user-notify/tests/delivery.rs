@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ask_user_notify::{
     Button, Delivered, Notice, NoticeKind, NoticeQuestion, Ntfy, NtfyConfig, RetryPolicy, Secret,
-    Webhook, WebhookConfig, sign,
+    TerminalBell, Webhook, WebhookConfig, sign,
 };
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
@@ -82,16 +82,24 @@ fn notice(kind: NoticeKind) -> Notice {
             header: Some("Database".into()),
             options: vec!["PostgreSQL".into(), "SQLite".into()],
             option_count: 2,
-            multi_select: false,
+            multi_select: Some(false),
             question: None,
             detail: None,
         }],
         url: Some("http://127.0.0.1:9/".into()),
-        buttons: vec![Button {
-            label: "SQLite".into(),
-            url: "http://127.0.0.1:9/cards/call-1/answer?grant=g1".into(),
-            body: r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#.into(),
-        }],
+        // One per option, as the policy sends them (all or none).
+        buttons: vec![
+            Button {
+                label: "PostgreSQL".into(),
+                url: "http://127.0.0.1:9/cards/call-1/answer?grant=g0".into(),
+                body: r#"{"answers":[{"id":"db","selected":["PostgreSQL"]}]}"#.into(),
+            },
+            Button {
+                label: "SQLite".into(),
+                url: "http://127.0.0.1:9/cards/call-1/answer?grant=g1".into(),
+                body: r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#.into(),
+            },
+        ],
     }
 }
 
@@ -178,7 +186,8 @@ async fn a_webhook_is_a_signed_json_post_in_the_standard_shape() {
             secret: Secret::parse(SECRET).unwrap(),
         },
         fast(),
-    );
+    )
+    .unwrap();
     for kind in [
         NoticeKind::Waiting,
         NoticeKind::Pending,
@@ -244,7 +253,8 @@ async fn failed_attempts_are_retried_with_backoff_under_the_same_id() {
             secret: Secret::parse(SECRET).unwrap(),
         },
         fast(),
-    );
+    )
+    .unwrap();
     let started = std::time::Instant::now();
     assert_eq!(
         hook.send(&notice(NoticeKind::Waiting)).await,
@@ -273,7 +283,7 @@ async fn a_refusal_is_not_retried_and_attempts_run_out() {
         url: format!("{url}/hook"),
         secret: Secret::parse(SECRET).unwrap(),
     };
-    let hook = Webhook::new(config.clone(), fast());
+    let hook = Webhook::new(config.clone(), fast()).unwrap();
     assert_eq!(
         hook.send(&notice(NoticeKind::Waiting)).await,
         Delivered::No {
@@ -284,7 +294,7 @@ async fn a_refusal_is_not_retried_and_attempts_run_out() {
     assert_eq!(receiver.seen().len(), 1);
 
     let (_down, url) = Receiver::start([Some(StatusCode::BAD_GATEWAY); 8]).await;
-    let hook = Webhook::new(WebhookConfig { url, ..config }, fast());
+    let hook = Webhook::new(WebhookConfig { url, ..config }, fast()).unwrap();
     assert_eq!(
         hook.send(&notice(NoticeKind::Waiting)).await,
         Delivered::No {
@@ -303,7 +313,8 @@ async fn ntfy_gets_a_json_publish_with_answer_buttons() {
             server: format!("{url}/"),
         },
         fast(),
-    );
+    )
+    .unwrap();
     assert_eq!(
         ntfy.send(&notice(NoticeKind::Waiting)).await,
         Delivered::Yes { attempts: 1 }
@@ -313,4 +324,53 @@ async fn ntfy_gets_a_json_publish_with_answer_buttons() {
     insta::assert_json_snapshot!("ntfy_waiting", message);
     let pending = ntfy.message(&notice(NoticeKind::Pending));
     assert_eq!(pending["priority"], 2);
+}
+
+#[test]
+fn hostile_text_never_reaches_a_phone_or_a_terminal_raw() {
+    let mut hostile = notice(NoticeKind::Waiting);
+    hostile.questions[0].header = Some("4;3;50\u{1b}]0;PWNED\u{7}\u{202e}gpj.exe".into());
+    hostile.questions[0].question = Some("Pick\u{1b}[2J one\nor the other\u{200b}".into());
+    hostile.buttons[0].label = "Postgre\u{1b}[31mSQL".into();
+    let ntfy = Ntfy::new(
+        NtfyConfig {
+            topic: "ask-user-test".into(),
+            server: "http://127.0.0.1:9/".into(),
+        },
+        fast(),
+    )
+    .unwrap();
+    let message = ntfy.message(&hostile);
+    let text = message.to_string();
+    for raw in ['\u{1b}', '\u{7}', '\u{202e}', '\u{200b}'] {
+        let sent: String = [
+            &message["title"],
+            &message["message"],
+            &message["actions"][0]["label"],
+        ]
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+        assert!(!sent.contains(raw), "{raw:?} reached the phone: {text}");
+    }
+    assert!(
+        message["title"]
+            .as_str()
+            .unwrap()
+            .contains("\\u{1b}]0;PWNED"),
+        "shown, as an escape: {text}"
+    );
+    assert!(
+        message["message"].as_str().unwrap().contains('\n'),
+        "line breaks stay: {text}"
+    );
+    let bell = TerminalBell::sequence(&hostile);
+    assert!(bell.starts_with("\u{7}\u{1b}]9;ask-user: "), "{bell:?}");
+    let inside = &bell["\u{7}\u{1b}]9;".len()..bell.len() - 1];
+    assert!(
+        inside
+            .chars()
+            .all(|c| c == ' ' || (c.is_ascii_graphic() && c != ';')),
+        "{bell:?}"
+    );
 }

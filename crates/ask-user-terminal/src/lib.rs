@@ -77,7 +77,8 @@ mod countdown;
 mod desk;
 mod keys;
 mod render;
-pub mod sanitize;
+/// The one sanitiser for model and log text (it lives in the seam, so every surface shares it).
+pub use user_questions::sanitize;
 mod screen;
 
 pub use answerer::{TerminalAnswerer, TerminalOptions};

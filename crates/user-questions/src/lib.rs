@@ -41,6 +41,7 @@ mod error;
 mod events;
 mod host;
 mod ids;
+pub mod sanitize;
 mod scripted;
 mod service;
 pub mod sync;

@@ -110,7 +110,13 @@ impl NotifyArgs {
         let Some(config) = self.config(terminal_card)? else {
             return Ok(None);
         };
-        let backends = backends(&config);
+        let backends = backends(&config).map_err(|e| {
+            CliError::new(
+                "NOTIFY_UNAVAILABLE",
+                format!("cannot start the notification client: {e}"),
+                Exit::Failure,
+            )
+        })?;
         Ok(Some(Notifier::start(seam, config, links, backends)))
     }
 }

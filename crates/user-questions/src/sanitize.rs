@@ -1,4 +1,5 @@
-//! The one sanitiser for text that came from a model or a log and reaches a terminal.
+//! The one sanitiser for text that came from a model or a log and reaches a terminal (or a
+//! phone's notification: every surface shows such text through it).
 //!
 //! A question, an option label, a call id or a log path can hold escape sequences: written raw,
 //! `\u{1b}]0;PWNED\u{7}\u{1b}[2J` sets the terminal's title and clears its screen. Every such text
@@ -11,12 +12,20 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// Whether `c` must not reach a terminal raw.
+/// Whether `c` must not reach a terminal raw: controls, and the invisible format characters
+/// that reorder or hide text (the same set the web page escapes).
 fn hidden(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
-            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}'
+            '\u{ad}'
+                | '\u{61c}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{feff}'
         )
 }
 

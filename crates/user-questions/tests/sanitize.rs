@@ -3,7 +3,7 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ask_user_terminal::sanitize::{json_visible, visible, visible_lines};
+use user_questions::sanitize::{json_visible, visible, visible_lines};
 
 const HOSTILE: &str = "Deploy?\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}31m\u{7f}\u{202e}gnp.exe";
 
