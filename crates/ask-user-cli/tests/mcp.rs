@@ -494,7 +494,5 @@ fn mcp_pg_questions_are_answered_from_another_shell_in_the_window_and_late() {
         logs(state.path()).is_empty(),
         "nothing in the state directory"
     );
-    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .unwrap();
+    ask_user_testkit::pg::drop_schema(&url, &schema);
 }

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use ask_user_pg::{PgOptions, PgStore};
 use ask_user_testkit::pg::{fresh_schema, pg_url};
-use session_log::{NewSession, SessionStore};
+use session_log::SessionStore;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
 
@@ -32,9 +32,7 @@ fn sessions_on_postgres_are_answered_once_from_the_command_line() {
         },
     )
     .unwrap();
-    let mut writer = store.create("s1", &NewSession::new("s1")).unwrap();
-    ask_user_testkit::logs::pending_turns(writer.as_mut(), &["ask-1", "ask-2"]);
-    drop(writer);
+    ask_user_testkit::logs::create_pending(&store, "s1", &["ask-1", "ask-2"]);
     let pg = ["--pg", url.as_str(), "--pg-schema", schema.as_str()];
     let with = |rest: &[&str]| -> Output {
         let mut args: Vec<&str> = vec![rest[0]];
@@ -118,7 +116,5 @@ fn sessions_on_postgres_are_answered_once_from_the_command_line() {
     let view: serde_json::Value = serde_json::from_slice(&local.stdout).unwrap();
     assert_eq!(view["settled"].as_array().unwrap().len(), 2);
     assert!(store.exists("copy").unwrap());
-    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .unwrap();
+    ask_user_testkit::pg::drop_schema(&url, &schema);
 }

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use ask_user_pg::{PgOptions, PgStore};
 use ask_user_testkit::pg::{fresh_schema, pg_url};
-use session_log::{EventBody, LogVisitor, NewSession, Scanned, SessionStore};
+use session_log::{EventBody, LogVisitor, Scanned, SessionStore};
 use user_questions_projection::fold_log;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
@@ -297,11 +297,7 @@ fn every_answered_question_settles_exactly_once_under_faults() {
         let name = format!("s{s}");
         let calls: Vec<String> = (0..per_session).map(|q| format!("call-{s}-{q}")).collect();
         let refs: Vec<&str> = calls.iter().map(String::as_str).collect();
-        let mut writer = store
-            .create(&name, &NewSession::new(name.as_str()))
-            .unwrap();
-        ask_user_testkit::logs::pending_turns(writer.as_mut(), &refs);
-        drop(writer);
+        ask_user_testkit::logs::create_pending(&store, &name, &refs);
         questions.extend(calls.into_iter().map(|c| (name.clone(), c)));
     }
     let (upstream, at_port) = via_proxy(&url);
@@ -597,5 +593,5 @@ fn every_answered_question_settles_exactly_once_under_faults() {
         acknowledged.len() >= total * 8 / 10,
         "most questions were answered"
     );
-    let _ = db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"));
+    ask_user_testkit::pg::drop_schema(&url, &schema);
 }

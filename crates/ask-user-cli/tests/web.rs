@@ -455,11 +455,9 @@ fn serve_pg_sends_a_page_answer_to_the_ledger_and_a_worker_admits_it() {
         ..ask_user_pg::PgOptions::default()
     };
     let store = ask_user_pg::PgStore::connect(&url, &options).unwrap();
-    let mut writer =
-        session_log::SessionStore::create(&store, "s1", &session_log::NewSession::new("s1"))
-            .unwrap();
-    ask_user_testkit::logs::pending_turns(writer.as_mut(), &["ask-1"]);
-    drop(writer);
+    // Two sessions ask with the same call id: a page's answer names its session.
+    ask_user_testkit::logs::create_pending(&store, "s1", &["ask-1"]);
+    ask_user_testkit::logs::create_pending(&store, "s2", &["ask-1"]);
 
     let mut serve = Running::start(&["serve", "--pg", &url, "--pg-schema", &schema]);
     let (addr, token) = serve.url();
@@ -469,10 +467,13 @@ fn serve_pg_sends_a_page_answer_to_the_ledger_and_a_worker_admits_it() {
     assert_eq!(view["sessions"][0]["active"][0]["callId"], "ask-1");
     drop(watch(&addr, &token, "ask-1"));
 
-    let good = json!({"answers": [{"id": "scope", "selected": ["Everything"]}]});
+    let unnamed = json!({"answers": [{"id": "scope", "selected": ["Everything"]}]});
+    let (status, body) = http(&addr, "POST", "/cards/ask-1/answer", &token, Some(&unnamed));
+    assert_eq!((status, body["code"].as_str()), (409, Some("AMBIGUOUS")));
+    let good = json!({"session": "s1", "answers": [{"id": "scope", "selected": ["Everything"]}]});
     let (status, body) = http(&addr, "POST", "/cards/ask-1/answer", &token, Some(&good));
     assert_eq!((status, body), (200, json!({"ok": true, "path": "late"})));
-    let again = json!({"answers": [{"id": "scope", "selected": ["Tool only"]}]});
+    let again = json!({"session": "s1", "answers": [{"id": "scope", "selected": ["Tool only"]}]});
     let (status, body) = http(&addr, "POST", "/cards/ask-1/answer", &token, Some(&again));
     assert_eq!((status, body["code"].as_str()), (409, Some("REPLY_QUEUED")));
 
@@ -488,9 +489,16 @@ fn serve_pg_sends_a_page_answer_to_the_ledger_and_a_worker_admits_it() {
     assert_eq!((status, body["code"].as_str()), (410, Some("NOT_WAITING")));
     drop(serve);
     assert!(store.questions(Some("s1")).unwrap().is_empty(), "settled");
-    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .unwrap();
+    assert!(
+        store.unadmitted("s2").unwrap().is_empty(),
+        "s2 was never answered"
+    );
+    assert_eq!(
+        store.questions(Some("s2")).unwrap().len(),
+        1,
+        "s2 still asks"
+    );
+    ask_user_testkit::pg::drop_schema(&url, &schema);
 }
 
 /// `demo --pg --web` in `schema` with a window of `window` seconds.
@@ -567,9 +575,7 @@ fn demo_pg_takes_an_answer_given_from_another_shell_while_it_runs() {
         store.questions(Some(&names[0])).unwrap().is_empty(),
         "settled"
     );
-    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .unwrap();
+    ask_user_testkit::pg::drop_schema(&url, &schema);
 }
 
 #[test]
@@ -635,6 +641,5 @@ fn demo_pg_window_is_held_by_a_page_of_serve_pg_and_answered_there() {
     assert!(admitted, "the tool result admitted the ledger's answer");
     drop(page);
     drop(serve);
-    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .unwrap();
+    ask_user_testkit::pg::drop_schema(&url, &schema);
 }

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use ask_user_host::{HostRuntime, SessionOptions};
 use ask_user_pg::{PgOptions, PgStore};
-use session_log::{JsonlStore, NewSession, SessionStore};
+use session_log::{JsonlStore, SessionStore};
 use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, QuestionLimits};
 
 fn main() {
@@ -47,9 +47,7 @@ fn main() {
         admission(&url, &options, &store, fronts, 200);
     }
     resume(&store);
-    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .unwrap();
+    ask_user_testkit::pg::drop_schema(&url, &schema);
 }
 
 /// Per-operation latencies of `per_front` operations on each of `fronts` threads, run together.
@@ -98,10 +96,7 @@ fn admission(url: &str, options: &PgOptions, store: &PgStore, fronts: usize, per
         let name = format!("{run}-{f}");
         let calls: Vec<String> = (0..per_front).map(|i| format!("c{i}")).collect();
         let refs: Vec<&str> = calls.iter().map(String::as_str).collect();
-        let mut writer = store
-            .create(&name, &NewSession::new(name.as_str()))
-            .unwrap();
-        ask_user_testkit::logs::pending_turns(writer.as_mut(), &refs);
+        ask_user_testkit::logs::create_pending(store, &name, &refs);
     }
     let mut db = postgres::Client::connect(url, postgres::NoTls).unwrap();
     db.batch_execute(&format!(

@@ -167,7 +167,7 @@ impl Drop for LedgerAnswerer {
 
 /// Whether the rest of the waterfall left the question to the ledger: nobody else is there.
 fn nobody_else(error: &AnswererError) -> bool {
-    matches!(error, AnswererError::Question(e) if *e.error_code() == ErrorCode::NoProvider)
+    error.is(&ErrorCode::NoProvider)
 }
 
 #[async_trait]

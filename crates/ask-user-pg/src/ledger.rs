@@ -558,8 +558,11 @@ impl PgStore {
             // one statement that holds its row, checks it is still open or continued, inserts the answer
             // unless one is there, and notifies the workers, committed on its own.
             let read = connection.statement(
-                "SELECT state, questions::text FROM ask_user_questions
-                 WHERE name = $1 AND call_id = $2",
+                "SELECT q.state, q.questions::text,
+                        EXISTS (SELECT 1 FROM ask_user_answers a
+                                WHERE a.name = q.name AND a.call_id = q.call_id)
+                 FROM ask_user_questions q
+                 WHERE q.name = $1 AND q.call_id = $2",
             )?;
             let row = connection
                 .client()?
@@ -572,6 +575,11 @@ impl PgStore {
                 Some(QuestionState::Continued | QuestionState::Open) => {}
                 Some(QuestionState::Settled) => return Ok(Err(AnswerError::Settled(call))),
                 Some(QuestionState::Dropped) | None => return Ok(Err(AnswerError::Dropped(call))),
+            }
+            // A reply queued comes before the batch's check (SPEC §4.8 step 3): the second answer
+            // is told the first won, whatever it holds.
+            if row.get::<_, bool>(2) {
+                return Ok(Err(AnswerError::ReplyQueued(call)));
             }
             let questions: Vec<Question> =
                 serde_json::from_str(row.get(1)).map_err(PgError::Json)?;

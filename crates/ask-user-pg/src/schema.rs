@@ -2,7 +2,7 @@
 //! each, under an advisory lock so that workers starting together migrate once. A database whose
 //! schema is newer than this build knows is refused, never written.
 
-use postgres::Client;
+use postgres::{Client, GenericClient};
 
 use crate::PgError;
 use crate::db::quote_ident;
@@ -42,16 +42,7 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<i32, PgError>
         schema = quote_ident(schema)
     ))
     .map_err(PgError::Query)?;
-    let found: i32 = tx
-        .query_one(
-            &format!(
-                "SELECT coalesce(max(version), 0) FROM {}.ask_user_schema",
-                quote_ident(schema)
-            ),
-            &[],
-        )
-        .map_err(PgError::Query)?
-        .get(0);
+    let found = version(&mut tx, schema)?;
     if found > SCHEMA_VERSION {
         return Err(PgError::NewerSchema {
             found,
@@ -76,6 +67,20 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<i32, PgError>
     Ok(found)
 }
 
+/// The newest migration applied in `schema` (0: none), whose version table exists.
+fn version(client: &mut impl GenericClient, schema: &str) -> Result<i32, PgError> {
+    Ok(client
+        .query_one(
+            &format!(
+                "SELECT coalesce(max(version), 0) FROM {}.ask_user_schema",
+                quote_ident(schema)
+            ),
+            &[],
+        )
+        .map_err(PgError::Query)?
+        .get(0))
+}
+
 /// Checks that the schema `schema` is at [`SCHEMA_VERSION`] without changing anything (for a
 /// read-only connection): a missing or older schema is [`PgError::NoSchema`], a newer one
 /// [`PgError::NewerSchema`].
@@ -87,20 +92,7 @@ pub(crate) fn check(client: &mut Client, schema: &str) -> Result<(), PgError> {
         )
         .map_err(PgError::Query)?
         .get(0);
-    let found: i32 = if exists {
-        client
-            .query_one(
-                &format!(
-                    "SELECT coalesce(max(version), 0) FROM {}.ask_user_schema",
-                    quote_ident(schema)
-                ),
-                &[],
-            )
-            .map_err(PgError::Query)?
-            .get(0)
-    } else {
-        0
-    };
+    let found = if exists { version(client, schema)? } else { 0 };
     match found.cmp(&SCHEMA_VERSION) {
         std::cmp::Ordering::Equal => Ok(()),
         std::cmp::Ordering::Greater => Err(PgError::NewerSchema {

@@ -3,10 +3,10 @@
 //! corrupt lines alike (as the file store keeps them); a torn tail is left out and reported. It
 //! runs in one transaction: a failed import leaves nothing.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::sync::mpsc;
 
-use session_log::{SessionEvent, SessionStore, StoreError};
+use session_log::{MAX_LINE_LEN, SessionEvent, SessionStore, StoreError};
 
 use crate::PgError;
 use crate::lines::{Lines, PAGE_BYTES};
@@ -40,6 +40,14 @@ pub enum ExportError {
     /// A session of that name exists already.
     #[error("a session {0:?} exists already")]
     Exists(String),
+    /// A line is longer than any reader of the log keeps (nothing was imported).
+    #[error("line {line} is longer than {limit} bytes: not imported")]
+    LineTooLong {
+        /// The line (1: the header).
+        line: u64,
+        /// The longest line taken.
+        limit: u64,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -74,7 +82,9 @@ impl PgStore {
     /// session exports byte for byte as imported.
     pub fn import(&self, name: &str, input: &mut dyn BufRead) -> Result<ImportReport, ExportError> {
         let mut header = Vec::new();
-        input.read_until(b'\n', &mut header)?;
+        (&mut *input)
+            .take(MAX_LINE_LEN + 1)
+            .read_until(b'\n', &mut header)?;
         let parsed = session_log::LogScanner::open(header.as_slice()).ok();
         let Some((parsed, _)) = parsed.filter(|_| header.ends_with(b"\n")) else {
             return Err(ExportError::Header(
@@ -177,9 +187,18 @@ fn read_rows(
     let mut pending_bytes = 0i64;
     loop {
         line.clear();
-        let n = input.read_until(b'\n', &mut line)?;
+        // Bounded: one byte past the limit tells a long line from a full one.
+        let n = (&mut *input)
+            .take(MAX_LINE_LEN + 1)
+            .read_until(b'\n', &mut line)?;
         if n == 0 {
             break;
+        }
+        if n as u64 > MAX_LINE_LEN {
+            return Err(ExportError::LineTooLong {
+                line: report.lines + 2,
+                limit: MAX_LINE_LEN,
+            });
         }
         if !line.ends_with(b"\n") {
             report.torn_tail = Some(n as u64);

@@ -357,7 +357,8 @@ pub(crate) fn listen(
         .name("ask-user-pg-listen".into())
         .spawn(move || {
             while !stopped.load(Ordering::Relaxed) {
-                let Ok(mut client) = postgres::Client::connect(&config, postgres::NoTls) else {
+                // The store's connect: its timeouts and keepalives bound every wait here too.
+                let Ok(mut client) = crate::db::connect(&config, "public") else {
                     thread::sleep(Duration::from_secs(1));
                     continue;
                 };

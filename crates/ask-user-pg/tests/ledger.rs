@@ -16,9 +16,10 @@ use ask_user_host::HostRuntime;
 use std::time::Duration;
 
 use ask_user_pg::{
-    AnswerError, PgError, PgStore, QuestionState, SCHEMA_VERSION, Worker, admit_answers,
+    AnswerError, PgError, PgStore, QuestionState, SCHEMA_VERSION, Worker, WorkerEvent,
+    admit_answers,
 };
-use common::{client, drop_schema, options, pending_turn, session_with_pending};
+use common::{client, create_pending, drop_schema, options, pending_turn};
 use session_log::{EventBody, LogVisitor, NewSession, Scanned, SessionStore, StoreError};
 use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, QuestionLimits};
 use user_questions_projection::Replay;
@@ -29,6 +30,17 @@ fn scope(label: &str) -> AnswerBatch {
 
 fn human() -> Provenance {
     Provenance::human("test-front-end")
+}
+
+/// A front end's answer `label` to `call` of session `s`.
+fn answer(store: &PgStore, call: &CallId, label: &str) -> Result<String, AnswerError> {
+    store.answer(
+        "s",
+        call,
+        &scope(label),
+        &human(),
+        &QuestionLimits::default(),
+    )
 }
 
 /// The replies (`user/message` with a reply source) the log holds for `call_id`.
@@ -193,12 +205,9 @@ fn the_ledger_follows_the_log_and_the_first_answer_wins() {
     assert_eq!(open.len(), 1);
     assert_eq!(open[0].state, QuestionState::Open, "the call is running");
     assert_eq!(open[0].questions[0].id, "scope");
-    let limits = QuestionLimits::default();
     let call = CallId::from("ask-1");
     // Answered in its window from elsewhere: taken, but not a late answer yet.
-    let id = store
-        .answer("s", &call, &scope("Tool only"), &human(), &limits)
-        .unwrap();
+    let id = answer(&store, &call, "Tool only").unwrap();
     assert!(store.unadmitted("s").unwrap().is_empty());
 
     // The window closed unanswered (no surface here read the ledger): a late one now.
@@ -208,10 +217,19 @@ fn the_ledger_follows_the_log_and_the_first_answer_wins() {
         store.questions(Some("s")).unwrap()[0].state,
         QuestionState::Continued
     );
-    let second = store
-        .answer("s", &call, &scope("Everything"), &human(), &limits)
-        .unwrap_err();
+    let second = answer(&store, &call, "Everything").unwrap_err();
     assert!(matches!(second, AnswerError::ReplyQueued(_)), "{second}");
+    // A reply queued is said before the batch is checked (SPEC §4.8 step 3).
+    let bad = store
+        .answer(
+            "s",
+            &call,
+            &AnswerBatch::new([AnswerItem::selected("scope", ["No such option"])]),
+            &human(),
+            &QuestionLimits::default(),
+        )
+        .unwrap_err();
+    assert!(matches!(bad, AnswerError::ReplyQueued(_)), "{bad}");
     assert_eq!(second.code(), "REPLY_QUEUED");
     let waiting = store.unadmitted("s").unwrap();
     assert_eq!(waiting.len(), 1);
@@ -229,7 +247,7 @@ fn the_ledger_follows_the_log_and_the_first_answer_wins() {
 fn bad_answers_are_refused_and_change_nothing() {
     let Some(url) = common::pg_url() else { return };
     let (store, schema) = common::store(&url);
-    session_with_pending(&store, "s", &["ask-1"]);
+    create_pending(&store, "s", &["ask-1"]);
     let limits = QuestionLimits::default();
     let call = CallId::from("ask-1");
     let cases: Vec<(Result<String, AnswerError>, &str)> = vec![
@@ -238,19 +256,10 @@ fn bad_answers_are_refused_and_change_nothing() {
             "UNKNOWN_SESSION",
         ),
         (
-            store.answer(
-                "s",
-                &CallId::from("ask-9"),
-                &scope("Tool only"),
-                &human(),
-                &limits,
-            ),
+            answer(&store, &CallId::from("ask-9"), "Tool only"),
             "UNKNOWN_CALL",
         ),
-        (
-            store.answer("s", &call, &scope("Not an option"), &human(), &limits),
-            "BAD_ANSWER",
-        ),
+        (answer(&store, &call, "Not an option"), "BAD_ANSWER"),
         (
             store.answer(
                 "s",
@@ -293,18 +302,9 @@ fn bad_answers_are_refused_and_change_nothing() {
 fn admission_settles_each_answer_exactly_once() {
     let Some(url) = common::pg_url() else { return };
     let (store, schema) = common::store(&url);
-    session_with_pending(&store, "s", &["ask-1", "ask-2"]);
-    let limits = QuestionLimits::default();
+    create_pending(&store, "s", &["ask-1", "ask-2"]);
     for call in ["ask-1", "ask-2"] {
-        store
-            .answer(
-                "s",
-                &CallId::from(call),
-                &scope("Everything"),
-                &human(),
-                &limits,
-            )
-            .unwrap();
+        answer(&store, &CallId::from(call), "Everything").unwrap();
     }
     let ids: Vec<String> = store
         .unadmitted("s")
@@ -349,15 +349,7 @@ fn admission_settles_each_answer_exactly_once() {
     let state = replayed(&store, "s");
     assert_eq!(state.view().settled.len(), 2);
     assert!(state.view().active.is_empty());
-    let after_settle = store
-        .answer(
-            "s",
-            &CallId::from("ask-1"),
-            &scope("Tool only"),
-            &human(),
-            &limits,
-        )
-        .unwrap_err();
+    let after_settle = answer(&store, &CallId::from("ask-1"), "Tool only").unwrap_err();
     assert_eq!(after_settle.code(), "ALREADY_SETTLED");
     drop_schema(&url, &schema);
 }
@@ -366,17 +358,9 @@ fn admission_settles_each_answer_exactly_once() {
 fn a_reply_queued_by_an_owner_that_died_is_admitted_once() {
     let Some(url) = common::pg_url() else { return };
     let (store, schema) = common::store(&url);
-    session_with_pending(&store, "s", &["ask-1"]);
+    create_pending(&store, "s", &["ask-1"]);
     let call = CallId::from("ask-1");
-    store
-        .answer(
-            "s",
-            &call,
-            &scope("Tool only"),
-            &human(),
-            &QuestionLimits::default(),
-        )
-        .unwrap();
+    answer(&store, &call, "Tool only").unwrap();
     // An owner queues the reply in the session's durable inbox, then stops before admitting it.
     {
         let runtime = HostRuntime::new(store.clone(), None).unwrap();
@@ -402,6 +386,30 @@ fn a_reply_queued_by_an_owner_that_died_is_admitted_once() {
     assert_eq!(admitted.admitted, 1);
     assert_eq!(replies_in_log(&store, "s", "ask-1"), 1);
     assert!(store.unadmitted("s").unwrap().is_empty());
+    drop_schema(&url, &schema);
+}
+
+#[test]
+fn an_import_with_a_line_past_the_limit_is_refused_and_leaves_nothing() {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    let mut log = Vec::new();
+    let source = common::store(&url);
+    create_pending(&source.0, "src", &["ask-1"]);
+    source.0.export("src", &mut log).unwrap();
+    drop_schema(&url, &source.1);
+    // A record line one byte past what any reader keeps.
+    let limit = usize::try_from(session_log::MAX_LINE_LEN).unwrap();
+    log.extend(std::iter::repeat_n(b'x', limit + 1));
+    log.push(b'\n');
+    let refused = store
+        .import("big", &mut BufReader::new(log.as_slice()))
+        .unwrap_err();
+    assert!(
+        matches!(refused, ask_user_pg::ExportError::LineTooLong { line, .. } if line > 1),
+        "{refused}"
+    );
+    assert!(!store.exists("big").unwrap(), "nothing imported");
     drop_schema(&url, &schema);
 }
 
@@ -465,17 +473,9 @@ fn every_corpus_log_exports_byte_identical_after_import() {
 fn a_reply_from_elsewhere_settles_the_call_and_refuses_the_ledger_answer() {
     let Some(url) = common::pg_url() else { return };
     let (store, schema) = common::store(&url);
-    session_with_pending(&store, "s", &["ask-1"]);
+    create_pending(&store, "s", &["ask-1"]);
     let call = CallId::from("ask-1");
-    let id = store
-        .answer(
-            "s",
-            &call,
-            &scope("Tool only"),
-            &human(),
-            &QuestionLimits::default(),
-        )
-        .unwrap();
+    let id = answer(&store, &call, "Tool only").unwrap();
     // A surface of the session's own host queues another reply first (not through the ledger).
     let runtime = HostRuntime::new(store.clone(), None).unwrap();
     {
@@ -523,11 +523,8 @@ fn a_dead_hosts_open_question_answered_is_repaired_and_admitted_by_a_worker() {
     writer.append(&pending_turn(0, 1, "ask-1")[..4]).unwrap();
     drop(writer);
     let call = CallId::from("ask-1");
-    let limits = QuestionLimits::default();
     // Answered while it still shows open: kept until the question is continued.
-    store
-        .answer("s", &call, &scope("Tool only"), &human(), &limits)
-        .unwrap();
+    answer(&store, &call, "Tool only").unwrap();
     assert_eq!(
         store.sessions_to_admit().unwrap(),
         ["s"],
@@ -543,7 +540,10 @@ fn a_dead_hosts_open_question_answered_is_repaired_and_admitted_by_a_worker() {
     );
     // One pass: resume repair makes the question continued, then its answer is admitted.
     let mut admitted = 0;
-    worker.pass(&mut |_| admitted += 1);
+    worker.pass(&mut |event| match event {
+        WorkerEvent::Admitted { admitted: a, .. } => admitted += a.admitted,
+        other => panic!("{other:?}"),
+    });
     assert_eq!(admitted, 1);
     assert!(store.questions(Some("s")).unwrap().is_empty(), "settled");
     assert_eq!(replies_in_log(&store, "s", "ask-1"), 1);
@@ -557,15 +557,7 @@ fn admit_answers_repairs_a_dead_hosts_open_question_and_admits_its_answer() {
     let mut writer = store.create("s", &NewSession::new("s")).unwrap();
     writer.append(&pending_turn(0, 1, "ask-1")[..4]).unwrap();
     drop(writer);
-    store
-        .answer(
-            "s",
-            &CallId::from("ask-1"),
-            &scope("Tool only"),
-            &human(),
-            &QuestionLimits::default(),
-        )
-        .unwrap();
+    answer(&store, &CallId::from("ask-1"), "Tool only").unwrap();
     assert!(
         store.unadmitted("s").unwrap().is_empty(),
         "not a late one yet"
@@ -606,15 +598,7 @@ fn a_call_that_ends_without_a_question_is_dropped_from_the_ledger() {
         "the projection agrees"
     );
     assert_eq!(state, "dropped");
-    let refused = store
-        .answer(
-            "s",
-            &CallId::from("ask-1"),
-            &scope("Tool only"),
-            &human(),
-            &QuestionLimits::default(),
-        )
-        .unwrap_err();
+    let refused = answer(&store, &CallId::from("ask-1"), "Tool only").unwrap_err();
     assert_eq!(refused.code(), "NOT_CONTINUED");
     drop_schema(&url, &schema);
 }

@@ -330,7 +330,7 @@ async fn a_remote_claim_that_is_not_renewed_runs_out_on_the_databases_clock() {
 fn claims_on_unknown_questions_are_refused() {
     let Some(url) = common::pg_url() else { return };
     let (store, schema) = common::store(&url);
-    common::session_with_pending(&store, "s", &["ask-1"]);
+    common::create_pending(&store, "s", &["ask-1"]);
     let ttl = Duration::from_secs(15);
     let unknown_call = store
         .claim("s", &CallId::from("nope"), "page", ttl)

@@ -372,6 +372,7 @@ impl Desk {
                 agent: agent.clone(),
                 answers: batch,
                 provenance: Provenance::human(self.name.clone()),
+                session: None,
             };
             match on_late.submit(late) {
                 Ok(()) => {

@@ -214,3 +214,16 @@ pub fn pending_turns(writer: &mut dyn SessionWriter, calls: &[&str]) {
         writer.append(&events).unwrap();
     }
 }
+
+/// Creates session `name` in `store` with one [`pending_turn`] per call id: one continued
+/// question each.
+///
+/// # Panics
+///
+/// When the store refuses (a test fixture stops at the first failure).
+pub fn create_pending(store: &dyn session_log::SessionStore, name: &str, calls: &[&str]) {
+    let mut writer = store
+        .create(name, &session_log::NewSession::new(name))
+        .unwrap();
+    pending_turns(writer.as_mut(), calls);
+}

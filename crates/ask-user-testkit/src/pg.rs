@@ -35,3 +35,11 @@ pub fn fresh_schema() -> String {
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
 }
+
+/// Drops `schema` and everything in it, if the server is there (a test's cleanup: never fails).
+pub fn drop_schema(url: &str, schema: &str) {
+    if let Ok(mut client) = postgres::Client::connect(url, postgres::NoTls) {
+        let quoted = schema.replace('"', "\"\"");
+        let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{quoted}\" CASCADE"));
+    }
+}

@@ -21,7 +21,7 @@ pub(crate) struct WebAnswerer {
 /// is the request's, `ASK_TIMED_OUT` included: another surface's countdown times out the shared
 /// request even while a page looks (SPEC §4.7: a hold is local to its UI).
 fn leaves_it_to_the_pages(error: &AnswererError) -> bool {
-    matches!(error, AnswererError::Question(e) if *e.error_code() == ErrorCode::NoProvider)
+    error.is(&ErrorCode::NoProvider)
 }
 
 /// Tells the hub the answerer stopped waiting however its future ended.

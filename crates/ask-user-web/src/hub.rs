@@ -661,7 +661,6 @@ impl Hub {
                 // hold here (the host that runs it sees this surface's claim instead).
                 "state": if question.open_elsewhere { "open" } else { "continued" },
                 "timed": !question.open_elsewhere,
-                "elsewhere": question.open_elsewhere,
                 "remainingMs": null,
                 "replyQueued": state.queued.contains(&key),
                 "questions": question.questions,
@@ -806,6 +805,7 @@ impl Hub {
                 agent: agent.clone(),
                 answers: batch.clone(),
                 provenance: Provenance::human(self.options.name.clone()),
+                session: Some(key.session.clone()),
             };
             let sessions = Arc::clone(&sessions);
             // The sessions may open a log: off the async threads.

@@ -28,6 +28,9 @@ pub struct LateSubmission {
     pub answers: AnswerBatch,
     /// Who answered, e.g. `{"answerer": "terminal", "answeredBy": "human"}` (SPEC §9.1).
     pub provenance: Provenance,
+    /// The session the surface showed the question in, when it shows several (two sessions may
+    /// use the same call id); `None`: the agent's.
+    pub session: Option<String>,
 }
 
 impl fmt::Debug for LateSubmission {
@@ -37,6 +40,7 @@ impl fmt::Debug for LateSubmission {
             .field("agent", &self.agent.as_ref().map(|a| a.id().clone()))
             .field("answers", &self.answers)
             .field("provenance", &self.provenance)
+            .field("session", &self.session)
             .finish()
     }
 }
@@ -99,6 +103,7 @@ impl LateAnswerSink for LateAnswers {
             agent,
             answers,
             provenance,
+            session: _,
         } = submission;
         let agent = agent.ok_or(LateRefusal::NoAgent)?;
         match self.answer(&agent, &call_id, answers, provenance) {

@@ -19,6 +19,7 @@ fn submission(w: &World, call_id: &str, answers: AnswerBatch) -> LateSubmission 
         agent: Some(w.handle()),
         answers,
         provenance: origin(),
+        session: None,
     }
 }
 

@@ -425,6 +425,12 @@ impl AnswererError {
             Self::Foreign(_) => None,
         }
     }
+
+    /// Whether it is a typed error with this code (an answerer racing the rest of the chain
+    /// asks whether the rest found nobody: [`ErrorCode::NoProvider`]).
+    pub fn is(&self, code: &ErrorCode) -> bool {
+        matches!(self, Self::Question(e) if e.is(code))
+    }
 }
 
 /// What `ask`, `ask_timed` and `answer` return on failure.

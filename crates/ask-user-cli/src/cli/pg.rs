@@ -306,6 +306,7 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
             let code = match &e {
                 ask_user_pg::ExportError::Exists(_) => "LOG_EXISTS",
                 ask_user_pg::ExportError::Header(_) => "LOG_HEADER",
+                ask_user_pg::ExportError::LineTooLong { .. } => "LINE_TOO_LONG",
                 _ => "IMPORT_FAILED",
             };
             CliError::new(code, e.to_string(), Exit::Log)
@@ -508,11 +509,15 @@ impl PgSessions {
 
 impl LateAnswerSink for PgSessions {
     fn submit(&self, submission: LateSubmission) -> Result<(), LateRefusal> {
-        // A card names its call; the session is the one whose continued question it is.
+        // A card names its call, and its session; without one, the session is the one whose
+        // question it is.
         let sessions: Vec<String> = self
             .answerable()
             .into_iter()
-            .filter(|q| q.call_id == submission.call_id)
+            .filter(|q| {
+                q.call_id == submission.call_id
+                    && submission.session.as_ref().is_none_or(|s| *s == q.session)
+            })
             .map(|q| q.session)
             .collect();
         let [session] = sessions.as_slice() else {

@@ -307,6 +307,12 @@ impl LateAnswerSink for LogSessions {
         let log = self
             .logs
             .iter()
+            .filter(|log| {
+                submission
+                    .session
+                    .as_ref()
+                    .is_none_or(|session| *session == log.display().to_string())
+            })
             .find(|log| {
                 load_state(log).is_some_and(|s| s.continued(submission.call_id.as_str()).is_some())
             })

@@ -4,12 +4,11 @@
 use std::sync::Arc;
 
 use ask_user_pg::{PgOptions, PgStore};
-use session_log::SessionStore;
 
 #[allow(unused_imports)]
-pub use ask_user_testkit::logs::pending_turn;
+pub use ask_user_testkit::logs::{create_pending, pending_turn};
 
-pub use ask_user_testkit::pg::{fresh_schema, pg_url};
+pub use ask_user_testkit::pg::{drop_schema, fresh_schema, pg_url};
 
 /// Options for a store in `schema`.
 pub fn options(schema: &str) -> PgOptions {
@@ -33,21 +32,6 @@ pub fn client(url: &str, schema: &str) -> postgres::Client {
         .batch_execute(&format!("SET search_path TO \"{schema}\""))
         .unwrap();
     client
-}
-
-/// Drops a test's schema.
-pub fn drop_schema(url: &str, schema: &str) {
-    if let Ok(mut client) = postgres::Client::connect(url, postgres::NoTls) {
-        let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"));
-    }
-}
-
-/// Creates session `name` in `store` with one continued question per call id.
-pub fn session_with_pending(store: &PgStore, name: &str, calls: &[&str]) {
-    let mut writer = store
-        .create(name, &session_log::NewSession::new(name))
-        .unwrap();
-    ask_user_testkit::logs::pending_turns(writer.as_mut(), calls);
 }
 
 /// Keeps stores alive with their schemas, dropping the schemas at the end.
