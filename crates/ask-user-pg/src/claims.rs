@@ -13,8 +13,8 @@ use std::time::Duration;
 use user_questions::CallId;
 
 use crate::PgError;
-use crate::db::Connection;
-use crate::ledger::{AnswerError, LedgerAnswer, QuestionState};
+use crate::answers::{AnswerError, LedgerAnswer, unknown};
+use crate::ledger::QuestionState;
 use crate::store::PgStore;
 
 /// What the host running an open question's call sees of it in the ledger.
@@ -149,24 +149,4 @@ impl PgStore {
             })
         })
     }
-}
-
-/// The refusal for a question the ledger does not have: its session is unknown, or only the call.
-pub(crate) fn unknown(
-    connection: &mut Connection,
-    session: String,
-    call_id: CallId,
-) -> Result<AnswerError, PgError> {
-    let found = connection
-        .client()?
-        .query_opt(
-            "SELECT 1 FROM ask_user_sessions WHERE name = $1",
-            &[&session],
-        )
-        .map_err(PgError::Query)?;
-    Ok(if found.is_some() {
-        AnswerError::UnknownCall { session, call_id }
-    } else {
-        AnswerError::UnknownSession(session)
-    })
 }

@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 mod answerer;
+mod answers;
 mod claims;
 mod db;
 mod feed;
@@ -28,9 +29,10 @@ mod transfer;
 mod worker;
 
 pub use answerer::{LEDGER_ANSWERER, LedgerAnswerer};
+pub use answers::{AnswerError, LedgerAnswer, LedgerQuestion};
 pub use claims::Window;
 pub use feed::LedgerFeed;
-pub use ledger::{AnswerError, LedgerAnswer, LedgerQuestion, QuestionState};
+pub use ledger::QuestionState;
 pub use schema::SCHEMA_VERSION;
 pub use store::{PgOptions, PgStore};
 pub use transfer::{ExportError, ImportReport};

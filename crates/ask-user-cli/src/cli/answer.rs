@@ -57,7 +57,8 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
             Some(path) => batch_from_file(&read_input(path)?)?,
             None => batch_from_flags(args, &questions)?,
         };
-        return super::pg::answer(&store, &session, &call_id, &batch, args.admit);
+        let provenance = Provenance::human(ANSWERER);
+        return super::pg::answer(&store, &session, &call_id, &batch, &provenance, args.admit);
     }
     if !args.log.exists() {
         return Err(CliError::new(

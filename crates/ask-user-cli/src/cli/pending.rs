@@ -68,7 +68,7 @@ impl LogVisitor for Listing {
 pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
     if let Some(url) = &args.pg.pg {
         let session = args.log.as_deref().map(|p| p.to_string_lossy());
-        return super::pg::pending(url, &args.pg.pg_schema, session.as_deref(), args.json);
+        return pending_pg(url, &args.pg.pg_schema, session.as_deref(), args.json);
     }
     let Some(log) = &args.log else {
         return Err(CliError::new(
@@ -140,7 +140,7 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
 
 /// A question and, under it, its labels as `--pick ID=LABEL` takes them. Ids, questions and
 /// labels come from a model through the log: never raw on a terminal.
-pub(super) fn question_cell(q: &user_questions::Question) -> String {
+fn question_cell(q: &user_questions::Question) -> String {
     let mut cell = format!("{}: {}", visible(&q.id), visible(&q.question));
     let labels: Vec<String> = q
         .options()
@@ -171,7 +171,7 @@ fn format_age(ms: i64) -> String {
 }
 
 /// A plain-text table under `header`; the last column may span several lines.
-pub(super) fn table(header: [&str; 4], rows: &[[String; 4]]) -> String {
+fn table(header: [&str; 4], rows: &[[String; 4]]) -> String {
     if rows.is_empty() {
         return String::from("no open or continued questions\n");
     }
@@ -211,6 +211,66 @@ pub(super) fn table(header: [&str; 4], rows: &[[String; 4]]) -> String {
         line([&row[0], &row[1], &row[2], &row[3]]);
     }
     out
+}
+
+/// `pending --pg URL [SESSION] [--json]`.
+fn pending_pg(
+    url: &str,
+    schema: &str,
+    session: Option<&str>,
+    json: bool,
+) -> Result<Exit, CliError> {
+    // Read only: no schema is created or migrated, no checkpoint written.
+    let store = super::pg::connect_read_only(url, schema)?;
+    if let Some(session) = session
+        && !session_log::SessionStore::exists(&store, session)?
+    {
+        return Err(CliError::new(
+            "UNKNOWN_SESSION",
+            format!("no session {session:?} in the database"),
+            Exit::Log,
+        ));
+    }
+    if let (Some(session), true) = (session, json) {
+        // The projection view of the session, exactly as for a file.
+        let load = load_projection(&store, session, CheckpointPolicy::ReadOnly)?;
+        let text = serde_json::to_string(load.state.view())
+            .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
+        println!("{}", json_visible(&text));
+        return Ok(Exit::Ok);
+    }
+    let questions = store
+        .questions(session)
+        .map_err(|e| super::pg::db_error(&e))?;
+    if json {
+        let rows: Vec<serde_json::Value> = questions.iter().map(super::pg::question_json).collect();
+        let text = serde_json::json!({ "questions": rows }).to_string();
+        println!("{}", json_visible(&text));
+        return Ok(Exit::Ok);
+    }
+    let rows: Vec<[String; 4]> = questions
+        .iter()
+        .map(|q| {
+            let state = if q.answered {
+                format!("{}, answered (admission waits)", q.state)
+            } else {
+                q.state.to_string()
+            };
+            let cells: Vec<String> = q.questions.iter().map(question_cell).collect();
+            [
+                visible(&q.session).into_owned(),
+                visible(q.call_id.as_str()).into_owned(),
+                state,
+                cells.join("\n"),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(["SESSION", "CALL ID", "STATE", "QUESTIONS"], &rows)
+    );
+    println!("{} open or continued", questions.len());
+    Ok(Exit::Ok)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use ask_user_pg::{
     AnswerError, LedgerAnswerer, LedgerFeed, LedgerQuestion, PgError, PgOptions, PgStore,
     QuestionState, Worker, WorkerEvent, admit_answers,
 };
-use ask_user_terminal::sanitize::{json_visible, visible};
+use ask_user_terminal::sanitize::visible;
 use ask_user_web::{ContinuedQuestion, WebSessions, WebSurface};
 use clap::Args;
 use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
@@ -72,7 +72,7 @@ pub(super) fn connect(url: &str, schema: &str) -> Result<PgStore, CliError> {
 }
 
 /// Connects for reading only: the schema must be there; nothing is created or migrated.
-fn connect_read_only(url: &str, schema: &str) -> Result<PgStore, CliError> {
+pub(super) fn connect_read_only(url: &str, schema: &str) -> Result<PgStore, CliError> {
     let options = PgOptions {
         schema: schema.to_owned(),
         migrate: false,
@@ -81,7 +81,7 @@ fn connect_read_only(url: &str, schema: &str) -> Result<PgStore, CliError> {
     PgStore::connect(url, &options).map_err(|e| db_error(&e))
 }
 
-fn db_error(error: &PgError) -> CliError {
+pub(super) fn db_error(error: &PgError) -> CliError {
     CliError::new(error.code(), error.to_string(), Exit::Log)
 }
 
@@ -335,69 +335,7 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
     Ok(Exit::Ok)
 }
 
-/// `pending --pg URL [SESSION] [--json]`.
-pub(super) fn pending(
-    url: &str,
-    schema: &str,
-    session: Option<&str>,
-    json: bool,
-) -> Result<Exit, CliError> {
-    // Read only: no schema is created or migrated, no checkpoint written.
-    let store = connect_read_only(url, schema)?;
-    if let Some(session) = session
-        && !session_log::SessionStore::exists(&store, session)?
-    {
-        return Err(CliError::new(
-            "UNKNOWN_SESSION",
-            format!("no session {session:?} in the database"),
-            Exit::Log,
-        ));
-    }
-    if let (Some(session), true) = (session, json) {
-        // The projection view of the session, exactly as for a file.
-        let load = load_projection(&store, session, CheckpointPolicy::ReadOnly)?;
-        let text = serde_json::to_string(load.state.view())
-            .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
-        println!("{}", json_visible(&text));
-        return Ok(Exit::Ok);
-    }
-    let questions = store.questions(session).map_err(|e| db_error(&e))?;
-    if json {
-        let rows: Vec<serde_json::Value> = questions.iter().map(question_json).collect();
-        let text = serde_json::json!({ "questions": rows }).to_string();
-        println!("{}", json_visible(&text));
-        return Ok(Exit::Ok);
-    }
-    let rows: Vec<[String; 4]> = questions
-        .iter()
-        .map(|q| {
-            let state = if q.answered {
-                format!("{}, answered (admission waits)", q.state)
-            } else {
-                q.state.to_string()
-            };
-            let cells: Vec<String> = q
-                .questions
-                .iter()
-                .map(super::pending::question_cell)
-                .collect();
-            [
-                visible(&q.session).into_owned(),
-                visible(q.call_id.as_str()).into_owned(),
-                state,
-                cells.join("\n"),
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        super::pending::table(["SESSION", "CALL ID", "STATE", "QUESTIONS"], &rows)
-    );
-    println!("{} open or continued", questions.len());
-    Ok(Exit::Ok)
-}
-
-fn question_json(q: &LedgerQuestion) -> serde_json::Value {
+pub(super) fn question_json(q: &LedgerQuestion) -> serde_json::Value {
     serde_json::json!({
         "session": q.session,
         "callId": q.call_id,
@@ -432,15 +370,15 @@ pub(super) fn answer(
     session: &str,
     call_id: &CallId,
     batch: &AnswerBatch,
+    provenance: &Provenance,
     admit: bool,
 ) -> Result<Exit, CliError> {
-    let provenance = Provenance::human(super::answer::ANSWERER);
     let answer_id = store
         .answer(
             session,
             call_id,
             batch,
-            &provenance,
+            provenance,
             &QuestionLimits::default(),
         )
         .map_err(|error| {
