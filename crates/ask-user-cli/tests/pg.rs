@@ -24,14 +24,7 @@ fn text(bytes: &[u8]) -> String {
 fn sessions_on_postgres_are_answered_once_from_the_command_line() {
     let Some(url) = pg_url() else { return };
     let schema = fresh_schema();
-    let store = PgStore::connect(
-        &url,
-        &PgOptions {
-            schema: schema.clone(),
-            ..PgOptions::default()
-        },
-    )
-    .unwrap();
+    let store = PgStore::connect(&url, &PgOptions::in_schema(&schema)).unwrap();
     ask_user_testkit::logs::create_pending(&store, "s1", &["ask-1", "ask-2"]);
     let pg = ["--pg", url.as_str(), "--pg-schema", schema.as_str()];
     let with = |rest: &[&str]| -> Output {
@@ -85,6 +78,7 @@ fn sessions_on_postgres_are_answered_once_from_the_command_line() {
     assert!(worked.status.success(), "{}", text(&worked.stderr));
     assert_eq!(text(&worked.stdout), "session s1: 1 reply admitted\n");
     let again = with(&["worker", "--once"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
     assert_eq!(text(&again.stdout), "", "nothing left to admit");
     let view: serde_json::Value =
         serde_json::from_slice(&with(&["pending", "s1", "--json"]).stdout).unwrap();
@@ -116,5 +110,39 @@ fn sessions_on_postgres_are_answered_once_from_the_command_line() {
     let view: serde_json::Value = serde_json::from_slice(&local.stdout).unwrap();
     assert_eq!(view["settled"].as_array().unwrap().len(), 2);
     assert!(store.exists("copy").unwrap());
+    ask_user_testkit::pg::drop_schema(&url, &schema);
+}
+
+#[test]
+fn hostile_session_names_never_reach_the_terminal_raw() {
+    let Some(url) = pg_url() else { return };
+    let schema = fresh_schema();
+    let store = PgStore::connect(&url, &PgOptions::in_schema(&schema)).unwrap();
+    let evil = "s\u{1b}]0;PWNED\u{7}\u{202e}1";
+    ask_user_testkit::logs::create_pending(&store, evil, &["ask-1"]);
+    let pg = ["--pg", url.as_str(), "--pg-schema", schema.as_str()];
+    let table = run(&[&["pending"][..], &pg].concat());
+    let json = run(&[&["pending"][..], &pg, &["--json"]].concat());
+    let unknown = run(&[
+        &["answer"][..],
+        &pg,
+        &["x\u{1b}[2J", "ask-1", "--pick", "scope=Everything"],
+    ]
+    .concat());
+    for (what, output) in [("table", &table), ("json", &json), ("error", &unknown)] {
+        let all = [text(&output.stdout), text(&output.stderr)].concat();
+        assert!(
+            !all.contains('\u{1b}') && !all.contains('\u{7}') && !all.contains('\u{202e}'),
+            "{what}: {all:?}"
+        );
+        assert!(
+            all.contains("\\u{1b}") || all.contains("\\u001b"),
+            "{what}: shown as an escape: {all:?}"
+        );
+    }
+    // The JSON still reads back as the same name.
+    let listed: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(listed["questions"][0]["session"], evil);
+    assert!(!unknown.status.success());
     ask_user_testkit::pg::drop_schema(&url, &schema);
 }

@@ -284,14 +284,7 @@ fn every_answered_question_settles_exactly_once_under_faults() {
     );
     eprintln!("fault test: seed {seed} (ASK_USER_FAULT_SEED replays it)");
     let schema = fresh_schema();
-    let store = PgStore::connect(
-        &url,
-        &PgOptions {
-            schema: schema.clone(),
-            ..PgOptions::default()
-        },
-    )
-    .unwrap();
+    let store = PgStore::connect(&url, &PgOptions::in_schema(&schema)).unwrap();
     let mut questions = Vec::new();
     for s in 0..sessions {
         let name = format!("s{s}");

@@ -450,10 +450,7 @@ fn serve_pg_sends_a_page_answer_to_the_ledger_and_a_worker_admits_it() {
         return;
     };
     let schema = ask_user_testkit::pg::fresh_schema();
-    let options = ask_user_pg::PgOptions {
-        schema: schema.clone(),
-        ..ask_user_pg::PgOptions::default()
-    };
+    let options = ask_user_pg::PgOptions::in_schema(&schema);
     let store = ask_user_pg::PgStore::connect(&url, &options).unwrap();
     // Two sessions ask with the same call id: a page's answer names its session.
     ask_user_testkit::logs::create_pending(&store, "s1", &["ask-1"]);
@@ -523,10 +520,7 @@ fn demo_pg_takes_an_answer_given_from_another_shell_while_it_runs() {
     let schema = ask_user_testkit::pg::fresh_schema();
     let mut demo = demo_pg(&url, &schema, "1");
     demo.until("the question is still open on the page");
-    let options = ask_user_pg::PgOptions {
-        schema: schema.clone(),
-        ..ask_user_pg::PgOptions::default()
-    };
+    let options = ask_user_pg::PgOptions::in_schema(&schema);
     let store = ask_user_pg::PgStore::connect(&url, &options).unwrap();
     let names = store.log_names().unwrap();
     assert_eq!(names.len(), 1, "{names:?}");

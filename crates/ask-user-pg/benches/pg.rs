@@ -37,10 +37,7 @@ fn main() {
         return;
     };
     let schema = ask_user_testkit::pg::fresh_schema();
-    let options = PgOptions {
-        schema: schema.clone(),
-        ..PgOptions::default()
-    };
+    let options = PgOptions::in_schema(&schema);
     let store = PgStore::connect(&url, &options).unwrap();
     println!("== answer admission against a bare INSERT … COMMIT, same server, same run");
     for fronts in [1usize, 4, 16] {

@@ -51,6 +51,16 @@ pub struct PgOptions {
     pub owner: Option<String>,
 }
 
+impl PgOptions {
+    /// The defaults, with the tables in `schema`.
+    pub fn in_schema(schema: &str) -> Self {
+        Self {
+            schema: schema.to_owned(),
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for PgOptions {
     fn default() -> Self {
         Self {

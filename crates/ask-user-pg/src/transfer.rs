@@ -6,7 +6,9 @@
 use std::io::{self, BufRead, Read, Write};
 use std::sync::mpsc;
 
-use session_log::{MAX_LINE_LEN, SessionEvent, SessionStore, StoreError};
+use session_log::{
+    CorruptReason, LogScanner, MAX_LINE_LEN, ScanPosition, Scanned, SessionStore, StoreError,
+};
 
 use crate::PgError;
 use crate::lines::{Lines, PAGE_BYTES};
@@ -170,7 +172,9 @@ impl PgStore {
     }
 }
 
-/// Reads the lines after the header into batches of rows.
+/// Reads the lines after the header into batches of rows, through `session-log`'s scanner (its
+/// records, `seq`s and findings; the store never parses a line itself), each line stored as the
+/// bytes it was.
 fn read_rows(
     input: &mut dyn BufRead,
     header_len: u64,
@@ -180,40 +184,20 @@ fn read_rows(
         byte_length: header_len,
         ..ImportReport::default()
     };
-    let mut expected_seq = 0u64;
+    let start = ScanPosition {
+        byte_offset: header_len,
+        line: 1,
+        expected_seq: 0,
+        events: 0,
+    };
+    let mut scanner = LogScanner::resume(input, start);
     let mut last_seq: Option<i64> = None;
-    let mut line = Vec::new();
     let mut rows = empty_rows();
     let mut pending_bytes = 0i64;
-    loop {
-        line.clear();
-        // Bounded: one byte past the limit tells a long line from a full one.
-        let n = (&mut *input)
-            .take(MAX_LINE_LEN + 1)
-            .read_until(b'\n', &mut line)?;
-        if n == 0 {
-            break;
-        }
-        if n as u64 > MAX_LINE_LEN {
-            return Err(ExportError::LineTooLong {
-                line: report.lines + 2,
-                limit: MAX_LINE_LEN,
-            });
-        }
-        if !line.ends_with(b"\n") {
-            report.torn_tail = Some(n as u64);
-            break;
-        }
-        let text = String::from_utf8_lossy(&line);
-        let decoded = SessionEvent::from_record(text.trim_end_matches('\n'), expected_seq);
-        let seq = if let Ok(record) = decoded {
-            {
-                let first = record.event().map_or(
-                    record.next_seq() - record.event_count().min(record.next_seq()),
-                    |e| e.seq,
-                );
-                expected_seq = record.next_seq();
-                let first = i64::try_from(first).ok();
+    while let Some(scanned) = scanner.next_line()? {
+        let seq = match scanned {
+            Scanned::Record(record) => {
+                let first = i64::try_from(record.record.first_seq()).ok();
                 // A seq the log repeats (a foreign writer's mistake) is kept in the line only.
                 if first.is_some() && first <= last_seq {
                     None
@@ -222,12 +206,22 @@ fn read_rows(
                     first
                 }
             }
-        } else {
-            report.corrupt += 1;
-            None
+            Scanned::Corrupt(corrupt) => {
+                if let CorruptReason::TooLong { limit } = corrupt.reason {
+                    // Not kept by the scanner, so it cannot be stored as it was.
+                    return Err(ExportError::LineTooLong {
+                        line: corrupt.line,
+                        limit,
+                    });
+                }
+                report.corrupt += 1;
+                None
+            }
         };
+        let line = scanner.last_raw().unwrap_or_default().to_vec();
         report.lines += 1;
-        report.byte_length += n as u64;
+        report.byte_length += line.len() as u64;
+        pending_bytes += i64::try_from(line.len()).unwrap_or(i64::MAX);
         if let Batch::Rows {
             line_nos,
             byte_ends,
@@ -238,14 +232,14 @@ fn read_rows(
             line_nos.push(i64::try_from(report.lines).unwrap_or(i64::MAX));
             byte_ends.push(i64::try_from(report.byte_length).unwrap_or(i64::MAX));
             seqs.push(seq);
-            lines.push(line.clone());
+            lines.push(line);
         }
-        pending_bytes += i64::try_from(n).unwrap_or(i64::MAX);
         if pending_bytes >= PAGE_BYTES {
             send(batches, std::mem::replace(&mut rows, empty_rows()))?;
             pending_bytes = 0;
         }
     }
+    report.torn_tail = scanner.report().torn_tail.map(|tail| tail.len);
     send(batches, rows)?;
     send(
         batches,

@@ -215,6 +215,9 @@ pub struct LogScanner<R> {
     report: ScanReport,
     finished: bool,
     max_line: u64,
+    /// Where the line [`LogScanner::next_line`] returned last lies in `buf` (`None`: it was not
+    /// kept, or nothing was returned).
+    last: Option<std::ops::Range<usize>>,
 }
 
 /// A complete line decoded ahead of its turn: where it lies in the buffer, and its record (its
@@ -363,6 +366,7 @@ impl<R: BufRead> LogScanner<R> {
             report,
             finished: false,
             max_line: MAX_LINE_LEN,
+            last: None,
         }
     }
 
@@ -512,10 +516,18 @@ impl<R: BufRead> LogScanner<R> {
         self.report
     }
 
+    /// The bytes (with their `\n`) of the line [`LogScanner::next_line`] returned last, corrupt or
+    /// not; `None` for a line too long to keep, or before the first line. For a backend that
+    /// stores lines verbatim as it reads them (an import), so that it never reads a line itself.
+    pub fn last_raw(&self) -> Option<&[u8]> {
+        self.last.clone().map(|range| &self.buf[range])
+    }
+
     /// Reads the next complete line. `Ok(None)` at the end; a torn tail is then in the report.
     /// After an I/O error the scanner stops; [`LogScanner::position`] still tells where the last
     /// complete line ended, so a caller can resume there with a fresh reader.
     pub fn next_line(&mut self) -> io::Result<Option<Scanned<'_>>> {
+        self.last = None;
         if self.finished {
             return Ok(None);
         }
@@ -564,6 +576,7 @@ impl<R: BufRead> LogScanner<R> {
             lossy,
         } = range;
         let len = (range.end - range.start) as u64;
+        self.last = Some(range.clone());
         let raw = &self.buf[range];
         let line = self.position.line + 1;
         let expected_seq = self.position.expected_seq;

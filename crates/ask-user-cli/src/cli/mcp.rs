@@ -32,13 +32,18 @@ pub struct McpArgs {
 
 pub(super) async fn run(args: McpArgs) -> Result<Exit, CliError> {
     let config = args.tool.config()?;
-    let state_dir = args.state_dir.or_else(default_state_dir).ok_or_else(|| {
-        CliError::new(
-            "BAD_USAGE",
-            "no state directory: set --state-dir (neither XDG_STATE_HOME nor HOME is set)",
-            Exit::Usage,
-        )
-    })?;
+    // With --pg the sessions live in the database: no state directory is needed.
+    let state_dir = match args.state_dir.or_else(default_state_dir) {
+        Some(dir) => dir,
+        None if args.pg.pg.is_some() => PathBuf::new(),
+        None => {
+            return Err(CliError::new(
+                "BAD_USAGE",
+                "no state directory: set --state-dir (neither XDG_STATE_HOME nor HOME is set)",
+                Exit::Usage,
+            ));
+        }
+    };
     let options = McpOptions::new(&state_dir).with_tool(config);
     let (server, where_) = if let Some(url) = &args.pg.pg {
         let server = super::pg::mcp_server(url, &args.pg.pg_schema, options)?;

@@ -35,7 +35,8 @@ pub struct PgArgs {
     /// `postgres://` URL; no TLS) instead of a log file: the positional log is a session name.
     #[arg(long, value_name = "URL")]
     pub pg: Option<String>,
-    /// The database schema of the tables (created and migrated on first use).
+    /// The database schema of the tables (a writing command creates or migrates it; a reading
+    /// one, `pending` or `export`, only checks it).
     #[arg(
         long,
         value_name = "SCHEMA",
@@ -51,7 +52,8 @@ pub struct PgRequired {
     /// The PostgreSQL database (a libpq connection string or `postgres://` URL; no TLS).
     #[arg(long, value_name = "URL")]
     pub pg: String,
-    /// The database schema of the tables (created and migrated on first use).
+    /// The database schema of the tables (a writing command creates or migrates it; a reading
+    /// one, `pending` or `export`, only checks it).
     #[arg(long, value_name = "SCHEMA", default_value = "ask_user")]
     pub pg_schema: String,
 }
@@ -64,19 +66,15 @@ impl PgRequired {
 
 /// Connects and migrates.
 pub(super) fn connect(url: &str, schema: &str) -> Result<PgStore, CliError> {
-    let options = PgOptions {
-        schema: schema.to_owned(),
-        ..PgOptions::default()
-    };
+    let options = PgOptions::in_schema(schema);
     PgStore::connect(url, &options).map_err(|e| db_error(&e))
 }
 
 /// Connects for reading only: the schema must be there; nothing is created or migrated.
 pub(super) fn connect_read_only(url: &str, schema: &str) -> Result<PgStore, CliError> {
     let options = PgOptions {
-        schema: schema.to_owned(),
         migrate: false,
-        ..PgOptions::default()
+        ..PgOptions::in_schema(schema)
     };
     PgStore::connect(url, &options).map_err(|e| db_error(&e))
 }

@@ -12,10 +12,7 @@ pub use ask_user_testkit::pg::{drop_schema, fresh_schema, pg_url};
 
 /// Options for a store in `schema`.
 pub fn options(schema: &str) -> PgOptions {
-    PgOptions {
-        schema: schema.to_owned(),
-        ..PgOptions::default()
-    }
+    PgOptions::in_schema(schema)
 }
 
 /// A store in a fresh schema.
