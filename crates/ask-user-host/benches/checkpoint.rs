@@ -119,6 +119,7 @@ fn bench_file(dir: &Path, events: u64) {
             last_record_hash: sha256_hex(&bytes[ends[ends.len() - 2]..]),
         },
         state: full.state.clone(),
+        open: None,
     };
     let (store, name) = JsonlStore::for_file(&log).unwrap();
     let write = measure(|| {

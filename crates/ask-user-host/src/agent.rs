@@ -6,10 +6,10 @@
 //! messages from the log, and a late reply queued before a crash is still queued after it (which is
 //! what keeps the one-reply rule across restarts, SPEC §4.9).
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pending_answer::HostEvent;
+use serde::{Deserialize, Serialize};
 use session_log::{EventBody, InboxTarget, LogVisitor, Record, Scanned, SpliceEdit};
 use tokio::sync::Notify;
 use user_questions::sync::lock_unpoisoned;
@@ -23,15 +23,6 @@ use crate::journal::{Journal, JournalError};
 struct Queues {
     next_turn: Vec<UserMessage>,
     next_step: Vec<UserMessage>,
-}
-
-impl Queues {
-    fn target(&mut self, target: InboxTarget) -> &mut Vec<UserMessage> {
-        match target {
-            InboxTarget::NextTurn => &mut self.next_turn,
-            InboxTarget::NextStep => &mut self.next_step,
-        }
-    }
 }
 
 /// The agent of a [`Host`](crate::Host) session. See the [module docs](self).
@@ -58,18 +49,11 @@ impl HostAgent {
         lock_unpoisoned(&self.queues)
     }
 
-    /// Replays the inbox edits read from the log; returns how many messages are queued.
+    /// Queues what the log's inbox edits left queued; returns how many messages are queued.
     pub(crate) fn restore(&self, restore: &Restore) -> usize {
         let mut queues = self.queues();
-        for (target, splice) in &restore.splices {
-            let queue = queues.target(*target);
-            let start = usize::try_from(splice.start)
-                .unwrap_or(usize::MAX)
-                .min(queue.len());
-            let removed = usize::try_from(splice.removed_count).unwrap_or(usize::MAX);
-            let end = start.saturating_add(removed).min(queue.len());
-            queue.splice(start..end, splice.inserted.iter().cloned());
-        }
+        queues.next_turn.clone_from(&restore.next_turn);
+        queues.next_step.clone_from(&restore.next_step);
         queues.next_turn.len() + queues.next_step.len()
     }
 
@@ -122,6 +106,33 @@ impl HostAgent {
         let claimed = queues.next_turn.remove(at);
         self.report_claims(me, std::slice::from_ref(&claimed), turn);
         Ok(Some(claimed))
+    }
+
+    /// Takes the next-turn message with this id into a batch of records `records` builds from its
+    /// place in the queue and the message (it must log the removal, at the batch's index
+    /// `splice`): the batch is committed as one durable append, the claim reported to late
+    /// answers right after the removal, all under the queue lock. `None` (nothing written) when
+    /// no such message is queued.
+    pub(crate) fn claim_one_in(
+        &self,
+        me: &AgentHandle,
+        message_id: &str,
+        turn: u64,
+        records: impl FnOnce(usize, &UserMessage) -> (Vec<Record>, usize),
+    ) -> Result<Option<UserMessage>, JournalError> {
+        let mut queues = self.queues();
+        let Some(at) = queues.next_turn.iter().position(|m| m.id == message_id) else {
+            return Ok(None);
+        };
+        let (batch, splice) = records(at, &queues.next_turn[at]);
+        let claim = HostEvent::InboxClaimed {
+            agent: me.clone(),
+            message: queues.next_turn[at].clone(),
+            turn,
+        };
+        self.journal
+            .commit_all(batch, &mut [(splice, Some(claim))])?;
+        Ok(Some(queues.next_turn.remove(at)))
     }
 
     fn report_claims(&self, me: &AgentHandle, claimed: &[UserMessage], turn: u64) {
@@ -183,15 +194,41 @@ impl Agent for HostAgent {
     }
 }
 
-/// What a host restores from a log while the store opens it: inbox edits and the last turn, read
-/// from the typed events of the open's own scan.
-#[derive(Debug, Default)]
+/// What a host restores from a log while the store opens it: the inbox as the logged
+/// `agent/inbox/spliced` edits leave it, the last turn and the call ids, read from the typed events
+/// of the open's own scan. It serialises (camelCase) so that a checkpoint can carry it and a host
+/// reopening the log at that checkpoint reads only the lines after it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Restore {
-    splices: Vec<(InboxTarget, SpliceEdit)>,
+    /// The next-turn queue.
+    pub next_turn: Vec<UserMessage>,
+    /// The next-step queue.
+    pub next_step: Vec<UserMessage>,
     /// The highest `turn/start` turn seen.
     pub last_turn: u64,
-    /// Every `tool/call` id the log holds: a call id is used once per log.
-    pub call_ids: HashSet<CallId>,
+    /// Every `tool/call` id the log holds, in log order (a call id is used once per log; one a
+    /// log repeats anyway is listed each time).
+    pub call_ids: Vec<CallId>,
+    /// Inbox edits that could not be read (each a `tracing` warning); not carried by a checkpoint,
+    /// which is not written past one.
+    #[serde(skip)]
+    pub unreadable_edits: u64,
+}
+
+impl Restore {
+    fn splice(&mut self, target: InboxTarget, edit: SpliceEdit) {
+        let queue = match target {
+            InboxTarget::NextTurn => &mut self.next_turn,
+            InboxTarget::NextStep => &mut self.next_step,
+        };
+        let start = usize::try_from(edit.start)
+            .unwrap_or(usize::MAX)
+            .min(queue.len());
+        let removed = usize::try_from(edit.removed_count).unwrap_or(usize::MAX);
+        let end = start.saturating_add(removed).min(queue.len());
+        queue.splice(start..end, edit.inserted);
+    }
 }
 
 impl LogVisitor for Restore {
@@ -206,13 +243,16 @@ impl LogVisitor for Restore {
             EventBody::InboxSpliced(splice) => {
                 let target = splice.target.as_deref().and_then(InboxTarget::parse);
                 match (target, splice.edit()) {
-                    (Some(target), Some(edit)) => self.splices.push((target, edit)),
+                    (Some(target), Some(edit)) => self.splice(target, edit),
                     // An edit of another queue is not ours to restore.
                     (None, Some(_)) => {}
-                    (_, None) => tracing::warn!(
-                        line = record.line,
-                        "an inbox edit cannot be read; the inbox is restored without it"
-                    ),
+                    (_, None) => {
+                        self.unreadable_edits += 1;
+                        tracing::warn!(
+                            line = record.line,
+                            "an inbox edit cannot be read; the inbox is restored without it"
+                        );
+                    }
                 }
             }
             EventBody::TurnStart(start) => {
@@ -222,7 +262,7 @@ impl LogVisitor for Restore {
             }
             EventBody::ToolCall(call) => {
                 if let Some(call_id) = &call.call_id {
-                    self.call_ids.insert(call_id.clone());
+                    self.call_ids.push(call_id.clone());
                 }
             }
             EventBody::RequestHeader(_)

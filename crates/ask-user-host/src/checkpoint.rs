@@ -10,9 +10,18 @@
 //! `<log name>.userQuestions.checkpoint.json`) and checks its `log` anchor against the log; the
 //! document and the fold are this module's.
 //!
-//! The checkpoint stores no line number. Findings made after resuming are numbered from the
-//! checkpoint and rebased to physical line numbers only when there is one to report, by counting
-//! the line ends before `byteLength` once: a clean resume never reads the prefix.
+//! When the log before the anchor read clean (no corrupt, lossy or gap line, no unreadable inbox
+//! edit), the document also carries `"open":{"log":{"lines":…,"unfinished":{…}},"host":{…}}`:
+//! what a writer opening the log there needs ([`OpenState`]: the physical line count, what the log
+//! leaves unfinished, and the host's inbox, last turn and call ids).
+//! [`HostRuntime::open`](crate::HostRuntime::open) then reads only the lines after the anchor: the store checks the
+//! anchor under the writer's ownership, and anything that does not fit means a full scan. A
+//! checkpoint without `open` (written for a log with findings, or by an older version) still
+//! serves readers.
+//!
+//! Findings made after resuming are numbered from the checkpoint and rebased to physical line
+//! numbers only when there is one to report, by counting the line ends before `byteLength` once
+//! (or from the `open` line count): a clean resume never reads the prefix.
 
 use std::path::PathBuf;
 
@@ -20,19 +29,42 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use session_log::{
     AnchorMismatch, CorruptLine, LogAnchor, LogFinding, LogVisitor, LossyLine, RecordSpan,
-    ScanPosition, ScanReport, Scanned, SeqGap, SessionHeader, SessionStore, StoreError, TornTail,
+    ResumePoint, ScanPosition, ScanReport, Scanned, SeqGap, SessionHeader, SessionStore,
+    StoreError, TornTail, Tracker,
 };
 use user_questions_projection::{
     PROJECTION_KEY, Replay, RestoreError, STATE_VERSION, UserQuestionsState, restore,
 };
 
-/// A projection checkpoint: the state after the record its anchor ends at.
-#[derive(Clone, Debug, PartialEq, Eq)]
+use crate::agent::Restore;
+
+/// How far a log may grow past its checkpoint before a host that opened it at the checkpoint
+/// writes a fresh one (256 KiB): reading that much costs less than writing and syncing the
+/// checkpoint again, and what a reader folds after the checkpoint stays bounded by it.
+pub const CHECKPOINT_LAG: u64 = 256 << 10;
+
+/// A projection checkpoint: the state after the record its anchor ends at, and what a writer
+/// reopening the log there needs.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Checkpoint {
     /// Where in which log it was taken.
     pub anchor: LogAnchor,
     /// The projection state there.
     pub state: UserQuestionsState,
+    /// What opening the log for write there needs; `None` when the log before the anchor did not
+    /// read clean (it is then always opened from its start).
+    pub open: Option<OpenState>,
+}
+
+/// What a host opening a log for write at a checkpoint needs besides the projection state: what
+/// the open scan would have computed up to the anchor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OpenState {
+    /// The store's part: physical lines and what is unfinished.
+    pub log: ResumePoint,
+    /// The host's part: the inbox, the last turn, the call ids.
+    pub host: Restore,
 }
 
 #[derive(Serialize)]
@@ -42,6 +74,8 @@ struct DocumentOut<'a> {
     state_version: u32,
     log: &'a LogAnchor,
     state: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    open: Option<&'a OpenState>,
 }
 
 #[derive(Deserialize)]
@@ -52,6 +86,8 @@ struct DocumentIn<'a> {
     log: LogAnchor,
     #[serde(borrow)]
     state: &'a RawValue,
+    #[serde(borrow, default)]
+    open: Option<&'a RawValue>,
 }
 
 impl Checkpoint {
@@ -63,6 +99,7 @@ impl Checkpoint {
             state_version: STATE_VERSION,
             log: &self.anchor,
             state: &state,
+            open: self.open.as_ref(),
         })?)
     }
 
@@ -210,19 +247,27 @@ pub fn load_projection(
         )),
         Err(error) => return Err(error),
         Ok(None) => Err(RefoldReason::NoCheckpoint),
-        Ok(Some(bytes)) => validate(store, name, &bytes)?.map_err(RefoldReason::Stale),
+        Ok(Some(bytes)) => validate(store, name, &bytes, policy == CheckpointPolicy::Refresh)?
+            .map_err(RefoldReason::Stale),
     };
 
+    let track_open = policy == CheckpointPolicy::Refresh;
     let (header, source, outcome) = match valid {
-        Ok((header, state, at)) => {
-            let mut fold = FoldVisitor::new(Replay::resume(&header, state, at));
+        Ok(valid) => {
+            let at = valid.at;
+            // The line count of `open` makes line numbers physical from the start.
+            let physical = valid.open.is_some();
+            let mut fold = FoldVisitor::new(Replay::resume(&valid.header, valid.state, at));
+            if track_open && let Some(open) = valid.open {
+                fold.open = Some(OpenTrack::resume(open));
+            }
             let report = store.scan_from(name, at, &mut fold)?;
             let mut outcome = fold.finish(report);
-            if outcome.has_numbered_findings() {
+            if !physical && outcome.has_numbered_findings() {
                 outcome.rebase_lines(store.line_of(name, at.byte_offset)?);
             }
             (
-                header,
+                valid.header,
                 ProjectionSource::Checkpoint {
                     byte_length: at.byte_offset,
                     event_count: at.events,
@@ -239,6 +284,9 @@ pub fn load_projection(
                 );
             }
             let mut fold = FoldVisitor::refold();
+            if track_open {
+                fold.open = Some(OpenTrack::default());
+            }
             let report = store.read(name, &mut fold)?;
             let header = report.header.clone();
             (
@@ -254,7 +302,7 @@ pub fn load_projection(
 
     let checkpoint = match policy {
         CheckpointPolicy::ReadOnly => CheckpointWrite::NotRequested,
-        CheckpointPolicy::Refresh => refresh(store, name, &source, &outcome),
+        CheckpointPolicy::Refresh => refresh(store, name, &outcome),
     };
     let end = outcome.report.end;
     Ok(ProjectionLoad {
@@ -273,46 +321,123 @@ pub fn load_projection(
     })
 }
 
-/// Checks a checkpoint document against the log (every stale condition of §9.6) and returns the
-/// log's header, the state and the position to resume at (line numbers counted from there).
+/// A checkpoint that fits its log: the log's header, the state, the position to resume at (line
+/// numbers counted from there, or physical ones when `open` gave the line count), and what a
+/// writer needs there, when asked for and present.
+struct Valid {
+    header: SessionHeader,
+    state: UserQuestionsState,
+    at: ScanPosition,
+    open: Option<OpenState>,
+}
+
+/// Reads a checkpoint document and checks its key and state version.
+fn document(bytes: &[u8]) -> Result<DocumentIn<'_>, StaleReason> {
+    let doc: DocumentIn<'_> =
+        serde_json::from_slice(bytes).map_err(|e| StaleReason::Unreadable(e.to_string()))?;
+    if doc.key != PROJECTION_KEY {
+        return Err(StaleReason::Key { found: doc.key });
+    }
+    if doc.state_version.as_u64() != Some(u64::from(STATE_VERSION)) {
+        return Err(StaleReason::StateVersion {
+            found: doc.state_version.to_string(),
+        });
+    }
+    Ok(doc)
+}
+
+/// The document's `open` member, when it reads as one. One that does not read leaves the
+/// projection checkpoint valid: only a writer's open then reads the whole log.
+fn open_state(open: Option<&RawValue>) -> Option<OpenState> {
+    match serde_json::from_str(open?.get()) {
+        Ok(open) => Some(open),
+        Err(error) => {
+            tracing::warn!(%error, "the checkpoint's open state is unreadable; a writer opens the whole log");
+            None
+        }
+    }
+}
+
+/// Checks a checkpoint document against the log (every stale condition of §9.6); with
+/// `want_open`, also reads its `open` member and checks it against the anchor.
 fn validate(
     store: &dyn SessionStore,
     name: &str,
     bytes: &[u8],
-) -> Result<Result<(SessionHeader, UserQuestionsState, ScanPosition), StaleReason>, StoreError> {
-    let doc: DocumentIn<'_> = match serde_json::from_slice(bytes) {
+    want_open: bool,
+) -> Result<Result<Valid, StaleReason>, StoreError> {
+    let doc = match document(bytes) {
         Ok(doc) => doc,
-        Err(e) => return Ok(Err(StaleReason::Unreadable(e.to_string()))),
+        Err(stale) => return Ok(Err(stale)),
     };
-    if doc.key != PROJECTION_KEY {
-        return Ok(Err(StaleReason::Key { found: doc.key }));
-    }
-    if doc.state_version.as_u64() != Some(u64::from(STATE_VERSION)) {
-        return Ok(Err(StaleReason::StateVersion {
-            found: doc.state_version.to_string(),
-        }));
-    }
-    let (header, at) = match store.resolve_anchor(name, &doc.log)? {
+    let (header, mut at) = match store.resolve_anchor(name, &doc.log)? {
         Ok(resolved) => resolved,
         Err(mismatch) => return Ok(Err(mismatch.into())),
     };
-    Ok(restore(doc.state.get())
-        .map(|state| (header, state, at))
-        .map_err(StaleReason::State))
+    let state = match restore(doc.state.get()) {
+        Ok(state) => state,
+        Err(error) => return Ok(Err(StaleReason::State(error))),
+    };
+    let open = want_open
+        .then(|| open_state(doc.open))
+        .flatten()
+        .filter(|open| {
+            let position = ScanPosition {
+                line: open.log.lines,
+                ..at
+            };
+            open.log.fits(position).is_ok()
+        });
+    if let Some(open) = &open {
+        at.line = open.log.lines;
+    }
+    Ok(Ok(Valid {
+        header,
+        state,
+        at,
+        open,
+    }))
 }
 
 /// A fold that runs inside a store's open scan, so opening a log for write reads it once: the
-/// lines the open shows are folded as they pass, then the lines appended after it (resume
-/// repair) are read on, and a fresh checkpoint is written (SPEC §9.6's cache, kept for readers).
+/// lines the open shows are folded as they pass (with the inbox restore and what is unfinished),
+/// then the lines appended after it (resume repair) are read on, and a fresh checkpoint is
+/// written (SPEC §9.6's cache, kept for readers and for the next open).
 pub(crate) struct OpenFold {
     fold: FoldVisitor,
 }
 
 impl OpenFold {
+    /// A fold for an open that reads the log from its start.
     pub(crate) fn new() -> Self {
-        Self {
-            fold: FoldVisitor::refold(),
-        }
+        let mut fold = FoldVisitor::refold();
+        fold.open = Some(OpenTrack::default());
+        Self { fold }
+    }
+
+    /// A fold for an open at the log's checkpoint, when it has one a writer can resume at (a
+    /// document of this state version with an `open` member and a state that restores); the store
+    /// checks its anchor when it opens: the fold, the anchor and the store's resume point. `None`
+    /// otherwise.
+    pub(crate) fn at_checkpoint(
+        store: &dyn SessionStore,
+        name: &str,
+    ) -> Option<(Self, LogAnchor, ResumePoint)> {
+        let bytes = match store.load_checkpoint(name) {
+            Ok(bytes) => bytes?,
+            Err(error) => {
+                tracing::warn!(%error, "the checkpoint cannot be read; the log is opened from its start");
+                return None;
+            }
+        };
+        let doc = document(&bytes).ok()?;
+        let open = open_state(doc.open)?;
+        let state = restore(doc.state.get()).ok()?;
+        let mut fold = FoldVisitor::refold();
+        fold.seed = Some(state);
+        let point = open.log.clone();
+        fold.open = Some(OpenTrack::resume(open));
+        Some((Self { fold }, doc.log, point))
     }
 
     /// What the store's open shows its lines to.
@@ -320,35 +445,110 @@ impl OpenFold {
         &mut self.fold
     }
 
-    /// The projection after the open scan, which ended at `end`, and whatever was appended since;
-    /// the checkpoint is refreshed.
+    /// The projection and the inbox restore after the open scan, which ended at `end`, and
+    /// whatever was appended since, with the byte length the log's checkpoint now covers. The
+    /// checkpoint is refreshed unless the open resumed at one that is less than
+    /// [`CHECKPOINT_LAG`] behind.
     pub(crate) fn finish(
         mut self,
         store: &dyn SessionStore,
         name: &str,
         end: ScanPosition,
-    ) -> Result<UserQuestionsState, StoreError> {
+    ) -> Result<(UserQuestionsState, Restore, u64), StoreError> {
         let tail = store.scan_from(name, end, &mut self.fold)?;
-        let outcome = self.fold.finish(tail);
+        let mut outcome = self.fold.finish(tail);
         // The open already warned of its line findings; the log-level ones are the fold's.
         warn_findings(&store.location(name), &outcome, true);
-        let source = ProjectionSource::Refold(RefoldReason::NoCheckpoint);
-        refresh(store, name, &source, &outcome);
-        Ok(outcome.state)
+        let log_end = outcome.report.end.byte_offset;
+        let covered = match outcome.resumed_at {
+            Some(at) if log_end.saturating_sub(at) < CHECKPOINT_LAG => at,
+            _ => match refresh(store, name, &outcome) {
+                CheckpointWrite::Written(_) | CheckpointWrite::UpToDate => log_end,
+                _ => outcome.resumed_at.unwrap_or(0),
+            },
+        };
+        let restore = outcome
+            .open
+            .take()
+            .map(|track| track.restore)
+            .unwrap_or_default();
+        Ok((outcome.state, restore, covered))
     }
 }
 
-/// Folds the lines a store shows, remembering where the last record ended.
+/// What a writer's open would compute, followed over the lines a fold reads: the inbox restore,
+/// what is unfinished, and whether every line read clean.
+#[derive(Default)]
+struct OpenTrack {
+    restore: Restore,
+    tracker: Tracker,
+    clean: bool,
+    /// Whether the track started at the log's start or at a clean checkpoint.
+    started: bool,
+}
+
+impl OpenTrack {
+    fn resume(open: OpenState) -> Self {
+        Self {
+            tracker: Tracker::resume(&open.log.unfinished),
+            restore: open.host,
+            clean: true,
+            started: true,
+        }
+    }
+
+    fn line(&mut self, scanned: &Scanned<'_>) {
+        match scanned {
+            Scanned::Record(record) => {
+                if record.lossy || record.gap.is_some() {
+                    self.clean = false;
+                }
+                if let Some(event) = record.record.event() {
+                    self.tracker.observe(record.line, event);
+                }
+                self.restore.line(scanned);
+            }
+            Scanned::Corrupt(_) => self.clean = false,
+        }
+    }
+
+    /// The open state after the last record, which ends line `lines`, if everything read clean.
+    fn state(&self, lines: u64) -> Option<OpenState> {
+        (self.started && self.clean && self.restore.unreadable_edits == 0).then(|| OpenState {
+            log: ResumePoint {
+                lines,
+                unfinished: self.tracker.interrupted(),
+            },
+            host: self.restore.clone(),
+        })
+    }
+}
+
+/// Folds the lines a store shows, remembering where the last record ended (and, when asked, what
+/// a writer's open would compute).
 struct FoldVisitor {
     replay: Option<Replay>,
+    /// The state a scan resumed by the store starts from, until the store says where
+    /// ([`LogVisitor::resumed`]).
+    seed: Option<UserQuestionsState>,
     last_record: Option<(ScanPosition, RecordSpan)>,
+    open: Option<OpenTrack>,
+    /// Whether the fold started at a checkpoint rather than at the header.
+    resumed: bool,
+    /// Where the store resumed the scan it shows this fold ([`LogVisitor::resumed`]).
+    resumed_at: Option<u64>,
 }
 
 impl FoldVisitor {
+    /// A fold resumed at a checkpoint.
     fn new(replay: Replay) -> Self {
         Self {
             replay: Some(replay),
+            seed: None,
             last_record: None,
+            open: None,
+            resumed: true,
+            resumed_at: None,
         }
     }
 
@@ -356,7 +556,11 @@ impl FoldVisitor {
     fn refold() -> Self {
         Self {
             replay: None,
+            seed: None,
             last_record: None,
+            open: None,
+            resumed: false,
+            resumed_at: None,
         }
     }
 
@@ -370,6 +574,9 @@ impl FoldVisitor {
             report,
             findings,
             last_record: self.last_record,
+            open: self.open,
+            resumed: self.resumed,
+            resumed_at: self.resumed_at,
         }
     }
 }
@@ -377,9 +584,27 @@ impl FoldVisitor {
 impl LogVisitor for FoldVisitor {
     fn header(&mut self, header: &SessionHeader) {
         self.replay = Some(Replay::new(header));
+        if let Some(open) = &mut self.open {
+            *open = OpenTrack {
+                clean: true,
+                started: true,
+                ..OpenTrack::default()
+            };
+        }
+    }
+
+    fn resumed(&mut self, header: &SessionHeader, at: ScanPosition) {
+        if let Some(state) = self.seed.take() {
+            self.replay = Some(Replay::resume(header, state, at));
+            self.resumed = true;
+            self.resumed_at = Some(at.byte_offset);
+        }
     }
 
     fn line(&mut self, scanned: &Scanned<'_>) {
+        if let Some(open) = &mut self.open {
+            open.line(scanned);
+        }
         if let Scanned::Record(record) = scanned
             && let Some(replay) = &mut self.replay
         {
@@ -402,9 +627,21 @@ struct FoldOutcome {
     findings: Vec<LogFinding>,
     /// The position after the last record folded, and that record's span.
     last_record: Option<(ScanPosition, RecordSpan)>,
+    open: Option<OpenTrack>,
+    /// Whether the fold started at a checkpoint (which then covers everything before the first
+    /// record folded).
+    resumed: bool,
+    /// Where the store resumed the scan, when it did.
+    resumed_at: Option<u64>,
 }
 
 impl FoldOutcome {
+    /// The open state at the last record, when it was followed and everything read clean.
+    fn open_state(&self) -> Option<OpenState> {
+        let lines = self.last_record.map_or(1, |(end, _)| end.line);
+        self.open.as_ref()?.state(lines)
+    }
+
     fn has_numbered_findings(&self) -> bool {
         !self.report.corrupt_lines.is_empty()
             || !self.report.lossy_lines.is_empty()
@@ -443,13 +680,8 @@ impl FoldOutcome {
 }
 
 /// Saves a fresh checkpoint after the last record, unless the current one already covers it.
-fn refresh(
-    store: &dyn SessionStore,
-    name: &str,
-    source: &ProjectionSource,
-    outcome: &FoldOutcome,
-) -> CheckpointWrite {
-    if let (None, ProjectionSource::Checkpoint { .. }) = (outcome.last_record, source) {
+fn refresh(store: &dyn SessionStore, name: &str, outcome: &FoldOutcome) -> CheckpointWrite {
+    if outcome.last_record.is_none() && outcome.resumed {
         return CheckpointWrite::UpToDate;
     }
     let (end, last) = match outcome.last_record {
@@ -464,6 +696,7 @@ fn refresh(
     let checkpoint = Checkpoint {
         anchor,
         state: outcome.state.clone(),
+        open: outcome.open_state(),
     };
     match checkpoint.save(store, name) {
         Ok(path) => CheckpointWrite::Written(path),

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use pending_answer::{InMemoryProjectionHost, LateAnswers, ProjectionHost};
 use serde_json::json;
 use session_log::{
-    JsonlStore, LogVisitor, MemoryStore, NewSession, OpenReport, Record, RepairReport,
+    InboxTarget, JsonlStore, MemoryStore, NewSession, OpenFrom, OpenReport, Record, RepairReport,
     SessionStore, SessionWriter, StoreError, ToolResultRecord, repair_interrupted,
 };
 use tool_ask_user::{AskUserConfig, AskUserTool, ToolContext, ToolOutcome};
@@ -32,7 +32,7 @@ use user_questions::{
 use user_questions_projection::UserQuestionsState;
 
 use crate::agent::{HostAgent, Restore};
-use crate::checkpoint::{CheckpointPolicy, OpenFold, load_projection};
+use crate::checkpoint::{CheckpointPolicy, CheckpointWrite, OpenFold, load_projection};
 use crate::journal::{Journal, JournalError};
 
 /// Where a single-session host keeps its session log ([`Host::open`]).
@@ -289,24 +289,52 @@ impl HostRuntime {
             .store
             .create(name, &NewSession::new(options.session_id.clone()))?;
         Ok(self
-            .start(name, writer, None, &Restore::default(), options)
+            .start(name, writer, None, Restore::default(), options)
             .0)
     }
 
     /// Opens the existing session log `name` for write and starts its session: in the open's one
     /// scan the inbox is restored and the projection folded, resume repair runs, the lines it
     /// appended are folded too, and the projection checkpoint is refreshed.
+    ///
+    /// When the log's checkpoint carries an open state ([`Checkpoint::open`](crate::Checkpoint)),
+    /// the store opens the log at the checkpoint ([`SessionStore::open_from`]) and the scan reads
+    /// only the lines after it; a checkpoint that does not fit the log (the store checks it under
+    /// the writer's ownership), or a store that cannot resume, means a scan of the whole log.
+    /// The session is the same either way.
     pub fn open(&self, name: &str, options: SessionOptions) -> Result<(Host, Resumed), HostError> {
         let _sessions = lock_unpoisoned(&self.inner.sessions);
         self.check_agent_id(&options)?;
         let store = &*self.inner.store;
-        // One pass: the open scan restores the inbox and folds the projection at once.
-        let mut restore = Restore::default();
-        let mut fold = OpenFold::new();
-        let (mut writer, report) = store.open(name, &mut Both(&mut restore, fold.visitor()))?;
+        let resumed = match OpenFold::at_checkpoint(store, name) {
+            Some((mut fold, anchor, point)) => {
+                match store.open_from(name, &anchor, &point, fold.visitor())? {
+                    OpenFrom::Resumed { writer, report } => Some((fold, writer, report)),
+                    OpenFrom::Stale(mismatch) => {
+                        tracing::warn!(
+                            path = %store.location(name).display(),
+                            reason = %mismatch,
+                            "the checkpoint does not fit the log; opening it from its start"
+                        );
+                        None
+                    }
+                    OpenFrom::Unsupported => None,
+                }
+            }
+            None => None,
+        };
+        // One pass either way: the open scan restores the inbox and folds the projection at once.
+        let (fold, mut writer, report) = if let Some(resumed) = resumed {
+            resumed
+        } else {
+            let mut fold = OpenFold::new();
+            let (writer, report) = store.open(name, fold.visitor())?;
+            (fold, writer, report)
+        };
         let repair = repair_interrupted(writer.as_mut())?;
-        let state = fold.finish(store, name, report.scan.end)?;
-        let (host, restored_inbox) = self.start(name, writer, Some(state), &restore, options);
+        let (state, restore, checkpointed) = fold.finish(store, name, report.scan.end)?;
+        let (host, restored_inbox) = self.start(name, writer, Some(state), restore, options);
+        host.position().checkpointed = checkpointed;
         let resumed = Resumed {
             report: Some(report),
             repair: Some(repair),
@@ -343,7 +371,7 @@ impl HostRuntime {
         name: &str,
         writer: Box<dyn SessionWriter>,
         state: Option<UserQuestionsState>,
-        restore: &Restore,
+        restore: Restore,
         options: SessionOptions,
     ) -> (Host, usize) {
         let inner = &self.inner;
@@ -363,7 +391,7 @@ impl HostRuntime {
             agent_id, owner, ..
         } = options;
         let agent = HostAgent::new(&agent_id, session, journal.clone());
-        let restored = agent.restore(restore);
+        let restored = agent.restore(&restore);
         match &owner {
             Some(owner) => inner
                 .registry
@@ -377,26 +405,11 @@ impl HostRuntime {
             journal,
             position: Mutex::new(Position {
                 turn: restore.last_turn,
-                call_ids: restore.call_ids.clone(),
+                call_ids: restore.call_ids.into_iter().collect(),
                 ..Position::default()
             }),
         };
         (host, restored)
-    }
-}
-
-/// Shows a log's lines to two visitors.
-struct Both<'a>(&'a mut dyn LogVisitor, &'a mut dyn LogVisitor);
-
-impl LogVisitor for Both<'_> {
-    fn header(&mut self, header: &session_log::SessionHeader) {
-        self.0.header(header);
-        self.1.header(header);
-    }
-
-    fn line(&mut self, scanned: &session_log::Scanned<'_>) {
-        self.0.line(scanned);
-        self.1.line(scanned);
     }
 }
 
@@ -409,6 +422,8 @@ struct Position {
     in_step: bool,
     header_logged: bool,
     call_ids: HashSet<CallId>,
+    /// The byte length of the log the checkpoint covers, as far as this host knows (0: none).
+    checkpointed: u64,
 }
 
 /// One live session: one agent (a live root, or a child of an owner) and its session log, in a
@@ -552,6 +567,36 @@ impl Host {
     pub fn begin_turn_with(&self, message_id: &str) -> Result<Option<UserMessage>, HostError> {
         let turn = self.start_turn()?;
         Ok(self.agent.claim_one(&self.agent(), message_id, turn)?)
+    }
+
+    /// Admits the queued message `message_id` (a late reply) in a turn of its own, written as one
+    /// durable batch: `turn/start`, the inbox claim, `step/start`, `user/message`, `step/end`,
+    /// `turn/end` (`completed`). The projection and late answers see each event in log order, as
+    /// if they had been committed one by one; a failure writes none of them. `None`, with nothing
+    /// written, when no such message is queued. Call it between turns.
+    pub fn admit_in_own_turn(&self, message_id: &str) -> Result<Option<UserMessage>, HostError> {
+        let turn = self.position().turn + 1;
+        let claimed = self
+            .agent
+            .claim_one_in(&self.agent(), message_id, turn, |at, message| {
+                let records = vec![
+                    Record::turn_start(turn),
+                    Record::inbox_splice(InboxTarget::NextTurn, at, 1, Vec::new()),
+                    Record::step_start(turn, 1),
+                    Record::UserMessage(message.clone()),
+                    Record::step_end(turn, 1),
+                    Record::turn_end(turn, "completed"),
+                ];
+                (records, 1)
+            })?;
+        if claimed.is_some() {
+            let mut position = self.position();
+            position.turn = turn;
+            position.step = 1;
+            position.in_turn = false;
+            position.in_step = false;
+        }
+        Ok(claimed)
     }
 
     /// Starts a turn that claims nothing: queued messages stay in the inbox until a later turn
@@ -718,12 +763,32 @@ impl Host {
 
     /// Refreshes the projection checkpoint of the log.
     pub fn checkpoint(&self) -> Result<(), HostError> {
-        load_projection(
+        let load = load_projection(
             &**self.runtime.store(),
             &self.name,
             CheckpointPolicy::Refresh,
         )?;
+        if matches!(
+            load.checkpoint,
+            CheckpointWrite::Written(_) | CheckpointWrite::UpToDate
+        ) {
+            self.position().checkpointed = load.byte_length;
+        }
         Ok(())
+    }
+
+    /// Refreshes the checkpoint only once the log has grown at least `lag` bytes past the one this
+    /// host knows of (the one it opened at or wrote; [`CHECKPOINT_LAG`](crate::CHECKPOINT_LAG) is the host's own rule).
+    /// Returns whether it did. A reader or the next open folds what lies after the checkpoint,
+    /// so a checkpoint a little behind costs them only those bytes.
+    pub fn checkpoint_if_behind(&self, lag: u64) -> Result<bool, HostError> {
+        let checkpointed = self.position().checkpointed;
+        let end = self.journal.end().unwrap_or(0);
+        if checkpointed > 0 && end.saturating_sub(checkpointed) < lag {
+            return Ok(false);
+        }
+        self.checkpoint()?;
+        Ok(true)
     }
 }
 

@@ -115,6 +115,14 @@ impl Journal {
         drop(self.state().writer.take());
     }
 
+    /// Where the log ends now (its byte length); `None` once the session ended.
+    pub fn end(&self) -> Option<u64> {
+        self.state()
+            .writer
+            .as_ref()
+            .map(|writer| writer.position().byte_offset)
+    }
+
     /// Whether the journal continues a log that already held events.
     pub fn resumed(&self) -> bool {
         self.state().resumed
@@ -123,6 +131,22 @@ impl Journal {
     /// Commits one event: durable append, then the live projection, then late answers, in log
     /// order. Returns the event as a replay of the log decodes it.
     pub fn commit(&self, record: Record) -> Result<SessionEvent, JournalError> {
+        let event_type = record.event_type().to_owned();
+        self.commit_all(vec![record], &mut [])?
+            .pop()
+            .ok_or(JournalError::Missing { event_type })
+    }
+
+    /// Commits several events as one durable batch (one append, one sync: all of them are in the
+    /// log or none is), then gives each in log order to the live projection and to late answers.
+    /// Each `(index, event)` of `reports` is reported to late answers right after the batch's
+    /// event at `index` (an inbox claim after the edit that logs it), as if the events had been
+    /// committed one by one. Returns the events as a replay of the log decodes them.
+    pub fn commit_all(
+        &self,
+        records: Vec<Record>,
+        reports: &mut [(usize, Option<HostEvent>)],
+    ) -> Result<Vec<SessionEvent>, JournalError> {
         let mut guard = self.state();
         let state = &mut *guard;
         let Some(writer) = state.writer.as_mut() else {
@@ -130,23 +154,43 @@ impl Journal {
                 location: state.location.clone(),
             });
         };
-        let event_type = record.event_type().to_owned();
-        let event = record
-            .into_event(writer.next_seq())
-            .map_err(|source| JournalError::Data {
-                event_type: event_type.clone(),
-                source,
-            })?;
-        let decoded = writer
-            .append(std::slice::from_ref(&event))?
-            .pop()
-            .ok_or(JournalError::Missing { event_type })?;
+        let mut events = Vec::with_capacity(records.len());
+        let mut types = Vec::with_capacity(records.len());
+        for record in records {
+            let event_type = record.event_type().to_owned();
+            let seq = writer.next_seq() + events.len() as u64;
+            events.push(
+                record
+                    .into_event(seq)
+                    .map_err(|source| JournalError::Data {
+                        event_type: event_type.clone(),
+                        source,
+                    })?,
+            );
+            types.push(event_type);
+        }
+        let decoded = writer.append(&events)?;
+        if decoded.len() != events.len() {
+            let missing = types.into_iter().nth(decoded.len()).unwrap_or_default();
+            return Err(JournalError::Missing {
+                event_type: missing,
+            });
+        }
         // Still under the lock: the projection and the reservations see events in log order.
-        self.projections.record(&self.session, &decoded);
-        self.late.on_host_event(&HostEvent::Committed {
-            session: self.session.clone(),
-            event: decoded.clone(),
-        });
+        for (index, event) in decoded.iter().enumerate() {
+            self.projections.record(&self.session, event);
+            self.late.on_host_event(&HostEvent::Committed {
+                session: self.session.clone(),
+                event: event.clone(),
+            });
+            for (at, report) in reports.iter_mut() {
+                if *at == index
+                    && let Some(report) = report.take()
+                {
+                    self.late.on_host_event(&report);
+                }
+            }
+        }
         drop(guard);
         Ok(decoded)
     }

@@ -22,8 +22,8 @@ mod journal;
 
 pub use agent::{HostAgent, Restore};
 pub use checkpoint::{
-    Checkpoint, CheckpointPolicy, CheckpointWrite, ProjectionLoad, ProjectionSource, RefoldReason,
-    StaleReason, load_projection,
+    CHECKPOINT_LAG, Checkpoint, CheckpointPolicy, CheckpointWrite, OpenState, ProjectionLoad,
+    ProjectionSource, RefoldReason, StaleReason, load_projection,
 };
 pub use host::{
     Host, HostError, HostOptions, HostRuntime, LogTarget, Resumed, SessionOptions, new_session_id,

@@ -76,7 +76,12 @@ fn checkpoint_content_is_exact() {
             r#""eventCount":4,"byteLength":{},"lastRecordHash":"{}"}},"state":{{"inheritedEventCount":0,"#,
             r#""timed":true,"questions":{{"active":[{{"callId":"ask-timed","questions":[{{"id":"scope","#,
             r#""question":"Which scope?","options":[{{"label":"Tool only"}},{{"label":"Everything"}}]}}],"#,
-            r#""state":"open"}}],"settled":[]}}}}}}"#
+            r#""state":"open"}}],"settled":[]}}}},"#,
+            // The log read clean, so the document says what a writer opening it there needs.
+            r#""open":{{"log":{{"lines":5,"unfinished":{{"calls":[{{"callId":"ask-timed","#,
+            r#""name":"ask_user_question","seq":3,"line":5,"turn":1,"step":1}}],"#,
+            r#""steps":[{{"turn":1,"step":1}}],"turns":[1],"unidentifiedCalls":[]}}}},"#,
+            r#""host":{{"nextTurn":[],"nextStep":[],"lastTurn":1,"callIds":["ask-timed"]}}}}}}"#
         ),
         header_hash,
         log.len(),
@@ -422,6 +427,7 @@ fn l8_a_crash_between_temp_write_and_rename_leaves_the_old_checkpoint() {
             last_record_hash: sha256_hex(&log[ends[ends.len() - 2]..]),
         },
         state,
+        open: None,
     };
     let staged = stage_checkpoint(&path, checkpoint.to_json().unwrap().as_bytes()).unwrap();
     let temp = staged.temp_path().to_owned();
@@ -461,6 +467,7 @@ fn checkpoint_write_and_commit_replace_atomically() {
             last_record_hash: doc["log"]["lastRecordHash"].as_str().unwrap().to_owned(),
         },
         state: full_fold(&path).state,
+        open: Some(serde_json::from_value(doc["open"].clone()).unwrap()),
     };
     let content = checkpoint.to_json().unwrap();
     assert_eq!(content, old);

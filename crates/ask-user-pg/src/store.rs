@@ -481,6 +481,7 @@ impl SessionStore for PgStore {
             scan,
             torn_tail_saved_to: None,
             interrupted: tracker.interrupted(),
+            resumed_at: None,
         };
         warn_findings(&location, &report);
         let writer = PgWriter {
@@ -512,6 +513,7 @@ impl SessionStore for PgStore {
             scan,
             torn_tail_saved_to: None,
             interrupted: tracker.interrupted(),
+            resumed_at: None,
         };
         warn_findings(&location, &report);
         Ok(report)

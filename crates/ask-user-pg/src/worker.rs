@@ -124,10 +124,7 @@ fn admit_in(host: &Host, store: &PgStore, name: &str) -> Result<Admitted, AdmitE
         let Some(message_id) = queued_reply(host, &answer.call_id) else {
             continue;
         };
-        if let Some(reply) = host.begin_turn_with(&message_id)? {
-            host.begin_step()?;
-            host.admit(&reply)?;
-            host.end_turn("completed")?;
+        if host.admit_in_own_turn(&message_id)?.is_some() {
             if message_id == answer.answer_id {
                 admitted += 1;
             } else {

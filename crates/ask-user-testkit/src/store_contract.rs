@@ -13,13 +13,15 @@
 //! is refused until the first is gone; `is_writing`; a failed open gives ownership back), torn
 //! tails (reported by a read that changes
 //! nothing, saved and cut by an open for write, appends after the cut), corrupt lines (skipped,
-//! kept, appended after), resumed scans, checkpoint documents, and anchors.
+//! kept, appended after), resumed scans, checkpoint documents, anchors, and opens for write
+//! from a resume point.
 
 use std::sync::Arc;
 
 use session_log::{
-    AnchorMismatch, EventBody, LogEvent, LogVisitor, NewSession, Record, RecordSpan, ScanPosition,
-    Scanned, SessionStore, StoreError, ToolResultRecord, repair_interrupted,
+    AnchorMismatch, EventBody, LogEvent, LogVisitor, NewSession, OpenFrom, Record, RecordSpan,
+    ResumePoint, ScanPosition, Scanned, SessionStore, StoreError, ToolResultRecord,
+    repair_interrupted,
 };
 use user_questions::CallId;
 
@@ -58,6 +60,7 @@ macro_rules! store_contract_tests {
             scans_resume_from_a_position,
             checkpoint_documents_are_replaced_whole,
             anchors_resolve_and_detect_mismatches,
+            an_open_from_a_resume_point_continues_as_a_full_open,
         );
     };
     (@each $harness:expr; $($check:ident),* $(,)?) => {
@@ -432,6 +435,91 @@ pub fn anchors_resolve_and_detect_mismatches(harness: &dyn StoreHarness) {
         Err(AnchorMismatch::HeaderHash)
     );
     drop(writer);
+}
+
+/// An open for write from a checkpointed point ([`SessionStore::open_from`]) shows only the lines
+/// after it and gives the writer a full open gives (next `seq`, end, what is unfinished); an
+/// anchor or a resume point that does not fit is refused with ownership given back. A store that
+/// always reads the whole log says so ([`OpenFrom::Unsupported`]) and is checked no further.
+pub fn an_open_from_a_resume_point_continues_as_a_full_open(harness: &dyn StoreHarness) {
+    let store = harness.store();
+    let mut writer = store.create("s", &NewSession::new("s")).unwrap();
+    writer
+        .append(&[
+            turn(0, 1),
+            event(Record::step_start(1, 1), 1),
+            event(Record::tool_call(1, 1, CallId::from("c1"), "bash", "{}"), 2),
+            event(Record::tool_call(1, 1, CallId::from("c2"), "bash", "{}"), 3),
+        ])
+        .unwrap();
+    let (end, span) = last_record(&*store);
+    let anchor = store.anchor_at("s", end, Some(span)).unwrap().unwrap();
+    let resume = ResumePoint {
+        lines: end.line,
+        unfinished: writer.interrupted(),
+    };
+    let result = ToolResultRecord::new(
+        Some(1),
+        Some(1),
+        "m1".to_owned(),
+        CallId::from("c1"),
+        "done",
+        false,
+    );
+    writer
+        .append(&[event(Record::ToolResult(result), 4), turn(5, 2)])
+        .unwrap();
+    drop(writer);
+
+    let mut seen = Collect::default();
+    let (resumed, report) = match store.open_from("s", &anchor, &resume, &mut seen).unwrap() {
+        OpenFrom::Resumed { writer, report } => (writer, report),
+        OpenFrom::Unsupported => return,
+        OpenFrom::Stale(mismatch) => panic!("the anchor fits: {mismatch}"),
+    };
+    assert_eq!(
+        seen.events,
+        [(4, "tool/result".to_owned()), (5, "turn/start".to_owned())],
+        "only the lines after the point"
+    );
+    assert_eq!(
+        report.resumed_at.map(|at| at.byte_offset),
+        Some(end.byte_offset)
+    );
+    let (next_seq, position, interrupted) = (
+        resumed.next_seq(),
+        resumed.position(),
+        resumed.interrupted(),
+    );
+    assert_eq!(interrupted, report.interrupted);
+    drop(resumed);
+    let (full, full_report) = store.open("s", &mut ()).unwrap();
+    assert_eq!(
+        (next_seq, position, interrupted),
+        (full.next_seq(), full.position(), full.interrupted())
+    );
+    assert_eq!(full_report.scan.end, report.scan.end);
+    assert_eq!(full.interrupted().calls[0].call_id, "c2");
+    // Refused while another writer holds the log; stale points give ownership back.
+    assert!(matches!(
+        store.open_from("s", &anchor, &resume, &mut ()),
+        Err(StoreError::Locked { .. })
+    ));
+    drop(full);
+    let mut other = anchor.clone();
+    other.last_record_hash = "0".repeat(64);
+    assert!(matches!(
+        store.open_from("s", &other, &resume, &mut ()).unwrap(),
+        OpenFrom::Stale(AnchorMismatch::LastRecordHash)
+    ));
+    let mut misfit = resume.clone();
+    misfit.unfinished.calls[0].seq = 99;
+    assert!(matches!(
+        store.open_from("s", &anchor, &misfit, &mut ()).unwrap(),
+        OpenFrom::Stale(AnchorMismatch::ResumePoint { .. })
+    ));
+    let (writer, _) = store.open("s", &mut ()).unwrap();
+    assert_eq!(writer.next_seq(), 6);
 }
 
 /// Where the last record of the log `s` lies, and the position after it, found through a scan.

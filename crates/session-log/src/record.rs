@@ -6,7 +6,7 @@
 //! rather than written as `null`, and `surfaceOp: "append"` on the message-producing events
 //! (`user/message`, `assistant/message`, `tool/result`).
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use user_questions::{CallId, ErrorCode, UserMessage};
@@ -73,7 +73,8 @@ pub struct TurnRecord {
 }
 
 /// `data` of `step/start` and `step/end`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StepRecord {
     /// The turn.
     pub turn: u64,

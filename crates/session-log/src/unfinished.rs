@@ -5,11 +5,14 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 use crate::event::{EventBody, SessionEvent};
 use crate::record::StepRecord;
 
 /// A logged `tool/call` with no `tool/result` after it (yet).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OpenCall {
     /// `callId`.
     pub call_id: String,
@@ -26,7 +29,8 @@ pub struct OpenCall {
 }
 
 /// A `tool/call` without a string `callId`: no result can ever name it, so it cannot be repaired.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UnidentifiedCall {
     /// Its 1-based physical line.
     pub line: u64,
@@ -36,7 +40,12 @@ pub struct UnidentifiedCall {
 
 /// What a log leaves unfinished at its end: calls without results, steps and turns without ends.
 /// In a log no process is writing (the writer holds the lock), all of it was interrupted.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// It serialises (camelCase) so that a checkpoint can carry it: a writer reopened at a
+/// checkpoint ([`SessionStore::open_from`](crate::SessionStore::open_from)) starts from it
+/// instead of reading the log before that point.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Interrupted {
     /// Calls without a result, in log order.
     pub calls: Vec<OpenCall>,
@@ -65,6 +74,22 @@ pub struct Tracker {
 }
 
 impl Tracker {
+    /// A tracker that continues from `unfinished`, what a scan of the log up to some point found
+    /// unfinished there: observing the lines after that point gives what a scan of the whole log
+    /// would.
+    pub fn resume(unfinished: &Interrupted) -> Self {
+        Self {
+            calls: unfinished
+                .calls
+                .iter()
+                .map(|call| (call.call_id.clone(), call.clone()))
+                .collect(),
+            steps: unfinished.steps.clone(),
+            turns: unfinished.turns.clone(),
+            unidentified: unfinished.unidentified_calls.clone(),
+        }
+    }
+
     /// Observes one event read from (or written to) `line`, in log order.
     pub fn observe(&mut self, line: u64, event: &SessionEvent) {
         match &event.body {

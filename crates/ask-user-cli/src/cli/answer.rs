@@ -169,19 +169,16 @@ fn admit(host: &Host, call_id: &CallId, message_id: &str) -> Result<(), CliError
     Ok(())
 }
 
-/// Admits the queued reply `message_id` in a turn of its own and refreshes the checkpoint;
-/// `None` when no such reply is queued.
+/// Admits the queued reply `message_id` in a turn of its own, and refreshes the checkpoint once
+/// the log has grown past it by the host's lag; `None` when no such reply is queued.
 pub(super) fn admit_reply(
     host: &Host,
     message_id: &str,
 ) -> Result<Option<user_questions::UserMessage>, crate::host::HostError> {
-    let Some(reply) = host.begin_turn_with(message_id)? else {
+    let Some(reply) = host.admit_in_own_turn(message_id)? else {
         return Ok(None);
     };
-    host.begin_step()?;
-    host.admit(&reply)?;
-    host.end_turn("completed")?;
-    host.checkpoint()?;
+    host.checkpoint_if_behind(crate::host::CHECKPOINT_LAG)?;
     Ok(Some(reply))
 }
 

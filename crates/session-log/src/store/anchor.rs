@@ -74,6 +74,13 @@ pub enum AnchorMismatch {
     /// The line ending at `byteLength` hashes right but is not a record.
     #[error("the line ending at byteLength is not a record: {0}")]
     NotARecord(CorruptReason),
+    /// The anchor fits, but the writer's resume point stored with it cannot belong there
+    /// ([`ResumePoint::fits`](crate::ResumePoint::fits)).
+    #[error("the checkpoint's resume point does not fit its anchor: {reason}")]
+    ResumePoint {
+        /// What does not fit.
+        reason: &'static str,
+    },
 }
 
 /// Lowercase hex SHA-256 of `bytes`.

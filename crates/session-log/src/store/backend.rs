@@ -19,7 +19,7 @@ use crate::scan::{ScanPosition, ScanReport, Scanned};
 use crate::unfinished::Tracker;
 
 pub use super::anchor::{anchor_for, resolve_anchor};
-use super::{LogVisitor, OpenReport, StoreError};
+use super::{AnchorMismatch, LogVisitor, OpenReport, ResumePoint, StoreError};
 
 /// Refuses to write into a log of a format newer than [`SESSION_FORMAT_VERSION`].
 pub fn check_writable(path: &Path, header: &SessionHeader) -> Result<(), StoreError> {
@@ -39,10 +39,68 @@ pub fn scan_log<R: io::BufRead>(
     reader: R,
     visitor: &mut dyn LogVisitor,
 ) -> Result<(SessionHeader, ScanReport, Tracker), StoreError> {
-    let (header, mut scanner) =
+    let (header, scanner) =
         crate::LogScanner::open(reader).map_err(|e| StoreError::open(location, e))?;
     visitor.header(&header);
-    let mut tracker = Tracker::default();
+    let (report, tracker) = track(location, scanner, Tracker::default(), visitor)?;
+    Ok((header, report, tracker))
+}
+
+/// Scans on from a resume point (SPEC §9.6 checkpoint): `reader` starts at `at` (whose line
+/// count is the physical lines before it), and `tracker` holds what the log before `at` left
+/// unfinished. Every line after `at` is shown to `visitor` and tracked, so the result is what
+/// [`scan_log`] gives for the whole log, with findings of the lines after `at` only.
+pub fn scan_resumed<R: io::BufRead>(
+    location: &Path,
+    reader: R,
+    at: ScanPosition,
+    tracker: Tracker,
+    visitor: &mut dyn LogVisitor,
+) -> Result<(ScanReport, Tracker), StoreError> {
+    track(
+        location,
+        crate::LogScanner::resume(reader, at),
+        tracker,
+        visitor,
+    )
+}
+
+/// The scan half of an open for write at a resume point ([`SessionStore::open_from`](super::SessionStore::open_from)):
+/// given the anchor as the store resolved it against its bytes, checks `resume` against it and
+/// the header's format, tells `visitor` where the scan resumes, and scans what `tail` gives (a
+/// reader positioned at the anchor's `byteLength`). Returns the header, the scan, the tracker and
+/// where the scan resumed; `Ok(Err(_))` when the anchor or the resume point does not fit.
+#[allow(clippy::type_complexity)]
+pub fn scan_at_resume_point<R: io::BufRead>(
+    location: &Path,
+    resolved: Result<(SessionHeader, ScanPosition), AnchorMismatch>,
+    resume: &ResumePoint,
+    tail: impl FnOnce(ScanPosition) -> Result<R, StoreError>,
+    visitor: &mut dyn LogVisitor,
+) -> Result<Result<(SessionHeader, ScanReport, Tracker, ScanPosition), AnchorMismatch>, StoreError>
+{
+    let (header, mut at) = match resolved {
+        Ok(resolved) => resolved,
+        Err(mismatch) => return Ok(Err(mismatch)),
+    };
+    at.line = resume.lines;
+    if let Err(mismatch) = resume.fits(at) {
+        return Ok(Err(mismatch));
+    }
+    check_writable(location, &header)?;
+    let reader = tail(at)?;
+    visitor.resumed(&header, at);
+    let tracker = Tracker::resume(&resume.unfinished);
+    let (scan, tracker) = scan_resumed(location, reader, at, tracker, visitor)?;
+    Ok(Ok((header, scan, tracker, at)))
+}
+
+fn track<R: io::BufRead>(
+    location: &Path,
+    mut scanner: crate::LogScanner<R>,
+    mut tracker: Tracker,
+    visitor: &mut dyn LogVisitor,
+) -> Result<(ScanReport, Tracker), StoreError> {
     while let Some(scanned) = scanner
         .next_line()
         .map_err(|e| StoreError::io("read", location, e))?
@@ -54,7 +112,7 @@ pub fn scan_log<R: io::BufRead>(
         }
         visitor.line(&scanned);
     }
-    Ok((header, scanner.into_report(), tracker))
+    Ok((scanner.into_report(), tracker))
 }
 
 /// Scans on from `at`, read-only.

@@ -9,8 +9,11 @@ use std::path::{Path, PathBuf};
 use super::anchor::{self, AnchorMismatch, LogAnchor, READ_BUFFER, RecordSpan};
 use super::file::{self, LogFile};
 use super::{
-    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError,
-    backend::{advance, check_writable, encode_batch, scan_log, scan_on, warn_findings},
+    LogVisitor, OpenFrom, OpenReport, ResumePoint, SessionStore, SessionWriter, StoreError,
+    backend::{
+        advance, check_writable, encode_batch, scan_at_resume_point, scan_log, scan_on,
+        warn_findings,
+    },
 };
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
@@ -138,6 +141,24 @@ impl SessionStore for JsonlStore {
         Ok((Box::new(writer), report))
     }
 
+    fn open_from(
+        &self,
+        name: &str,
+        anchor: &LogAnchor,
+        resume: &ResumePoint,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<OpenFrom, StoreError> {
+        Ok(
+            match LogWriter::open_from(&self.path(name), anchor, resume, visitor)? {
+                Ok((writer, report)) => OpenFrom::Resumed {
+                    writer: Box::new(writer),
+                    report,
+                },
+                Err(mismatch) => OpenFrom::Stale(mismatch),
+            },
+        )
+    }
+
     fn read(&self, name: &str, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
         read_log_with(&self.path(name), visitor)
     }
@@ -189,14 +210,18 @@ impl SessionStore for JsonlStore {
 
     fn load_checkpoint(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let path = checkpoint_path(&self.path(name));
-        match fs::metadata(&path) {
+        let len = match fs::metadata(&path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(StoreError::io("read", &path, e)),
-            Ok(_) => regular_file(&path)?,
-        }
+            Ok(metadata) => {
+                regular_file(&path)?;
+                metadata.len()
+            }
+        };
         // A checkpoint is small (the state of the open questions); one far larger than any
         // state is not read into memory: it reads as stale.
-        let mut bytes = Vec::new();
+        let capacity = usize::try_from(len.min(MAX_CHECKPOINT_LEN) + 1).unwrap_or(0);
+        let mut bytes = Vec::with_capacity(capacity);
         File::open(&path)
             .and_then(|file| file.take(MAX_CHECKPOINT_LEN + 1).read_to_end(&mut bytes))
             .map_err(|e| StoreError::io("read", &path, e))?;
@@ -300,6 +325,35 @@ fn special_kind(_: fs::FileType) -> &'static str {
     "not a regular file"
 }
 
+/// Opens `path` (a regular file) for reading and appending and takes its exclusive lock
+/// ([`StoreError::Locked`] when another writer holds it).
+fn lock_for_write(path: &Path) -> Result<File, StoreError> {
+    regular_file(path)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| StoreError::io("open for write", path, e))?;
+    // A reader probing for a live writer (`writer_is_live`) holds a shared lock for an instant;
+    // a few short retries tell that apart from a real second writer.
+    let mut attempts = 0;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(TryLockError::WouldBlock) if attempts < LOCK_ATTEMPTS => {
+                attempts += 1;
+                std::thread::sleep(LOCK_RETRY);
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked {
+                    path: path.to_owned(),
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(StoreError::io("lock", path, e)),
+        }
+    }
+}
+
 /// Whether a writer holds the log now (its exclusive advisory lock), found by trying a shared
 /// lock for an instant (a writer opening at that moment retries). Never modifies the log. A log nobody writes to cannot be in the middle of
 /// a tool call: a call without a result there was interrupted.
@@ -338,6 +392,7 @@ pub fn read_log_with(path: &Path, visitor: &mut dyn LogVisitor) -> Result<OpenRe
         scan,
         torn_tail_saved_to: None,
         interrupted: tracker.interrupted(),
+        resumed_at: None,
     };
     warn_findings(path, &report);
     Ok(report)
@@ -395,32 +450,53 @@ impl LogWriter<File> {
         path: &Path,
         visitor: &mut dyn LogVisitor,
     ) -> Result<(Self, OpenReport), StoreError> {
-        regular_file(path)?;
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| StoreError::io("open for write", path, e))?;
-        // A reader probing for a live writer (`writer_is_live`) holds a shared lock for an
-        // instant; a few short retries tell that apart from a real second writer.
-        let mut attempts = 0;
-        loop {
-            match file.try_lock() {
-                Ok(()) => break,
-                Err(TryLockError::WouldBlock) if attempts < LOCK_ATTEMPTS => {
-                    attempts += 1;
-                    std::thread::sleep(LOCK_RETRY);
-                }
-                Err(TryLockError::WouldBlock) => {
-                    return Err(StoreError::Locked {
-                        path: path.to_owned(),
-                    });
-                }
-                Err(TryLockError::Error(e)) => return Err(StoreError::io("lock", path, e)),
-            }
-        }
+        let file = lock_for_write(path)?;
         let (header, scan, tracker) =
             scan_log(path, BufReader::with_capacity(READ_BUFFER, &file), visitor)?;
+        Self::opened(file, path, header, scan, tracker, None)
+    }
+
+    /// Opens a log for write from a checkpointed point (SPEC §9.6): takes the lock, checks
+    /// `anchor` against the log and `resume` against the anchor, and scans only the lines after
+    /// it, as [`SessionStore::open_from`] describes. `Ok(Err(_))` when they do not fit: the lock is
+    /// given back and nothing was changed.
+    pub fn open_from(
+        path: &Path,
+        anchor: &LogAnchor,
+        resume: &ResumePoint,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<Result<(Self, OpenReport), AnchorMismatch>, StoreError> {
+        let file = lock_for_write(path)?;
+        let len = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", path, e))?
+            .len();
+        let resolved = anchor::resolve(&mut &file, len, anchor)
+            .map_err(|e| StoreError::io("read", path, e))?;
+        let tail = |at: ScanPosition| {
+            (&file)
+                .seek(SeekFrom::Start(at.byte_offset))
+                .map_err(|e| StoreError::io("seek", path, e))?;
+            Ok(BufReader::with_capacity(READ_BUFFER, &file))
+        };
+        let (header, scan, tracker, at) =
+            match scan_at_resume_point(path, resolved, resume, tail, visitor)? {
+                Ok(scanned) => scanned,
+                Err(mismatch) => return Ok(Err(mismatch)),
+            };
+        Self::opened(file, path, header, scan, tracker, Some(at)).map(Ok)
+    }
+
+    /// The writer of a log its open has just scanned (from the start, or resumed at
+    /// `resumed_at`): refuses a newer format, cuts a torn tail, reports.
+    fn opened(
+        file: File,
+        path: &Path,
+        header: SessionHeader,
+        scan: ScanReport,
+        tracker: Tracker,
+        resumed_at: Option<ScanPosition>,
+    ) -> Result<(Self, OpenReport), StoreError> {
         // Before anything is changed (a torn tail cut): a newer writer's log is left as it is.
         check_writable(path, &header)?;
         let torn_tail_saved_to = match scan.torn_tail {
@@ -432,6 +508,7 @@ impl LogWriter<File> {
             scan,
             torn_tail_saved_to,
             interrupted: tracker.interrupted(),
+            resumed_at,
         };
         warn_findings(path, &report);
         let writer = Self {

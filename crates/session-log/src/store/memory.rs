@@ -4,14 +4,18 @@
 //! process, which is what tests and throw-away sessions want.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::anchor::{self, AnchorMismatch, LogAnchor, RecordSpan};
 use super::{
-    LogVisitor, OpenReport, SessionStore, SessionWriter, StoreError,
-    backend::{advance, check_writable, encode_batch, scan_log, scan_on, warn_findings},
+    LogVisitor, OpenFrom, OpenReport, ResumePoint, SessionStore, SessionWriter, StoreError,
+    backend::{
+        advance, check_writable, encode_batch, scan_at_resume_point, scan_log, scan_on,
+        warn_findings,
+    },
 };
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
@@ -39,6 +43,76 @@ struct MemoryLog {
 use user_questions::sync::lock_unpoisoned as lock;
 
 impl MemoryStore {
+    /// Takes the log's ownership, runs `scan` over its bytes and makes the writer of what it
+    /// scanned; ownership is given back when `scan` fails, panics or finds the point stale.
+    #[allow(clippy::type_complexity)]
+    fn open_scanned<E>(
+        &self,
+        name: &str,
+        scan: impl FnOnce(
+            &Path,
+            &[u8],
+        ) -> Result<
+            Result<(SessionHeader, ScanReport, Tracker, Option<ScanPosition>), E>,
+            StoreError,
+        >,
+    ) -> Result<Result<(Box<dyn SessionWriter>, OpenReport), E>, StoreError> {
+        let log = self.existing(name)?;
+        let location = self.location(name);
+        let bytes = {
+            let mut guard = lock(&log);
+            if guard.writer {
+                return Err(StoreError::Locked { path: location });
+            }
+            guard.writer = true;
+            guard.bytes.clone()
+        };
+        // From here on this open owns the log; a failure gives the ownership back.
+        let release = |log: &Mutex<MemoryLog>| lock(log).writer = false;
+        // A visitor that panics unwinds through this guard, which gives the ownership back too.
+        let owned = OwnershipGuard(Some(&log));
+        let scanned = scan(&location, bytes.as_slice());
+        owned.keep();
+        let (header, scan, tracker, resumed_at) = match scanned.and_then(|scanned| match scanned {
+            Ok(scanned) => check_writable(&location, &scanned.0).map(|()| Ok(scanned)),
+            Err(stale) => Ok(Err(stale)),
+        }) {
+            Ok(Ok(scanned)) => scanned,
+            Ok(Err(mismatch)) => {
+                release(&log);
+                return Ok(Err(mismatch));
+            }
+            Err(error) => {
+                release(&log);
+                return Err(error);
+            }
+        };
+        let torn_tail_saved_to = scan.torn_tail.map(|torn| {
+            let mut guard = lock(&log);
+            let start = usize::try_from(torn.byte_offset)
+                .unwrap_or(usize::MAX)
+                .min(guard.bytes.len());
+            let tail = guard.bytes.split_off(start);
+            guard.torn_tails.push((torn.byte_offset, tail));
+            PathBuf::from(format!("memory:{name}.torn-{}", torn.byte_offset))
+        });
+        let report = OpenReport {
+            header: header.clone(),
+            scan,
+            torn_tail_saved_to,
+            interrupted: tracker.interrupted(),
+            resumed_at,
+        };
+        warn_findings(&location, &report);
+        let writer = MemoryWriter {
+            log,
+            location,
+            header,
+            position: report.scan.end,
+            tracker,
+        };
+        Ok(Ok((Box::new(writer), report)))
+    }
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
@@ -146,55 +220,41 @@ impl SessionStore for MemoryStore {
         name: &str,
         visitor: &mut dyn LogVisitor,
     ) -> Result<(Box<dyn SessionWriter>, OpenReport), StoreError> {
-        let log = self.existing(name)?;
-        let location = self.location(name);
-        let bytes = {
-            let mut guard = lock(&log);
-            if guard.writer {
-                return Err(StoreError::Locked { path: location });
-            }
-            guard.writer = true;
-            guard.bytes.clone()
-        };
-        // From here on this open owns the log; a failure gives the ownership back.
-        let release = |log: &Mutex<MemoryLog>| lock(log).writer = false;
-        // A visitor that panics unwinds through this guard, which gives the ownership back too.
-        let owned = OwnershipGuard(Some(&log));
-        let scanned = scan_log(&location, bytes.as_slice(), visitor);
-        owned.keep();
-        let (header, scan, tracker) = match scanned
-            .and_then(|scanned| check_writable(&location, &scanned.0).map(|()| scanned))
-        {
-            Ok(scanned) => scanned,
-            Err(error) => {
-                release(&log);
-                return Err(error);
-            }
-        };
-        let torn_tail_saved_to = scan.torn_tail.map(|torn| {
-            let mut guard = lock(&log);
-            let start = usize::try_from(torn.byte_offset)
-                .unwrap_or(usize::MAX)
-                .min(guard.bytes.len());
-            let tail = guard.bytes.split_off(start);
-            guard.torn_tails.push((torn.byte_offset, tail));
-            PathBuf::from(format!("memory:{name}.torn-{}", torn.byte_offset))
-        });
-        let report = OpenReport {
-            header: header.clone(),
-            scan,
-            torn_tail_saved_to,
-            interrupted: tracker.interrupted(),
-        };
-        warn_findings(&location, &report);
-        let writer = MemoryWriter {
-            log,
-            location,
-            header,
-            position: report.scan.end,
-            tracker,
-        };
-        Ok((Box::new(writer), report))
+        let opened = self.open_scanned(name, |location, bytes| {
+            let (header, scan, tracker) = scan_log(location, bytes, visitor)?;
+            Ok(Ok::<_, Infallible>((header, scan, tracker, None)))
+        })?;
+        // A scan from the start always fits.
+        Ok(match opened {
+            Ok(opened) => opened,
+            Err(never) => match never {},
+        })
+    }
+
+    fn open_from(
+        &self,
+        name: &str,
+        anchor: &LogAnchor,
+        resume: &ResumePoint,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<OpenFrom, StoreError> {
+        let opened = self.open_scanned(name, |location, bytes| {
+            let resolved = anchor::resolve(&mut Cursor::new(bytes), bytes.len() as u64, anchor)
+                .map_err(|e| StoreError::io("read", location, e))?;
+            let tail = |at: ScanPosition| {
+                Ok(bytes
+                    .get(usize::try_from(at.byte_offset).unwrap_or(usize::MAX)..)
+                    .unwrap_or_default())
+            };
+            Ok(
+                scan_at_resume_point(location, resolved, resume, tail, visitor)?
+                    .map(|(header, scan, tracker, at)| (header, scan, tracker, Some(at))),
+            )
+        })?;
+        Ok(match opened {
+            Ok((writer, report)) => OpenFrom::Resumed { writer, report },
+            Err(mismatch) => OpenFrom::Stale(mismatch),
+        })
     }
 
     fn read(&self, name: &str, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
@@ -206,6 +266,7 @@ impl SessionStore for MemoryStore {
             scan,
             torn_tail_saved_to: None,
             interrupted: tracker.interrupted(),
+            resumed_at: None,
         };
         warn_findings(&location, &report);
         Ok(report)

@@ -29,11 +29,13 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
 use crate::header::{HeaderError, SessionHeader};
 use crate::scan::{OpenError, ScanPosition, ScanReport, Scanned};
-use crate::unfinished::Interrupted;
+use crate::unfinished::{Interrupted, Tracker};
 
 pub use anchor::{AnchorMismatch, LogAnchor, RecordSpan, sha256_hex};
 pub use file::LogFile;
@@ -78,6 +80,28 @@ pub trait SessionStore: Send + Sync {
         name: &str,
         visitor: &mut dyn LogVisitor,
     ) -> Result<(Box<dyn SessionWriter>, OpenReport), StoreError>;
+
+    /// Opens a log for write as [`SessionStore::open`] does, but from a checkpointed point of it
+    /// instead of from its start: under the writer's ownership, `anchor` is checked against the
+    /// log (every stale condition of SPEC §9.6) and `resume` against the anchor; if both fit,
+    /// `visitor` is told where the scan resumes ([`LogVisitor::resumed`]) and sees only the lines
+    /// after the anchor, and the writer continues from `resume` as if it had read the log before.
+    /// The open report's findings are those of the lines after the anchor
+    /// ([`OpenReport::resumed_at`] says where they start).
+    ///
+    /// [`OpenFrom::Stale`] when the anchor or the resume point does not fit (nothing was read or
+    /// changed, and ownership is given back: open the whole log instead), and
+    /// [`OpenFrom::Unsupported`] from a store that always reads the whole log (the default).
+    fn open_from(
+        &self,
+        name: &str,
+        anchor: &LogAnchor,
+        resume: &ResumePoint,
+        visitor: &mut dyn LogVisitor,
+    ) -> Result<OpenFrom, StoreError> {
+        let _ = (name, anchor, resume, visitor);
+        Ok(OpenFrom::Unsupported)
+    }
 
     /// Reads a log without taking ownership and without changing anything (a torn tail is
     /// reported and left), showing every line to `visitor`.
@@ -175,6 +199,10 @@ pub struct OpenReport {
     /// What the log leaves unfinished (calls without results, open steps and turns). For a log no
     /// process is writing, that is what resume repair would append for.
     pub interrupted: Interrupted,
+    /// Where the scan started when the open resumed from a checkpoint
+    /// ([`SessionStore::open_from`]): the findings above are of the lines after it only. `None`
+    /// when the whole log was read.
+    pub resumed_at: Option<ScanPosition>,
 }
 
 impl OpenReport {
@@ -187,13 +215,104 @@ impl OpenReport {
 /// Sees every complete line while a log is scanned, in one pass with the store's own scan: a host
 /// folds the projection or restores its inbox without reading the log twice.
 pub trait LogVisitor {
-    /// The header record, before any line.
+    /// The header record, before any line of a scan from the start.
     fn header(&mut self, header: &SessionHeader) {
         let _ = header;
     }
 
+    /// A scan that resumes at `at` instead of starting at the header
+    /// ([`SessionStore::open_from`]): called once, before the lines after `at`, with the log's
+    /// header. The visitor carries on from the state it had at `at`.
+    fn resumed(&mut self, header: &SessionHeader, at: ScanPosition) {
+        let _ = (header, at);
+    }
+
     /// One complete line after the header: a record, or a corrupt line that is skipped.
     fn line(&mut self, scanned: &Scanned<'_>);
+}
+
+/// What a writer needs to carry on at a checkpointed point of a log without reading the log before
+/// it: what a full open scan would have computed there, beside the point's [`LogAnchor`] (which
+/// gives the byte length, the event count and, from the record it hashes, the next `seq`).
+/// A checkpoint document carries it; [`SessionStore::open_from`] uses it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResumePoint {
+    /// Physical lines before the anchor's `byteLength` (the header counts one).
+    pub lines: u64,
+    /// What the log before that point leaves unfinished.
+    pub unfinished: Interrupted,
+}
+
+impl ResumePoint {
+    /// The resume point of a log whose scan ended at `end` (after its last record), with `tracker`
+    /// as that scan left it.
+    pub fn at(end: ScanPosition, tracker: &Tracker) -> Self {
+        Self {
+            lines: end.line,
+            unfinished: tracker.interrupted(),
+        }
+    }
+
+    /// Checks that this resume point can belong to `at` (a resolved anchor's position): a line
+    /// count past the header, and every unfinished call before it, once. What it cannot check
+    /// without reading the log is what the anchor proves (the header and the record at
+    /// `byteLength`).
+    pub fn fits(&self, at: ScanPosition) -> Result<(), AnchorMismatch> {
+        let misfit = |reason: &'static str| Err(AnchorMismatch::ResumePoint { reason });
+        if self.lines == 0 || (at.events == 0 && at.expected_seq == 0 && self.lines != 1) {
+            return misfit("its line count cannot end there");
+        }
+        let before =
+            |seq: u64, line: u64| seq < at.expected_seq && (2..=self.lines).contains(&line);
+        let calls = &self.unfinished.calls;
+        if !calls.iter().all(|c| before(c.seq, c.line))
+            || !self
+                .unfinished
+                .unidentified_calls
+                .iter()
+                .all(|c| before(c.seq, c.line))
+        {
+            return misfit("an unfinished call lies past it");
+        }
+        let mut ids: Vec<&str> = calls.iter().map(|c| c.call_id.as_str()).collect();
+        ids.sort_unstable();
+        if ids.windows(2).any(|w| w[0] == w[1]) {
+            return misfit("an unfinished call id appears twice");
+        }
+        Ok(())
+    }
+}
+
+/// What [`SessionStore::open_from`] did.
+// Made once per open and moved to the caller; boxing the report would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+pub enum OpenFrom {
+    /// The log was opened for write from the checkpointed point.
+    Resumed {
+        /// Its writer.
+        writer: Box<dyn SessionWriter>,
+        /// What the lines after the point showed.
+        report: OpenReport,
+    },
+    /// The anchor or the resume point does not fit the log; nothing was read past the header.
+    Stale(AnchorMismatch),
+    /// This store always opens a log from its start.
+    Unsupported,
+}
+
+impl fmt::Debug for OpenFrom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Resumed { report, .. } => f
+                .debug_struct("Resumed")
+                .field("writer", &"..")
+                .field("report", report)
+                .finish(),
+            Self::Stale(mismatch) => f.debug_tuple("Stale").field(mismatch).finish(),
+            Self::Unsupported => f.write_str("Unsupported"),
+        }
+    }
 }
 
 /// The visitor that looks at nothing.
