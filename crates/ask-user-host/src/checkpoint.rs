@@ -445,7 +445,7 @@ impl OpenFold {
         &mut self.fold
     }
 
-    /// The projection and the inbox restore after the open scan, which ended at `end`, and
+    /// The projection and the inbox restore after the open scan (`open`: what it reported), and
     /// whatever was appended since, with the byte length the log's checkpoint now covers. The
     /// checkpoint is refreshed unless the open resumed at one that is less than
     /// [`CHECKPOINT_LAG`] behind.
@@ -453,9 +453,12 @@ impl OpenFold {
         mut self,
         store: &dyn SessionStore,
         name: &str,
-        end: ScanPosition,
+        open: &ScanReport,
     ) -> Result<(UserQuestionsState, Restore, u64), StoreError> {
-        let tail = store.scan_from(name, end, &mut self.fold)?;
+        if let Some(track) = &mut self.fold.open {
+            track.note_findings(open);
+        }
+        let tail = store.scan_from(name, open.end, &mut self.fold)?;
         let mut outcome = self.fold.finish(tail);
         // The open already warned of its line findings; the log-level ones are the fold's.
         warn_findings(&store.location(name), &outcome, true);
@@ -512,6 +515,16 @@ impl OpenTrack {
         }
     }
 
+    /// Marks the track unclean when `report` has a line finding.
+    fn note_findings(&mut self, report: &ScanReport) {
+        if !report.corrupt_lines.is_empty()
+            || !report.lossy_lines.is_empty()
+            || !report.seq_gaps.is_empty()
+        {
+            self.clean = false;
+        }
+    }
+
     /// The open state after the last record, which ends line `lines`, if everything read clean.
     fn state(&self, lines: u64) -> Option<OpenState> {
         (self.started && self.clean && self.restore.unreadable_edits == 0).then(|| OpenState {
@@ -564,11 +577,15 @@ impl FoldVisitor {
         }
     }
 
-    fn finish(self, report: ScanReport) -> FoldOutcome {
+    fn finish(mut self, report: ScanReport) -> FoldOutcome {
         let (state, findings) = match self.replay {
             Some(replay) => replay.finish(),
             None => (UserQuestionsState::new(0), Vec::new()),
         };
+        // A finding the visitor never saw as a line (a header with invalid UTF-8) counts too.
+        if let Some(open) = &mut self.open {
+            open.note_findings(&report);
+        }
         FoldOutcome {
             state,
             report,

@@ -308,9 +308,9 @@ impl HostRuntime {
         let store = &*self.inner.store;
         let resumed = match OpenFold::at_checkpoint(store, name) {
             Some((mut fold, anchor, point)) => {
-                match store.open_from(name, &anchor, &point, fold.visitor())? {
-                    OpenFrom::Resumed { writer, report } => Some((fold, writer, report)),
-                    OpenFrom::Stale(mismatch) => {
+                match store.open_from(name, &anchor, &point, fold.visitor()) {
+                    Ok(OpenFrom::Resumed { writer, report }) => Some((fold, writer, report)),
+                    Ok(OpenFrom::Stale(mismatch)) => {
                         tracing::warn!(
                             path = %store.location(name).display(),
                             reason = %mismatch,
@@ -318,7 +318,18 @@ impl HostRuntime {
                         );
                         None
                     }
-                    OpenFrom::Unsupported => None,
+                    Ok(OpenFrom::Unsupported) => None,
+                    Err(error @ StoreError::Locked { .. }) => return Err(error.into()),
+                    // Whatever else went wrong (a header that no longer reads, say), the open
+                    // from the start reports it as it would without a checkpoint.
+                    Err(error) => {
+                        tracing::warn!(
+                            path = %store.location(name).display(),
+                            %error,
+                            "the log cannot be opened at its checkpoint; opening it from its start"
+                        );
+                        None
+                    }
                 }
             }
             None => None,
@@ -332,7 +343,7 @@ impl HostRuntime {
             (fold, writer, report)
         };
         let repair = repair_interrupted(writer.as_mut())?;
-        let (state, restore, checkpointed) = fold.finish(store, name, report.scan.end)?;
+        let (state, restore, checkpointed) = fold.finish(store, name, &report.scan)?;
         let (host, restored_inbox) = self.start(name, writer, Some(state), restore, options);
         host.position().checkpointed = checkpointed;
         let resumed = Resumed {
@@ -572,7 +583,8 @@ impl Host {
     /// Admits the queued message `message_id` (a late reply) in a turn of its own, written as one
     /// durable batch: `turn/start`, the inbox claim, `step/start`, `user/message`, `step/end`,
     /// `turn/end` (`completed`). The projection and late answers see each event in log order, as
-    /// if they had been committed one by one; a failure writes none of them. `None`, with nothing
+    /// if they had been committed one by one; a failed append leaves none of them in the log
+    /// (unless undoing it fails too, which poisons the writer, as for any append). `None`, with nothing
     /// written, when no such message is queued. Call it between turns.
     pub fn admit_in_own_turn(&self, message_id: &str) -> Result<Option<UserMessage>, HostError> {
         let turn = self.position().turn + 1;

@@ -285,6 +285,13 @@ fn a_log_with_findings_before_the_checkpoint_is_always_opened_from_its_start() {
         let cut = line_ends(&dirty)[8];
         assert!(!check(&dirty, cut, "a finding before the cut"));
     }
+    // A header with invalid UTF-8 is a lossy line no visitor sees as a line.
+    let header_end = ends[0];
+    let mut lossy_header = bytes[..header_end - 2].to_vec();
+    lossy_header.extend_from_slice(b",\"cwd\":\"\xff\"}\n");
+    lossy_header.extend_from_slice(&bytes[header_end..]);
+    let cut = line_ends(&lossy_header)[5];
+    assert!(!check(&lossy_header, cut, "a lossy header"));
     // After the cut, the finding is in the part the resumed open reads and reports.
     let mut dirty = bytes.clone();
     dirty.extend_from_slice(b"{not json\n");
@@ -369,6 +376,25 @@ fn a_checkpoint_that_does_not_fit_means_a_full_open() {
             assert_eq!(open(&store, "s.jsonl", Some("c1")).0, full, "{what}");
         }
     }
+}
+
+#[test]
+fn a_header_that_no_longer_reads_fails_the_open_as_without_a_checkpoint() {
+    let (dir, path, _) = checkpointed();
+    let bytes = fs::read(&path).unwrap();
+    let header_end = line_ends(&bytes)[0];
+    let mut broken = b"{not a header}\n".to_vec();
+    broken.extend_from_slice(&bytes[header_end..]);
+    fs::write(&path, &broken).unwrap();
+    let store: Arc<dyn SessionStore> = Arc::new(JsonlStore::new(dir.path()));
+    let runtime =
+        HostRuntime::with_registry(store, None, user_questions::InMemoryAgentRegistry::new())
+            .unwrap();
+    let error = runtime
+        .open("s.jsonl", SessionOptions::default())
+        .err()
+        .expect("no header, no session");
+    assert_eq!(error.code(), "LOG_HEADER", "{error}");
 }
 
 #[test]

@@ -89,8 +89,8 @@ pub trait SessionStore: Send + Sync {
     /// The open report's findings are those of the lines after the anchor
     /// ([`OpenReport::resumed_at`] says where they start).
     ///
-    /// [`OpenFrom::Stale`] when the anchor or the resume point does not fit (nothing was read or
-    /// changed, and ownership is given back: open the whole log instead), and
+    /// [`OpenFrom::Stale`] when the anchor or the resume point does not fit (nothing was scanned
+    /// or changed, and ownership is given back: open the whole log instead), and
     /// [`OpenFrom::Unsupported`] from a store that always reads the whole log (the default).
     fn open_from(
         &self,
@@ -295,7 +295,8 @@ pub enum OpenFrom {
         /// What the lines after the point showed.
         report: OpenReport,
     },
-    /// The anchor or the resume point does not fit the log; nothing was read past the header.
+    /// The anchor or the resume point does not fit the log: nothing was scanned (only the header and
+    /// the line the anchor hashes were read) and nothing changed.
     Stale(AnchorMismatch),
     /// This store always opens a log from its start.
     Unsupported,
