@@ -1,13 +1,15 @@
 //! Reading a session log as a stream (SPEC §7, §9.6): the header, then one record per complete
 //! line, with `seq` assignment, findings (corrupt lines, lossy lines, seq gaps, a torn tail) and a
-//! resumable position. Generic over [`BufRead`]: it never opens a file, never seeks and keeps one
-//! chunk of input in memory at a time (a line longer than a chunk grows it, up to the line limit),
-//! so a store can put files, locks, torn-tail truncation and checkpoints on top.
+//! resumable position. Generic over [`BufRead`]: it never opens a file, never seeks and keeps two
+//! chunks of input in memory (the batch being decoded and the next chunk; a line longer
+//! than a chunk grows its buffer, up to the line limit), so a store can put files, locks,
+//! torn-tail truncation and checkpoints on top.
 //!
 //! The complete lines of a chunk are decoded as one batch, split across two threads when the
-//! batch is large and the machine has a second core; `seq` assignment, gaps and every other
-//! finding are then applied line by line in log order, so the result is exactly the sequential
-//! one.
+//! batch is large and the machine has a second core: the other thread decodes the later part
+//! while this one reads the next chunk and then decodes the earlier part. `seq` assignment, gaps
+//! and every other finding are then applied line by line in log order, so the result is exactly
+//! the sequential one; a read that fails meanwhile is reported after the lines before it.
 //!
 
 use std::fmt;
@@ -193,8 +195,9 @@ pub const READ_CHUNK: usize = 4 << 20;
 
 /// Reads records line by line from a [`BufRead`].
 ///
-/// The input is read in large chunks ([`READ_CHUNK`]) into one buffer; line ends are found with
-/// `memchr`, and each record is decoded where it lies in the buffer, without a copy per line.
+/// The input is read in large chunks ([`READ_CHUNK`]); line ends are found with `memchr`, the
+/// complete lines move out with their buffer (the bytes after them start the next one), and each
+/// record is decoded where it lies, without a copy per line.
 /// UTF-8 is validated with SIMD (`simdutf8`); a line with invalid bytes is decoded from its lossy
 /// form and reported as before.
 #[derive(Debug)]
@@ -202,6 +205,13 @@ pub struct LogScanner<R> {
     reader: R,
     /// Read bytes: `buf[start..end]` is not yet consumed.
     buf: Vec<u8>,
+    /// The bytes the lines of `decoded` lie in (a read buffer whose complete lines were moved out).
+    /// Once they are all returned it is recycled as the next read buffer, so that a chunk is not
+    /// allocated and faulted in anew.
+    cur: Vec<u8>,
+    /// A read that failed while a batch was being decoded, reported once the lines before it are
+    /// returned.
+    read_error: Option<io::Error>,
     start: usize,
     end: usize,
     eof: bool,
@@ -215,7 +225,7 @@ pub struct LogScanner<R> {
     report: ScanReport,
     finished: bool,
     max_line: u64,
-    /// Where the line [`LogScanner::next_line`] returned last lies in `buf` (`None`: it was not
+    /// Where the line [`LogScanner::next_line`] returned last lies in `cur` (`None`: it was not
     /// kept, or nothing was returned).
     last: Option<std::ops::Range<usize>>,
 }
@@ -235,6 +245,10 @@ const FIRST_READ: usize = 64 << 10;
 /// By default, a batch of at least this many bytes (256 KiB) is decoded on two threads.
 pub const PARALLEL_BATCH: usize = 256 << 10;
 
+/// The reading thread decodes the first `1 / READ_SHARE_DIVISOR` of a large batch (after reading
+/// the next chunk), the other thread the rest: reading a chunk costs about half of decoding one.
+const READ_SHARE_DIVISOR: usize = 4;
+
 /// Decodes one line (its `\n` excluded) with `expected_seq`; `true` when its UTF-8 was invalid
 /// and the lossy text was decoded.
 fn decode_line(text: &[u8], expected_seq: u64) -> (Result<DecodedRecord, CorruptReason>, bool) {
@@ -247,49 +261,19 @@ fn decode_line(text: &[u8], expected_seq: u64) -> (Result<DecodedRecord, Corrupt
     }
 }
 
-/// Decodes the complete lines of `ranges` in `buf`, on two threads when the batch has at least
-/// `parallel_from` bytes.
-fn decode_batch(
-    buf: &[u8],
-    ranges: Vec<std::ops::Range<usize>>,
-    parallel_from: usize,
-) -> Vec<Predecoded> {
-    let decode = |ranges: Vec<std::ops::Range<usize>>| -> Vec<Predecoded> {
-        ranges
-            .into_iter()
-            .map(|range| {
-                let (decoded, lossy) = decode_line(&buf[range.start..range.end - 1], 0);
-                Predecoded {
-                    range,
-                    decoded,
-                    lossy,
-                }
-            })
-            .collect()
-    };
-    let bytes = match (ranges.first(), ranges.last()) {
-        (Some(first), Some(last)) => last.end - first.start,
-        _ => 0,
-    };
-    if bytes < parallel_from || ranges.len() < 2 || !two_cores() {
-        return decode(ranges);
-    }
-    // Split at the line nearest the middle byte, so both halves are about as long.
-    let middle = ranges[0].start + bytes / 2;
-    let at = ranges
-        .partition_point(|r| r.end <= middle)
-        .clamp(1, ranges.len() - 1);
-    let mut first = ranges;
-    let second = first.split_off(at);
-    std::thread::scope(|scope| {
-        let worker = scope.spawn(|| decode(second));
-        let mut decoded = decode(first);
-        match worker.join() {
-            Ok(rest) => decoded.extend(rest),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-        decoded
-    })
+/// Decodes the complete lines of `ranges` in `buf` on the calling thread.
+fn decode_ranges(buf: &[u8], ranges: Vec<std::ops::Range<usize>>) -> Vec<Predecoded> {
+    ranges
+        .into_iter()
+        .map(|range| {
+            let (decoded, lossy) = decode_line(&buf[range.start..range.end - 1], 0);
+            Predecoded {
+                range,
+                decoded,
+                lossy,
+            }
+        })
+        .collect()
 }
 
 /// Whether a second core is there to decode on.
@@ -356,6 +340,8 @@ impl<R: BufRead> LogScanner<R> {
         Self {
             reader,
             buf: Vec::new(),
+            cur: Vec::new(),
+            read_error: None,
             start: 0,
             end: 0,
             eof: false,
@@ -437,8 +423,10 @@ impl<R: BufRead> LogScanner<R> {
         }
     }
 
-    /// Decodes every complete line of the buffer ahead, as one batch; `false` when there is none.
-    fn batch(&mut self) -> bool {
+    /// Moves the complete lines of the read buffer out: returns the buffer with their ranges in it,
+    /// and reads on in a recycled buffer that starts with the bytes after them. `None` when the
+    /// buffer holds no complete line.
+    fn detach(&mut self) -> Option<(Vec<u8>, Vec<std::ops::Range<usize>>)> {
         let window = &self.buf[self.start..self.end];
         let mut ranges = Vec::new();
         let mut from = self.start;
@@ -448,11 +436,77 @@ impl<R: BufRead> LogScanner<R> {
             from = end;
         }
         if ranges.is_empty() {
-            return false;
+            return None;
         }
-        self.start = from;
-        self.decoded = decode_batch(&self.buf, ranges, self.parallel_from).into();
+        let rest = self.end - from;
+        // Every line of `cur` has been returned (this runs only when none is queued), and the last
+        // one is forgotten by the `next_line` that got here: its buffer is free.
+        debug_assert!(self.decoded.is_empty());
+        let mut next = std::mem::take(&mut self.cur);
+        if next.len() < self.buf.len() {
+            next.resize(self.buf.len(), 0);
+        }
+        next[..rest].copy_from_slice(&self.buf[from..self.end]);
+        let bytes = std::mem::replace(&mut self.buf, next);
+        self.start = 0;
+        self.end = rest;
+        Some((bytes, ranges))
+    }
+
+    /// Makes `bytes` (a batch's buffer) the one the queued lines lie in.
+    fn take_batch(&mut self, bytes: Vec<u8>, decoded: Vec<Predecoded>) {
+        self.cur = bytes;
+        self.decoded = decoded.into();
+    }
+
+    /// Decodes every complete line of the buffer as one batch; `false` when there is none. A large
+    /// batch is decoded on two threads, and this one reads the next chunk first: the later part of
+    /// the batch goes to the other thread, the earlier part (smaller, by what the read costs) is
+    /// decoded here after the read. A read that fails then is kept and reported after the lines
+    /// before it.
+    fn batch(&mut self) -> bool {
+        let Some((bytes, mut ranges)) = self.detach() else {
+            return false;
+        };
+        let total = match (ranges.first(), ranges.last()) {
+            (Some(first), Some(last)) => last.end - first.start,
+            _ => 0,
+        };
+        let decoded = if total < self.parallel_from || ranges.len() < 2 || !two_cores() {
+            decode_ranges(&bytes, ranges)
+        } else {
+            let split = ranges[0].start + total / READ_SHARE_DIVISOR;
+            let at = ranges
+                .partition_point(|r| r.end <= split)
+                .clamp(1, ranges.len() - 1);
+            let later = ranges.split_off(at);
+            let bytes = &bytes;
+            std::thread::scope(|scope| {
+                let worker = scope.spawn(move || decode_ranges(bytes, later));
+                self.read_on();
+                let mut decoded = decode_ranges(bytes, ranges);
+                match worker.join() {
+                    Ok(rest) => decoded.extend(rest),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+                decoded
+            })
+        };
+        self.take_batch(bytes, decoded);
         true
+    }
+
+    /// Reads the next chunk while a batch is being decoded (once, and not past the end or an
+    /// error).
+    fn read_on(&mut self) {
+        if self.eof || self.read_error.is_some() {
+            return;
+        }
+        match self.fill() {
+            Ok(true) => {}
+            Ok(false) => self.eof = true,
+            Err(error) => self.read_error = Some(error),
+        }
     }
 
     /// Finds the next physical line, keeping at most `max_line` bytes of it: a longer line is
@@ -464,6 +518,9 @@ impl<R: BufRead> LogScanner<R> {
             }
             if self.batch() {
                 continue;
+            }
+            if let Some(error) = self.read_error.take() {
+                return Err(error);
             }
             let pending = (self.end - self.start) as u64;
             if pending > self.max_line {
@@ -520,7 +577,7 @@ impl<R: BufRead> LogScanner<R> {
     /// not; `None` for a line too long to keep, or before the first line. For a backend that
     /// stores lines verbatim as it reads them (an import), so that it never reads a line itself.
     pub fn last_raw(&self) -> Option<&[u8]> {
-        self.last.clone().map(|range| &self.buf[range])
+        self.last.clone().map(|range| &self.cur[range])
     }
 
     /// Reads the next complete line. `Ok(None)` at the end; a torn tail is then in the report.
@@ -577,7 +634,7 @@ impl<R: BufRead> LogScanner<R> {
         } = range;
         let len = (range.end - range.start) as u64;
         self.last = Some(range.clone());
-        let raw = &self.buf[range];
+        let raw = &self.cur[range];
         let line = self.position.line + 1;
         let expected_seq = self.position.expected_seq;
         let decoded = decoded.map(|record| record.with_expected_seq(expected_seq));

@@ -46,11 +46,61 @@ fn scan(bytes: &[u8], parallel_from: usize, read_size: usize, max_line: u64) -> 
     out
 }
 
-/// A reader that hands out at most `read_size` bytes per read.
+/// A reader that hands out at most `read_size` bytes per read, and fails once it has handed out
+/// `fail_at` bytes (never, by default).
 struct Trickle<'a> {
     bytes: &'a [u8],
     at: usize,
     read_size: usize,
+}
+
+/// What a scan of a reader that fails after `fail_at` bytes yields: the lines before the failure,
+/// then the error, with where the scan stood.
+fn scan_failing(bytes: &[u8], fail_at: usize, parallel_from: usize, read_size: usize) -> String {
+    let reader = BufReader::with_capacity(
+        read_size.max(1),
+        Failing {
+            inner: Trickle {
+                bytes: &bytes[..fail_at],
+                at: 0,
+                read_size,
+            },
+        },
+    );
+    let Ok((_, scanner)) = LogScanner::open(reader) else {
+        return "no header".to_owned();
+    };
+    let mut scanner = scanner.with_parallel_from(parallel_from);
+    let mut out = String::new();
+    loop {
+        match scanner.next_line() {
+            Ok(Some(line)) => writeln!(out, "{line:?}").unwrap(),
+            Ok(None) => {
+                writeln!(out, "end").unwrap();
+                break;
+            }
+            Err(error) => {
+                writeln!(out, "error: {error}").unwrap();
+                break;
+            }
+        }
+    }
+    write!(out, "{:?}", scanner.position()).unwrap();
+    out
+}
+
+/// A reader that fails once its input is used up.
+struct Failing<'a> {
+    inner: Trickle<'a>,
+}
+
+impl Read for Failing<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.inner.read(buf)? {
+            0 => Err(std::io::Error::other("the disk went away")),
+            n => Ok(n),
+        }
+    }
 }
 
 impl Read for Trickle<'_> {
@@ -175,6 +225,28 @@ fn the_parallel_reader_reads_random_cuts_exactly_as_the_sequential_one() {
         for _ in 0..6 {
             let cut = usize::try_from(next() % (bytes.len() as u64 + 1)).unwrap();
             assert_same(&bytes[..cut], &format!("{name} cut at {cut}"));
+        }
+    }
+}
+
+#[test]
+fn a_read_that_fails_gives_the_lines_before_it_then_the_error_as_the_sequential_one() {
+    let (_, bytes) = corpus()
+        .into_iter()
+        .max_by_key(|(_, bytes)| bytes.len())
+        .unwrap();
+    for fail_at in [bytes.len() / 3, bytes.len() / 2, bytes.len() - 1] {
+        let sequential = scan_failing(&bytes, fail_at, usize::MAX, 1 << 20);
+        assert!(
+            sequential.contains("error: the disk went away"),
+            "{sequential}"
+        );
+        for (parallel_from, read_size) in [(1, 4096), (1, 1 << 20), (4096, 65_536)] {
+            assert_eq!(
+                scan_failing(&bytes, fail_at, parallel_from, read_size),
+                sequential,
+                "failing at {fail_at}, parallel_from {parallel_from}, reads of {read_size} B"
+            );
         }
     }
 }
