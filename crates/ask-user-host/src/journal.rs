@@ -137,8 +137,9 @@ impl Journal {
             .ok_or(JournalError::Missing { event_type })
     }
 
-    /// Commits several events as one durable batch (one append, one sync: all of them are in the
-    /// log or none is), then gives each in log order to the live projection and to late answers.
+    /// Commits several events as one durable batch (one append, one sync; a failed append leaves
+    /// none of them in the log, unless undoing it fails too and poisons the writer), then gives
+    /// each in log order to the live projection and to late answers.
     /// Each `(index, event)` of `reports` is reported to late answers right after the batch's
     /// event at `index` (an inbox claim after the edit that logs it), as if the events had been
     /// committed one by one. Returns the events as a replay of the log decodes them.
@@ -155,25 +156,19 @@ impl Journal {
             });
         };
         let mut events = Vec::with_capacity(records.len());
-        let mut types = Vec::with_capacity(records.len());
         for record in records {
             let event_type = record.event_type().to_owned();
             let seq = writer.next_seq() + events.len() as u64;
             events.push(
                 record
                     .into_event(seq)
-                    .map_err(|source| JournalError::Data {
-                        event_type: event_type.clone(),
-                        source,
-                    })?,
+                    .map_err(|source| JournalError::Data { event_type, source })?,
             );
-            types.push(event_type);
         }
         let decoded = writer.append(&events)?;
-        if decoded.len() != events.len() {
-            let missing = types.into_iter().nth(decoded.len()).unwrap_or_default();
+        if let Some(missing) = events.get(decoded.len()) {
             return Err(JournalError::Missing {
-                event_type: missing,
+                event_type: missing.event_type.clone(),
             });
         }
         // Still under the lock: the projection and the reservations see events in log order.
