@@ -257,7 +257,7 @@ pub fn load_projection(
             let at = valid.at;
             // The line count of `open` makes line numbers physical from the start.
             let physical = valid.open.is_some();
-            let mut fold = FoldVisitor::new(Replay::resume(&valid.header, valid.state, at));
+            let mut fold = FoldVisitor::new(Replay::resume(&valid.header, valid.state, at), at);
             if track_open && let Some(open) = valid.open {
                 fold.open = Some(OpenTrack::resume(open));
             }
@@ -485,9 +485,9 @@ impl OpenFold {
 struct OpenTrack {
     restore: Restore,
     tracker: Tracker,
+    /// Whether every line so far read clean; `false` until the track starts (at the header or at
+    /// a clean checkpoint).
     clean: bool,
-    /// Whether the track started at the log's start or at a clean checkpoint.
-    started: bool,
 }
 
 impl OpenTrack {
@@ -496,7 +496,6 @@ impl OpenTrack {
             tracker: Tracker::resume(&open.log.unfinished),
             restore: open.host,
             clean: true,
-            started: true,
         }
     }
 
@@ -527,7 +526,7 @@ impl OpenTrack {
 
     /// The open state after the last record, which ends line `lines`, if everything read clean.
     fn state(&self, lines: u64) -> Option<OpenState> {
-        (self.started && self.clean && self.restore.unreadable_edits == 0).then(|| OpenState {
+        (self.clean && self.restore.unreadable_edits == 0).then(|| OpenState {
             log: ResumePoint {
                 lines,
                 unfinished: self.tracker.interrupted(),
@@ -546,22 +545,19 @@ struct FoldVisitor {
     seed: Option<UserQuestionsState>,
     last_record: Option<(ScanPosition, RecordSpan)>,
     open: Option<OpenTrack>,
-    /// Whether the fold started at a checkpoint rather than at the header.
-    resumed: bool,
-    /// Where the store resumed the scan it shows this fold ([`LogVisitor::resumed`]).
+    /// Where the fold started when not at the header: the checkpoint's byte length.
     resumed_at: Option<u64>,
 }
 
 impl FoldVisitor {
-    /// A fold resumed at a checkpoint.
-    fn new(replay: Replay) -> Self {
+    /// A fold resumed at the checkpoint position `at`.
+    fn new(replay: Replay, at: ScanPosition) -> Self {
         Self {
             replay: Some(replay),
             seed: None,
             last_record: None,
             open: None,
-            resumed: true,
-            resumed_at: None,
+            resumed_at: Some(at.byte_offset),
         }
     }
 
@@ -572,7 +568,6 @@ impl FoldVisitor {
             seed: None,
             last_record: None,
             open: None,
-            resumed: false,
             resumed_at: None,
         }
     }
@@ -592,7 +587,6 @@ impl FoldVisitor {
             findings,
             last_record: self.last_record,
             open: self.open,
-            resumed: self.resumed,
             resumed_at: self.resumed_at,
         }
     }
@@ -604,7 +598,6 @@ impl LogVisitor for FoldVisitor {
         if let Some(open) = &mut self.open {
             *open = OpenTrack {
                 clean: true,
-                started: true,
                 ..OpenTrack::default()
             };
         }
@@ -613,7 +606,6 @@ impl LogVisitor for FoldVisitor {
     fn resumed(&mut self, header: &SessionHeader, at: ScanPosition) {
         if let Some(state) = self.seed.take() {
             self.replay = Some(Replay::resume(header, state, at));
-            self.resumed = true;
             self.resumed_at = Some(at.byte_offset);
         }
     }
@@ -645,10 +637,8 @@ struct FoldOutcome {
     /// The position after the last record folded, and that record's span.
     last_record: Option<(ScanPosition, RecordSpan)>,
     open: Option<OpenTrack>,
-    /// Whether the fold started at a checkpoint (which then covers everything before the first
-    /// record folded).
-    resumed: bool,
-    /// Where the store resumed the scan, when it did.
+    /// Where the fold started when it resumed at a checkpoint (which then covers everything
+    /// before the first record folded).
     resumed_at: Option<u64>,
 }
 
@@ -698,7 +688,7 @@ impl FoldOutcome {
 
 /// Saves a fresh checkpoint after the last record, unless the current one already covers it.
 fn refresh(store: &dyn SessionStore, name: &str, outcome: &FoldOutcome) -> CheckpointWrite {
-    if outcome.last_record.is_none() && outcome.resumed {
+    if outcome.last_record.is_none() && outcome.resumed_at.is_some() {
         return CheckpointWrite::UpToDate;
     }
     let (end, last) = match outcome.last_record {

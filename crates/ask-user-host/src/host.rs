@@ -573,13 +573,6 @@ impl Host {
         Ok(self.agent.claim_next_turn(&self.agent(), turn)?)
     }
 
-    /// Starts a turn that claims only the queued message `message_id` (a late reply); other
-    /// queued messages stay for a later turn.
-    pub fn begin_turn_with(&self, message_id: &str) -> Result<Option<UserMessage>, HostError> {
-        let turn = self.start_turn()?;
-        Ok(self.agent.claim_one(&self.agent(), message_id, turn)?)
-    }
-
     /// Admits the queued message `message_id` (a late reply) in a turn of its own, written as one
     /// durable batch: `turn/start`, the inbox claim, `step/start`, `user/message`, `step/end`,
     /// `turn/end` (`completed`). The projection and late answers see each event in log order, as

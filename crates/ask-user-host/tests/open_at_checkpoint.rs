@@ -14,7 +14,7 @@ use std::sync::Arc;
 use ask_user_host::{
     CHECKPOINT_LAG, CheckpointPolicy, HostError, HostRuntime, SessionOptions, load_projection,
 };
-use ask_user_testkit::logs::{append_raw, call, ev, line_ends, result, session};
+use ask_user_testkit::logs::{append_raw, call, corpus_files, ev, line_ends, result, session};
 use serde_json::{Value, json};
 use session_log::{
     InboxTarget, JsonlStore, LogWriter, MemoryStore, Record, SessionStore, checkpoint_path,
@@ -178,23 +178,11 @@ fn cuts(bytes: &[u8]) -> Vec<usize> {
     cuts
 }
 
-fn corpus() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/dsh-sessions");
-    let mut files: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 160, "the corpus is there: {}", files.len());
-    files
-}
-
 #[test]
 fn every_corpus_log_opens_at_its_checkpoint_as_it_opens_from_its_start() {
     let mut resumed = 0;
     let mut checks = 0;
-    for path in corpus() {
+    for path in corpus_files() {
         let bytes = fs::read(&path).unwrap();
         for cut in cuts(&bytes) {
             checks += 1;

@@ -577,19 +577,10 @@ fn a_fork_resumes_with_its_inherited_cut() {
     assert_eq!(ids, ["child-call"]);
 }
 
-/// The reference corpus kept in the repository's test data.
-fn corpus_dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/dsh-sessions")
-}
-
 #[test]
 fn l11_every_corpus_log_opens_read_only_without_findings() {
     let mut count = 0;
-    for entry in fs::read_dir(corpus_dir()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "jsonl") {
-            continue;
-        }
+    for path in ask_user_testkit::logs::corpus_files() {
         let before = fs::read(&path).unwrap();
         let report =
             session_log::read_log(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -607,14 +598,9 @@ fn l11_every_corpus_log_opens_read_only_without_findings() {
 
 #[test]
 fn l10_every_corpus_log_resumes_to_its_full_fold() {
-    let corpus = corpus_dir();
     let dir = tempfile::tempdir().unwrap();
     let mut count = 0;
-    for entry in fs::read_dir(&corpus).unwrap() {
-        let source = entry.unwrap().path();
-        if source.extension().is_none_or(|e| e != "jsonl") {
-            continue;
-        }
+    for source in ask_user_testkit::logs::corpus_files() {
         let log = dir.path().join(source.file_name().unwrap());
         let bytes = fs::read(&source).unwrap();
         let ends = line_ends(&bytes);

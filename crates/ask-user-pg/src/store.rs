@@ -18,8 +18,8 @@ use std::thread;
 use std::time::Duration;
 
 use session_log::backend::{
-    advance, anchor_for, check_writable, encode_batch, resolve_anchor, scan_log, scan_on,
-    warn_findings,
+    advance, anchor_for, check_writable, encode_batch, open_report, resolve_anchor, scan_log,
+    scan_on,
 };
 use session_log::{
     AnchorMismatch, Interrupted, LogAnchor, LogEvent, LogVisitor, NewSession, OpenReport,
@@ -476,14 +476,7 @@ impl SessionStore for PgStore {
         self.reconcile(name, epoch, &ledger)?;
         let mut guard = guard;
         guard.armed = false;
-        let report = OpenReport {
-            header: header.clone(),
-            scan,
-            torn_tail_saved_to: None,
-            interrupted: tracker.interrupted(),
-            resumed_at: None,
-        };
-        warn_findings(&location, &report);
+        let report = open_report(&location, header.clone(), scan, &tracker, None, None);
         let writer = PgWriter {
             inner: Arc::clone(&self.inner),
             name: name.to_owned(),
@@ -508,14 +501,7 @@ impl SessionStore for PgStore {
             header_line,
         );
         let (header, scan, tracker) = scan_log(&location, lines, visitor)?;
-        let report = OpenReport {
-            header,
-            scan,
-            torn_tail_saved_to: None,
-            interrupted: tracker.interrupted(),
-            resumed_at: None,
-        };
-        warn_findings(&location, &report);
+        let report = open_report(&location, header, scan, &tracker, None, None);
         Ok(report)
     }
 

@@ -417,15 +417,7 @@ fn an_import_with_a_line_past_the_limit_is_refused_and_leaves_nothing() {
 fn every_corpus_log_exports_byte_identical_after_import() {
     let Some(url) = common::pg_url() else { return };
     let (store, schema) = common::store(&url);
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/dsh-sessions");
-    let mut logs: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    logs.sort();
-    assert!(logs.len() >= 160, "the corpus is there");
+    let logs = ask_user_testkit::logs::corpus_files();
     for (index, path) in logs.iter().enumerate() {
         let bytes = std::fs::read(path).unwrap();
         let name = format!("log-{index}");

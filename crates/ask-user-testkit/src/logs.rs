@@ -155,6 +155,20 @@ pub fn append_raw(path: &Path, bytes: &[u8]) {
     file.write_all(bytes).unwrap();
 }
 
+/// The reference corpus kept in the repository's test data (`tests/data/dsh-sessions`): every
+/// `*.jsonl` file, sorted. Fails when the corpus is not there.
+pub fn corpus_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/dsh-sessions");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("the corpus at {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a corpus entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 160, "the corpus is there: {}", files.len());
+    files
+}
+
 /// The names of the files in `dir`, sorted.
 pub fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)

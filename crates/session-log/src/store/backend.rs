@@ -168,6 +168,27 @@ pub fn encode_batch(
     Ok(Some((batch, written)))
 }
 
+/// The report of an open or a read whose scan found `scan` and left `tracker` (what is unfinished),
+/// each finding also a `tracing` warning, as every store reports it.
+pub fn open_report(
+    location: &Path,
+    header: SessionHeader,
+    scan: ScanReport,
+    tracker: &Tracker,
+    torn_tail_saved_to: Option<std::path::PathBuf>,
+    resumed_at: Option<ScanPosition>,
+) -> OpenReport {
+    let report = OpenReport {
+        header,
+        scan,
+        torn_tail_saved_to,
+        interrupted: tracker.interrupted(),
+        resumed_at,
+    };
+    warn_findings(location, &report);
+    report
+}
+
 /// Turns every finding of an open into a `tracing` warning.
 pub fn warn_findings(path: &Path, report: &OpenReport) {
     let path = path.display();

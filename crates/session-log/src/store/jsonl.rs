@@ -11,8 +11,7 @@ use super::file::{self, LogFile};
 use super::{
     LogVisitor, OpenFrom, OpenReport, ResumePoint, SessionStore, SessionWriter, StoreError,
     backend::{
-        advance, check_writable, encode_batch, scan_at_resume_point, scan_log, scan_on,
-        warn_findings,
+        advance, check_writable, encode_batch, open_report, scan_at_resume_point, scan_log, scan_on,
     },
 };
 use crate::envelope::{LogEvent, NewSession};
@@ -387,14 +386,7 @@ pub fn read_log_with(path: &Path, visitor: &mut dyn LogVisitor) -> Result<OpenRe
     let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
     let (header, scan, tracker) =
         scan_log(path, BufReader::with_capacity(READ_BUFFER, file), visitor)?;
-    let report = OpenReport {
-        header,
-        scan,
-        torn_tail_saved_to: None,
-        interrupted: tracker.interrupted(),
-        resumed_at: None,
-    };
-    warn_findings(path, &report);
+    let report = open_report(path, header, scan, &tracker, None, None);
     Ok(report)
 }
 
@@ -503,14 +495,14 @@ impl LogWriter<File> {
             Some(torn) => Some(cut_torn_tail(path, &file, torn)?),
             None => None,
         };
-        let report = OpenReport {
-            header: header.clone(),
+        let report = open_report(
+            path,
+            header.clone(),
             scan,
+            &tracker,
             torn_tail_saved_to,
-            interrupted: tracker.interrupted(),
             resumed_at,
-        };
-        warn_findings(path, &report);
+        );
         let writer = Self {
             file,
             path: path.to_owned(),

@@ -13,8 +13,7 @@ use super::anchor::{self, AnchorMismatch, LogAnchor, RecordSpan};
 use super::{
     LogVisitor, OpenFrom, OpenReport, ResumePoint, SessionStore, SessionWriter, StoreError,
     backend::{
-        advance, check_writable, encode_batch, scan_at_resume_point, scan_log, scan_on,
-        warn_findings,
+        advance, check_writable, encode_batch, open_report, scan_at_resume_point, scan_log, scan_on,
     },
 };
 use crate::envelope::{LogEvent, NewSession};
@@ -96,14 +95,14 @@ impl MemoryStore {
             guard.torn_tails.push((torn.byte_offset, tail));
             PathBuf::from(format!("memory:{name}.torn-{}", torn.byte_offset))
         });
-        let report = OpenReport {
-            header: header.clone(),
+        let report = open_report(
+            &location,
+            header.clone(),
             scan,
+            &tracker,
             torn_tail_saved_to,
-            interrupted: tracker.interrupted(),
             resumed_at,
-        };
-        warn_findings(&location, &report);
+        );
         let writer = MemoryWriter {
             log,
             location,
@@ -261,14 +260,7 @@ impl SessionStore for MemoryStore {
         let bytes = self.copy_from(name, 0)?;
         let location = self.location(name);
         let (header, scan, tracker) = scan_log(&location, bytes.as_slice(), visitor)?;
-        let report = OpenReport {
-            header,
-            scan,
-            torn_tail_saved_to: None,
-            interrupted: tracker.interrupted(),
-            resumed_at: None,
-        };
-        warn_findings(&location, &report);
+        let report = open_report(&location, header, scan, &tracker, None, None);
         Ok(report)
     }
 

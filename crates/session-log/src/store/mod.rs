@@ -35,7 +35,7 @@ use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
 use crate::header::{HeaderError, SessionHeader};
 use crate::scan::{OpenError, ScanPosition, ScanReport, Scanned};
-use crate::unfinished::{Interrupted, Tracker};
+use crate::unfinished::Interrupted;
 
 pub use anchor::{AnchorMismatch, LogAnchor, RecordSpan, sha256_hex};
 pub use file::LogFile;
@@ -245,15 +245,6 @@ pub struct ResumePoint {
 }
 
 impl ResumePoint {
-    /// The resume point of a log whose scan ended at `end` (after its last record), with `tracker`
-    /// as that scan left it.
-    pub fn at(end: ScanPosition, tracker: &Tracker) -> Self {
-        Self {
-            lines: end.line,
-            unfinished: tracker.interrupted(),
-        }
-    }
-
     /// Checks that this resume point can belong to `at` (a resolved anchor's position): a line
     /// count past the header, and every unfinished call before it, once. What it cannot check
     /// without reading the log is what the anchor proves (the header and the record at
