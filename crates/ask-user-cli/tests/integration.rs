@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ask_user_cli::host::{Host, HostOptions, LogTarget};
+use pending_answer::LateRefusal;
 use tool_ask_user::AskUserConfig;
 use user_questions::{
-    AnswerBatch, AnswerItem, AskError, CallId, CancellationToken, ErrorCode, InMemoryAgentRegistry,
+    AnswerBatch, AnswerItem, CallId, CancellationToken, ErrorCode, InMemoryAgentRegistry,
     Provenance, RegisterOptions, ScriptedAnswerer, SessionId,
 };
 use user_questions_projection::{ActiveState, fold_log};
@@ -186,13 +187,13 @@ async fn i2_pending_then_reopen_then_late_answer_settles() {
 
     let batch = AnswerBatch::new([AnswerItem::selected("scope", ["Tool only"])]);
     let origin = Provenance::human("web");
-    assert!(
-        host.late_answers()
-            .answer(&host.agent(), &call, batch.clone(), origin.clone())
-            .unwrap()
-    );
+    let queued = host
+        .late_answers()
+        .answer(&host.agent(), &call, batch.clone(), origin.clone())
+        .unwrap();
     // Queued for the next turn, not settled yet.
     assert_eq!(host.host_agent().next_turn().len(), 1);
+    assert_eq!(host.queued_reply(&call).unwrap().id, queued.message_id);
     assert!(host.projection().active("ask-timed").is_some());
 
     // The follow-up turn admits it.
@@ -223,16 +224,14 @@ async fn i2_a_reply_queued_before_a_crash_is_still_queued_after_it() {
     {
         let (host, _, _guard) = pending_session(&log, &call).await;
         // The reply is accepted and queued durably, then the process stops before admitting it.
-        assert!(
-            host.late_answers()
-                .answer(
-                    &host.agent(),
-                    &call,
-                    batch.clone(),
-                    Provenance::human("web")
-                )
-                .unwrap()
-        );
+        host.late_answers()
+            .answer(
+                &host.agent(),
+                &call,
+                batch.clone(),
+                Provenance::human("web"),
+            )
+            .unwrap();
     }
 
     let (host, resumed) = Host::open(options(
@@ -249,7 +248,9 @@ async fn i2_a_reply_queued_before_a_crash_is_still_queued_after_it() {
         Provenance::human("cli"),
     );
     match again {
-        Err(AskError::Question(e)) => assert_eq!(e.code(), "REPLY_QUEUED"),
+        Err(LateRefusal::ReplyQueued { message_id, .. }) => {
+            assert_eq!(message_id, host.queued_reply(&call).map(|m| m.id));
+        }
         other => panic!("expected REPLY_QUEUED, got {other:?}"),
     }
     // The next turn claims the restored reply (re-reserving it) and admits it.

@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use pending_answer::{InMemoryProjectionHost, LateAnswers, ProjectionHost};
+use pending_answer::{InMemoryProjectionHost, LateAnswers, LateRefusal, ProjectionHost, Queued};
 use serde_json::json;
 use session_log::{
     InboxTarget, JsonlStore, MemoryStore, NewSession, OpenFrom, OpenReport, Record, RepairReport,
@@ -26,8 +26,9 @@ use session_log::{
 use tool_ask_user::{AskUserConfig, AskUserTool, ToolContext, ToolOutcome};
 use user_questions::sync::lock_unpoisoned;
 use user_questions::{
-    AgentHandle, AgentRegistry, CallId, CancellationToken, HostBindings, InMemoryAgentRegistry,
-    SessionId, SessionRef, UserMessage, UserQuestions, UserQuestionsConfig, same_agent,
+    Agent, AgentHandle, AgentRegistry, AnswerBatch, CallId, CancellationToken, HostBindings,
+    InMemoryAgentRegistry, Provenance, SessionId, SessionRef, UserMessage, UserQuestions,
+    UserQuestionsConfig, same_agent,
 };
 use user_questions_projection::UserQuestionsState;
 
@@ -346,6 +347,14 @@ impl HostRuntime {
         let (state, restore, checkpointed) = fold.finish(store, name, &report.scan)?;
         let (host, restored_inbox) = self.start(name, writer, Some(state), restore, options);
         host.position().checkpointed = checkpointed;
+        // Repair continued the calls its host left open before any surface could hear of it:
+        // they take late answers now.
+        for repaired in &repair.results {
+            let call_id = CallId::from(repaired.call.call_id.as_str());
+            self.inner
+                .late
+                .announce_continued(&host.session(), &call_id);
+        }
         let resumed = Resumed {
             report: Some(report),
             repair: Some(repair),
@@ -602,6 +611,49 @@ impl Host {
             position.in_step = false;
         }
         Ok(claimed)
+    }
+
+    /// The late reply queued for `call_id` in the session's durable inbox and not yet admitted
+    /// (queued by [`Host::answer_late`], restored from the log after a restart, or offered by a
+    /// feed), if there is one.
+    pub fn queued_reply(&self, call_id: &CallId) -> Option<UserMessage> {
+        self.agent
+            .queued_messages()
+            .into_iter()
+            .find(|message| message.reply_call_id() == Some(call_id))
+    }
+
+    /// Admits the reply queued for `call_id` in a turn of its own ([`Host::admit_in_own_turn`]);
+    /// `None`, with nothing written, when none is queued. This is how a host that is not running
+    /// a turn (a command, a desk, a worker) settles a continued question it has an answer for.
+    pub fn admit_queued(&self, call_id: &CallId) -> Result<Option<UserMessage>, HostError> {
+        match self.queued_reply(call_id) {
+            Some(reply) => self.admit_in_own_turn(&reply.id),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether `call_id` is settled in the session's projection (answered in its window, or by
+    /// an admitted late reply).
+    pub fn is_settled(&self, call_id: &CallId) -> bool {
+        self.projection()
+            .view()
+            .settled
+            .iter()
+            .any(|settled| &settled.call_id == call_id)
+    }
+
+    /// Queues a late answer to the continued call `call_id` ([`LateAnswers::answer`] with this
+    /// session's agent), without opening a turn: only the inbox edit is logged. The reply waits in
+    /// the durable inbox until a turn claims it ([`Host::begin_turn`], [`Host::admit_queued`]).
+    pub fn answer_late(
+        &self,
+        call_id: &CallId,
+        answers: AnswerBatch,
+        provenance: Provenance,
+    ) -> Result<Queued, LateRefusal> {
+        self.late_answers()
+            .answer(&self.agent(), call_id, answers, provenance)
     }
 
     /// Starts a turn that claims nothing: queued messages stay in the inbox until a later turn

@@ -9,6 +9,8 @@
 //! * [`HostAgent`]: the session's agent, whose inbox is edited only through logged
 //!   `agent/inbox/spliced` records.
 //! * [`load_projection`]: the projection of a log from its checkpoint or by a refold.
+//! * [`LiveDesk`] and [`LogDesk`]: question desks (`pending_answer::QuestionDesk`) over the
+//!   sessions this process runs and over logs in any store.
 //!
 //! It knows no terminals or processes, and files only as the path a single-session [`Host::open`]
 //! hands to the JSONL store: stores and surfaces plug in.
@@ -17,6 +19,7 @@
 
 mod agent;
 mod checkpoint;
+mod desk;
 mod host;
 mod journal;
 
@@ -25,6 +28,7 @@ pub use checkpoint::{
     CHECKPOINT_LAG, Checkpoint, CheckpointPolicy, CheckpointWrite, OpenState, ProjectionLoad,
     ProjectionSource, RefoldReason, StaleReason, load_projection,
 };
+pub use desk::{LiveDesk, LogDesk, OpenHook};
 pub use host::{
     Host, HostError, HostOptions, HostRuntime, LogTarget, Resumed, SessionOptions, new_session_id,
 };

@@ -58,7 +58,8 @@ fn answer_late(host: &Host, call: &CallId) {
         .late_answers()
         .answer(&host.agent(), call, tool_only(), Provenance::human("test"))
         .unwrap();
-    assert!(queued, "the call is continued, so the answer is taken");
+    // The call is continued, so the answer is taken: its reply waits in the inbox.
+    assert_eq!(host.queued_reply(call).unwrap().id, queued.message_id);
     let claimed = host.begin_turn().unwrap();
     assert_eq!(claimed.len(), 1);
     host.admit(&claimed[0]).unwrap();
@@ -88,7 +89,12 @@ async fn two_sessions_share_the_seam_and_keep_their_own_logs(store: Arc<dyn Sess
             .late_answers()
             .answer(&a.agent(), &call, tool_only(), Provenance::human("test"));
     assert!(
-        matches!(again, Ok(false)),
+        matches!(
+            again,
+            Err(pending_answer::LateRefusal::NotWaiting(
+                pending_answer::NotWaiting::Settled
+            ))
+        ),
         "settled exactly once: {again:?}"
     );
 

@@ -13,20 +13,21 @@
 //!
 //! A timed call claims its wait while the form is open, for the time the window had left when
 //! the form was sent; when that runs out the claim is released, the call returns its pending
-//! result, and the form stays open: an `accept` that arrives later is a late answer
-//! (`LateAnswers::answer`), which waits in the session's inbox for the companion tool.
+//! result, and the form stays open: an `accept` that arrives once the host announced the call
+//! continued is a late answer (`LateAnswers::answer`), which waits in the session's inbox for the
+//! companion tool.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use pending_answer::Continuation;
 use rmcp::model::{
     CancelledNotificationParam, ElicitRequestParams, ElicitationAction, ElicitationSchema,
 };
 use tokio::sync::oneshot;
 use user_questions::{
     AnswerRequest, Answered, Answerer, AnswererError, ErrorCode, Next, Provenance, Question,
-    UserQuestionError, UserQuestions, WaitKey, WeakUserQuestions, async_trait,
+    QuestionEvents, UserQuestionError, UserQuestions, WaitKey, WeakUserQuestions, async_trait,
 };
 
 use crate::form::{FORM_MESSAGE, FormStyle, form_schema_for, read_form_for};
@@ -113,6 +114,7 @@ impl Answerer for FormAnswerer {
                 call_id: call_id.clone(),
                 questions: request.questions.clone(),
                 provenance: Provenance::human(self.name.clone()),
+                events: seam.subscribe(),
             },
         ));
         let window = claim
@@ -197,41 +199,76 @@ struct LateRoute {
     call_id: user_questions::CallId,
     questions: Vec<Question>,
     provenance: Provenance,
+    /// The seam's lifecycle events, subscribed while the form's window was still open: the call's
+    /// continuation (its pending result durable) cannot be missed.
+    events: QuestionEvents,
+}
+
+/// What the seam's events told of the form's call so far.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Told {
+    /// Nothing final yet (open, or its window closed with the pending result not yet logged).
+    Nothing,
+    /// Continued: a late answer is taken.
+    Continued,
+    /// Ended otherwise (answered, cancelled): no late answer is taken.
+    Ended,
+}
+
+impl From<Continuation> for Told {
+    fn from(continuation: Continuation) -> Self {
+        match continuation {
+            // Lost events: the session's own check decides.
+            Continuation::Continued | Continuation::Unknown => Self::Continued,
+            Continuation::Ended => Self::Ended,
+        }
+    }
 }
 
 /// Awaits the client's answer to the form. While the answerer waits, the answer goes to it.
-/// After that, the form stays open only if its call went pending: an `accept` is then submitted
-/// as a late answer once the pending result is logged. A call that ended any other way
-/// (answered elsewhere, cancelled, an error) withdraws its form (`notifications/cancelled`), so
-/// nobody answers into nothing.
+/// After that, the form stays open only while its call is not over any other way: once the host
+/// announces the call continued, an `accept` is submitted as a late answer. A call that ended
+/// otherwise (answered elsewhere, cancelled, an error), or whose request ended without the
+/// announcement (its result could not be logged), withdraws its form
+/// (`notifications/cancelled`), so nobody answers into nothing.
 async fn form_task(
     handle: rmcp::service::RequestHandle<rmcp::RoleServer>,
     tx: oneshot::Sender<FormOutcome>,
-    late: LateRoute,
+    mut late: LateRoute,
 ) {
     let peer = handle.peer.clone();
     let request_id = handle.id.clone();
     let response = handle.await_response();
     tokio::pin!(response);
-    let withdraw = async {
-        late.in_flight.done.cancelled().await;
-        if late.in_flight.pending.load(Ordering::SeqCst) {
-            std::future::pending::<()>().await;
+    let session = late.in_flight.session_id.clone();
+    let call_id = late.call_id.clone();
+    let mut told = Told::Nothing;
+    let outcome = loop {
+        let over = late.in_flight.done.cancelled();
+        tokio::select! {
+            biased;
+            outcome = &mut response => break Some(outcome),
+            continuation = pending_answer::continued(&mut late.events, Some(&session), &call_id),
+                if told == Told::Nothing =>
+            {
+                told = continuation.into();
+                if told == Told::Ended {
+                    break None;
+                }
+            }
+            // The request is over: the announcement, if the call was continued, came before it.
+            () = over, if told == Told::Nothing => break None,
         }
     };
-    let outcome = tokio::select! {
-        biased;
-        outcome = &mut response => outcome,
-        () = withdraw => {
-            let note = CancelledNotificationParam::new(
-                Some(request_id),
-                Some("the question was closed".to_owned()),
-            );
-            if let Err(error) = peer.notify_cancelled(note).await {
-                tracing::debug!(%error, "the form could not be withdrawn");
-            }
-            return;
+    let Some(outcome) = outcome else {
+        let note = CancelledNotificationParam::new(
+            Some(request_id),
+            Some("the question was closed".to_owned()),
+        );
+        if let Err(error) = peer.notify_cancelled(note).await {
+            tracing::debug!(%error, "the form could not be withdrawn");
         }
+        return;
     };
     let Err(outcome) = tx.send(outcome) else {
         return;
@@ -253,8 +290,21 @@ async fn form_task(
             return;
         }
     };
-    // The pending result must be in the log before the question can take a late answer.
-    late.in_flight.done.cancelled().await;
+    // The answer came as the window closed: the question takes it once the host announces the
+    // call continued, or the request ends without it.
+    if told == Told::Nothing {
+        tokio::select! {
+            biased;
+            continuation = pending_answer::continued(&mut late.events, Some(&session), &call_id) => {
+                told = continuation.into();
+            }
+            () = late.in_flight.done.cancelled() => {}
+        }
+    }
+    if told == Told::Ended {
+        tracing::warn!(call_id = %late.call_id, "the form was answered after its call ended; the answer is not used");
+        return;
+    }
     late.conn
         .submit_late(late.call_id, batch, late.provenance)
         .await;

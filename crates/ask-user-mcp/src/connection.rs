@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ask_user_host::{Host, HostError, SessionOptions, new_session_id};
+use pending_answer::LateRefusal;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
     ElicitRequest, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -18,6 +19,7 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
+use session_log::StoreError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tool_ask_user::{AskUserMode, ToolOutcome};
@@ -84,13 +86,18 @@ struct Slot {
     host: Option<Arc<Host>>,
     /// What the options' session hook wired into the open host (dropped before it).
     hooked: Option<Box<dyn Send>>,
+    /// Requests holding the host.
     users: usize,
+    /// Those of them that run in the session's turn; the turn is open while there are any.
+    in_turn: usize,
 }
 
-/// A request of the session in progress: the host is open and a turn is open while one exists.
+/// A request of the session in progress: the host is open while one exists, and its turn is
+/// open while one that runs in it exists.
 pub(crate) struct Active {
     conn: Arc<Conn>,
     host: Option<Arc<Host>>,
+    in_turn: bool,
 }
 
 impl Active {
@@ -103,7 +110,7 @@ impl Active {
 impl Drop for Active {
     fn drop(&mut self) {
         drop(self.host.take());
-        self.conn.leave();
+        self.conn.leave(self.in_turn);
     }
 }
 
@@ -112,9 +119,9 @@ impl Conn {
         lock_unpoisoned(&self.slot)
     }
 
-    /// Starts a request: opens (or creates) the session's log and its turn when no other request
-    /// runs.
-    pub(crate) fn enter(self: &Arc<Self>) -> Result<Active, HostError> {
+    /// Starts a request: opens (or creates) the session's log when no other request holds it,
+    /// and with `turn` its turn and step when none is open.
+    pub(crate) fn enter(self: &Arc<Self>, turn: bool) -> Result<Active, HostError> {
         let mut slot = self.slot();
         let host = if let Some(host) = &slot.host {
             Arc::clone(host)
@@ -135,35 +142,45 @@ impl Conn {
             slot.host = Some(Arc::clone(&host));
             host
         };
-        if slot.users == 0 {
+        if turn && slot.in_turn == 0 {
             let begun = host
                 .begin_turn_keeping_inbox()
                 .and_then(|()| host.begin_step())
                 .and_then(|()| host.log_request_header());
             if let Err(error) = begun {
-                slot.hooked = None;
-                slot.host = None;
+                if slot.users == 0 {
+                    slot.hooked = None;
+                    slot.host = None;
+                }
                 return Err(error);
             }
         }
         slot.users += 1;
+        slot.in_turn += usize::from(turn);
         Ok(Active {
             conn: Arc::clone(self),
             host: Some(host),
+            in_turn: turn,
         })
     }
 
-    fn leave(&self) {
+    fn leave(&self, in_turn: bool) {
         let mut slot = self.slot();
         slot.users = slot.users.saturating_sub(1);
+        if in_turn {
+            slot.in_turn = slot.in_turn.saturating_sub(1);
+            if slot.in_turn == 0
+                && let Some(host) = &slot.host
+                && let Err(error) = host.end_turn("completed")
+            {
+                tracing::warn!(%error, log = %self.log, "the turn could not be ended");
+            }
+        }
         if slot.users > 0 {
             return;
         }
         if let Some(host) = slot.host.take() {
             drop(slot.hooked.take());
-            if let Err(error) = host.end_turn("completed") {
-                tracing::warn!(%error, log = %self.log, "the turn could not be ended");
-            }
             if let Err(error) = host.checkpoint() {
                 tracing::warn!(%error, log = %self.log, "the checkpoint could not be refreshed");
             }
@@ -191,9 +208,11 @@ impl Conn {
     }
 
     /// Submits a late answer to a call of this session: the reply waits in the session's durable
-    /// inbox until the companion tool admits it. The person has closed the form, so the answer
-    /// is not given up while the log is busy (another shell answering, another server reading
-    /// it): the submission is retried, with a growing pause, for up to [`LATE_RETRY_FOR`].
+    /// inbox until the companion tool admits it. Queuing it opens the session's log when no
+    /// request holds it, but no turn: only the inbox edit is logged. The person has closed the
+    /// form, so an answer is not given up when another process holds the log: the open is tried
+    /// again while the log is locked, for up to [`LOCKED_FOR`]. (That the call is continued was
+    /// awaited before: the form task submits only after the host announced it.)
     async fn submit_late_now(
         self: &Arc<Self>,
         call_id: &CallId,
@@ -201,35 +220,31 @@ impl Conn {
         provenance: Provenance,
     ) {
         let started = tokio::time::Instant::now();
-        let mut pause = std::time::Duration::from_millis(50);
-        loop {
-            match self.enter() {
-                Ok(active) => {
-                    let host = active.host();
-                    match host
-                        .late_answers()
-                        .answer(&host.agent(), call_id, batch, provenance)
-                    {
-                        Ok(true) => tracing::info!(%call_id, "late answer from the form queued"),
-                        Ok(false) => tracing::warn!(
-                            %call_id,
-                            "the form was answered after its call ended without a pending result; the answer is not used"
-                        ),
-                        Err(error) => {
-                            tracing::warn!(%error, %call_id, "the late answer from the form was refused");
-                        }
-                    }
-                    return;
-                }
-                Err(error) if started.elapsed() < LATE_RETRY_FOR => {
-                    tracing::debug!(%error, %call_id, "the session log is busy; the late answer waits");
+        let mut pause = std::time::Duration::from_millis(20);
+        let active = loop {
+            match self.enter(false) {
+                Ok(active) => break active,
+                Err(HostError::Store(StoreError::Locked { .. }))
+                    if started.elapsed() < LOCKED_FOR =>
+                {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(std::time::Duration::from_secs(5));
                 }
                 Err(error) => {
-                    tracing::error!(%error, %call_id, "a late answer from the form is lost: the session log stayed unusable");
+                    tracing::error!(%error, %call_id, "a late answer from the form is lost: the session log cannot be used");
                     return;
                 }
+            }
+        };
+        match active.host().answer_late(call_id, batch, provenance) {
+            Ok(_) => tracing::info!(%call_id, "late answer from the form queued"),
+            Err(LateRefusal::NotWaiting(why)) => tracing::warn!(
+                %call_id,
+                why = why.reason(),
+                "the form was answered, but the question no longer waits; the answer is not used"
+            ),
+            Err(refusal) => {
+                tracing::warn!(%refusal, %call_id, "the late answer from the form was refused");
             }
         }
     }
@@ -283,8 +298,10 @@ impl Conn {
     }
 }
 
-/// How long a late form answer waits for a busy session log.
-pub const LATE_RETRY_FOR: std::time::Duration = std::time::Duration::from_mins(10);
+/// How long a late form answer waits for a session log another process holds for write (an
+/// `ask-user answer` in another shell, a page admitting an answer). A file lock's release wakes
+/// nobody in another process, so the open is tried again, with a growing pause.
+pub const LOCKED_FOR: std::time::Duration = std::time::Duration::from_mins(10);
 
 /// A client name fit for a provenance name: visible characters only, at most 64.
 fn client_label(name: &str) -> String {
@@ -349,7 +366,7 @@ impl McpConnection {
         let conn = &self.inner;
         conn.ensure_answerer(&context.peer);
         let arguments = Value::Object(arguments.unwrap_or_default()).to_string();
-        let active = match conn.enter() {
+        let active = match conn.enter(true) {
             Ok(active) => active,
             Err(error) => return error_result(&format!("the session log cannot be used: {error}")),
         };
@@ -377,7 +394,7 @@ impl McpConnection {
                 .map_or(crate::form::FormStyle::Legacy, |info| {
                     crate::form::FormStyle::for_protocol(info.protocol_version.as_str())
                 }),
-            pending: std::sync::atomic::AtomicBool::new(false),
+            session_id: conn.session_id.clone(),
             done: CancellationToken::new(),
         });
 
@@ -420,10 +437,6 @@ impl McpConnection {
             }
         };
         conn.forget_cancel(&context.id);
-        let pending = matches!(&outcome, Ok(outcome) if is_pending(outcome));
-        in_flight
-            .pending
-            .store(pending, std::sync::atomic::Ordering::SeqCst);
         in_flight.done.cancel();
         drop(active);
         match outcome {
@@ -434,7 +447,7 @@ impl McpConnection {
 
     fn result_of(outcome: &ToolOutcome) -> CallToolResult {
         let mut content = vec![ContentBlock::text(outcome.text.clone())];
-        if is_pending(outcome) {
+        if outcome.is_pending() {
             content.push(ContentBlock::text(LATE_ANSWER_HINT));
         }
         if outcome.is_error {
@@ -452,22 +465,13 @@ impl McpConnection {
         let conn = &self.inner;
         let _one_at_a_time = lock_unpoisoned(&conn.fetching);
         if conn.owns(&call_id) {
-            return match conn.enter() {
+            return match conn.enter(true) {
                 Ok(active) => late::fetch(active.host(), &call_id, &conn.log),
                 Err(error) => error_result(&format!("the session log cannot be used: {error}")),
             };
         }
         late::fetch_elsewhere(&conn.server, &call_id)
     }
-}
-
-/// Whether a tool outcome is the pending result of a timed call.
-fn is_pending(outcome: &ToolOutcome) -> bool {
-    outcome
-        .value
-        .as_ref()
-        .and_then(|v| v.get("pending"))
-        .is_some_and(|p| p == true)
 }
 
 impl ServerHandler for McpConnection {

@@ -14,8 +14,8 @@ use user_questions::{AnswerBatch, CallId, Provenance, async_trait};
 /// after its window goes.
 #[async_trait]
 pub(crate) trait FormSession: Send + Sync {
-    /// Submits `batch` as the late answer of `call_id`, once its pending result is logged
-    /// (retrying while the session log is busy).
+    /// Submits `batch` as the late answer of `call_id`, whose pending result is logged: it waits
+    /// in the session's durable inbox for the companion tool.
     async fn submit_late(
         self: Arc<Self>,
         call_id: CallId,
@@ -47,9 +47,9 @@ pub(crate) struct InFlight {
     pub(crate) form_mode: bool,
     /// The field shapes the client understands.
     pub(crate) form_style: crate::form::FormStyle,
-    /// Set before `done`: the call's logged result is the pending result.
-    pub(crate) pending: std::sync::atomic::AtomicBool,
-    /// Cancelled once the call's result is logged.
+    /// The session's id, as lifecycle events name it.
+    pub(crate) session_id: user_questions::SessionId,
+    /// Cancelled once the call's request is over (its result logged, or its logging failed).
     pub(crate) done: CancellationToken,
 }
 

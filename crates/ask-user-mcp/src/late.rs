@@ -20,12 +20,7 @@ use crate::util::error_result;
 /// 3. the question is still pending: the pending result again;
 /// 4. the question is still in its foreground window, or not a question of this log: an error.
 pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult {
-    let queued = host
-        .host_agent()
-        .next_turn()
-        .into_iter()
-        .find(|m| m.reply_call_id() == Some(call_id));
-    if let Some(queued) = queued {
+    if let Some(queued) = host.queued_reply(call_id) {
         let admitted = host
             .claim_queued(&queued.id)
             .and_then(|claimed| match claimed {
@@ -41,10 +36,10 @@ pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult 
             }
         }
     }
-    let state = host.projection();
-    if state.view().settled.iter().any(|s| &s.call_id == call_id) {
+    if host.is_settled(call_id) {
         return settled_result(&**host.runtime().store(), log, call_id);
     }
+    let state = host.projection();
     if state.continued(call_id.as_str()).is_some() {
         return CallToolResult::success(vec![
             ContentBlock::text(ToolOutcome::pending(call_id).text),
@@ -121,7 +116,7 @@ fn find_log(server: &ServerInner, call_id: &CallId) -> Option<String> {
     let simple = call_id.as_str().strip_prefix("call_")?.split('_').next()?;
     let uuid = uuid::Uuid::try_parse(simple).ok()?;
     let suffix = format!("-{}.jsonl", uuid.hyphenated());
-    let names = (server.logs)().ok()?;
+    let names = server.runtime().store().list().ok()?;
     names
         .into_iter()
         .find(|name| name.starts_with("mcp-") && name.ends_with(&suffix))

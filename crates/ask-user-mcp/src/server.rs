@@ -17,9 +17,9 @@ use tool_ask_user::AskUserMode;
 
 use crate::companion::{ANSWER_TOOL_DESCRIPTION, ANSWER_TOOL_NAME, answer_tool_parameters};
 use crate::connection::McpConnection;
+use crate::state::ServerInner;
 pub use crate::state::SessionHook;
 pub use crate::state::{DEFAULT_PROGRESS_INTERVAL, McpOptions};
-use crate::state::{LogNames, ServerInner};
 
 /// The path under which the streamable HTTP transport serves MCP.
 pub const HTTP_PATH: &str = "/mcp";
@@ -84,29 +84,21 @@ impl AskUserMcp {
         if !options.state_dir.is_dir() {
             return Err(state_err(io::Error::other("not a directory")));
         }
-        let logs = JsonlStore::new(options.state_dir.clone());
-        let names = logs.clone();
-        Self::with_store(options, logs, move || Ok(names.log_names()?))
+        let store = JsonlStore::new(options.state_dir.clone());
+        Self::with_store(options, store)
     }
 
     /// A server whose sessions live in `store` (a database, say) instead of the state
-    /// directory's JSONL logs; `names` lists the store's logs. The state directory of `options`
-    /// is not used.
+    /// directory's JSONL logs. The state directory of `options` is not used.
     pub fn with_store(
         options: McpOptions,
         store: impl SessionStore + 'static,
-        names: impl Fn() -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>>
-        + Send
-        + Sync
-        + 'static,
     ) -> Result<Self, ServeError> {
         let runtime = HostRuntime::new(store, options.tool)?;
-        let logs: LogNames = Arc::new(names);
         let tools = tools_for(&runtime);
         Ok(Self {
             inner: Arc::new(ServerInner {
                 runtime,
-                logs,
                 options,
                 tools,
             }),

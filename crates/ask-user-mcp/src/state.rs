@@ -28,10 +28,6 @@ impl fmt::Debug for SessionHook {
     }
 }
 
-/// Lists the store's logs by name (the companion finds a call's log among them).
-pub(crate) type LogNames =
-    Arc<dyn Fn() -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> + Send + Sync>;
-
 /// How to run the server.
 #[derive(Clone, Debug)]
 pub struct McpOptions {
@@ -81,8 +77,6 @@ impl McpOptions {
 /// The process-wide state behind `AskUserMcp` and every session's handler.
 pub(crate) struct ServerInner {
     pub(crate) runtime: HostRuntime,
-    /// The runtime's logs by name: the companion finds a call's log among them.
-    pub(crate) logs: LogNames,
     pub(crate) options: McpOptions,
     pub(crate) tools: Vec<Tool>,
 }

@@ -238,7 +238,9 @@ impl Inner {
                     timer.abort();
                 }
             }
-            QuestionEventKind::Claimed { .. } => {}
+            // The person was told at `pending`; that the result is durable now changes nothing
+            // for them.
+            QuestionEventKind::Claimed { .. } | QuestionEventKind::Continued => {}
             QuestionEventKind::Pending => self.pending(&key),
             QuestionEventKind::Answered { provenance, .. } => self.resolved(
                 &key,

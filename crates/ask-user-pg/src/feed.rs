@@ -10,8 +10,8 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::Duration;
 
-use pending_answer::LateAnswers;
-use user_questions::{AgentHandle, AskError, ErrorCode};
+use pending_answer::{LateAnswers, LateRefusal};
+use user_questions::AgentHandle;
 
 use crate::store::PgStore;
 use crate::worker::{Wake, listen};
@@ -100,29 +100,33 @@ fn offer(
         ) {
             // Queued: the host admits it. Or a reply is queued already (this one, from an
             // earlier offer, or another, which then settles the call and refuses this one).
-            Ok(true) => {
-                offered.insert(id);
-            }
-            Err(AskError::Question(error)) if error.is(&ErrorCode::ReplyQueued) => {
+            Ok(_) | Err(LateRefusal::ReplyQueued { .. }) => {
                 offered.insert(id);
             }
             // Not continued in this host's projection (yet: its append may be committed and
             // not folded here; or settled, which refuses the answer in the ledger by itself):
             // offered again on the next wake, never refused here.
-            Ok(false) => {}
+            Err(LateRefusal::NotWaiting(_)) => {}
             // The batch does not fit: it never will.
-            Err(AskError::Question(error)) if error.is(&ErrorCode::BadAnswer) => {
+            Err(LateRefusal::BadAnswer(error)) => {
                 let _ = store.refuse(name, &answer, error.message());
                 offered.insert(id);
             }
             // The session is going away (its agent is no longer live, the request ended): the
             // answer stays in the ledger for the next owner, a worker.
-            Err(AskError::Question(error)) => {
-                tracing::debug!(session = name, %error, "a ledger answer was not taken here; left for the next owner");
+            Err(
+                refusal @ (LateRefusal::NotLive(_)
+                | LateRefusal::NoAgent
+                | LateRefusal::UnknownSession(_)),
+            ) => {
+                tracing::debug!(session = name, %refusal, "a ledger answer was not taken here; left for the next owner");
                 offered.insert(id);
             }
             // Not delivered (the journal failed): offered again on the next wake.
-            Err(AskError::Foreign(error)) => {
+            Err(LateRefusal::Undelivered(error)) => {
+                tracing::warn!(session = name, %error, "a ledger answer could not be delivered; retrying");
+            }
+            Err(LateRefusal::Unavailable(error)) => {
                 tracing::warn!(session = name, %error, "a ledger answer could not be delivered; retrying");
             }
         }

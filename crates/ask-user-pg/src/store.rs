@@ -394,6 +394,15 @@ impl SessionStore for PgStore {
             .is_some())
     }
 
+    fn list(&self) -> Result<Vec<String>, StoreError> {
+        let mut names = self
+            .log_names()
+            .map_err(|error| StoreError::io("list", Path::new("pg:"), io::Error::other(error)))?;
+        // Byte order, as the file store lists its logs (the database's collation may differ).
+        names.sort();
+        Ok(names)
+    }
+
     fn create(
         &self,
         name: &str,

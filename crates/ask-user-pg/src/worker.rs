@@ -17,10 +17,11 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use ask_user_host::{Host, HostError, HostRuntime, SessionOptions};
+use pending_answer::LateRefusal;
 use postgres::fallible_iterator::FallibleIterator;
 use session_log::StoreError;
+use user_questions::SessionId;
 use user_questions::sync::lock_unpoisoned as lock;
-use user_questions::{AskError, CallId, ErrorCode, SessionId};
 
 use crate::PgError;
 use crate::store::PgStore;
@@ -46,9 +47,9 @@ pub enum AdmitError {
     /// Opening or writing the session failed.
     #[error(transparent)]
     Host(#[from] HostError),
-    /// The seam refused an answer for a reason other than a reply already queued.
+    /// The reply could not be queued in the session's inbox (its journal failed).
     #[error(transparent)]
-    Ask(#[from] AskError),
+    Undelivered(user_questions::BoxError),
 }
 
 /// Admits the accepted answers of session `name` if this process can take its lease.
@@ -100,12 +101,11 @@ fn admit_in(host: &Host, store: &PgStore, name: &str) -> Result<Admitted, AdmitE
             answer.answer_id.clone(),
         );
         match offered {
-            Ok(true) => {}
-            // A reply for the call is queued already: this answer's own (queued by an owner that
-            // stopped before admitting it), or one from elsewhere, which then settles the call
-            // and refuses this answer in the same transaction.
-            Err(AskError::Question(error)) if error.is(&ErrorCode::ReplyQueued) => {}
-            Ok(false) => {
+            // Queued now, or a reply for the call is queued already: this answer's own (queued
+            // by an owner that stopped before admitting it), or one from elsewhere, which then
+            // settles the call and refuses this answer in the same transaction.
+            Ok(_) | Err(LateRefusal::ReplyQueued { .. }) => {}
+            Err(LateRefusal::NotWaiting(_)) => {
                 store.refuse(
                     name,
                     &answer,
@@ -114,18 +114,15 @@ fn admit_in(host: &Host, store: &PgStore, name: &str) -> Result<Admitted, AdmitE
                 refused += 1;
                 continue;
             }
-            Err(AskError::Question(error)) => {
-                store.refuse(name, &answer, error.message())?;
+            Err(LateRefusal::Undelivered(error)) => return Err(AdmitError::Undelivered(error)),
+            Err(refusal) => {
+                store.refuse(name, &answer, &refusal.to_string())?;
                 refused += 1;
                 continue;
             }
-            Err(error @ AskError::Foreign(_)) => return Err(error.into()),
         }
-        let Some(message_id) = queued_reply(host, &answer.call_id) else {
-            continue;
-        };
-        if host.admit_in_own_turn(&message_id)?.is_some() {
-            if message_id == answer.answer_id {
+        if let Some(reply) = host.admit_queued(&answer.call_id)? {
+            if reply.id == answer.answer_id {
                 admitted += 1;
             } else {
                 refused += 1;
@@ -137,21 +134,6 @@ fn admit_in(host: &Host, store: &PgStore, name: &str) -> Result<Admitted, AdmitE
         refused,
         busy: false,
     })
-}
-
-/// The id of the reply queued for `call_id`: reserved by this session, or restored from its
-/// durable inbox.
-fn queued_reply(host: &Host, call_id: &CallId) -> Option<String> {
-    host.late_answers()
-        .reservation(&host.session(), call_id)
-        .map(|r| r.message_id)
-        .or_else(|| {
-            host.host_agent()
-                .next_turn()
-                .into_iter()
-                .find(|m| m.reply_call_id() == Some(call_id))
-                .map(|m| m.id)
-        })
 }
 
 /// What a [`Worker`] reports as it goes.

@@ -368,17 +368,15 @@ fn a_reply_queued_by_an_owner_that_died_is_admitted_once() {
             .open("s", ask_user_host::SessionOptions::named("s"))
             .unwrap();
         let answer = store.unadmitted("s").unwrap().remove(0);
-        assert!(
-            host.late_answers()
-                .answer_as(
-                    &host.agent(),
-                    &call,
-                    answer.batch,
-                    answer.provenance,
-                    answer.answer_id
-                )
-                .unwrap()
-        );
+        host.late_answers()
+            .answer_as(
+                &host.agent(),
+                &call,
+                answer.batch,
+                answer.provenance,
+                answer.answer_id,
+            )
+            .unwrap();
     }
     assert_eq!(store.unadmitted("s").unwrap().len(), 1, "not admitted yet");
     let runtime = HostRuntime::new(store.clone(), None).unwrap();
@@ -474,11 +472,9 @@ fn a_reply_from_elsewhere_settles_the_call_and_refuses_the_ledger_answer() {
         let (host, _) = runtime
             .open("s", ask_user_host::SessionOptions::named("s"))
             .unwrap();
-        assert!(
-            host.late_answers()
-                .answer(&host.agent(), &call, scope("Everything"), human())
-                .unwrap()
-        );
+        host.late_answers()
+            .answer(&host.agent(), &call, scope("Everything"), human())
+            .unwrap();
     }
     let admitted = admit_answers(&runtime, &store, "s").unwrap();
     assert_eq!((admitted.admitted, admitted.refused), (0, 1));

@@ -28,12 +28,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use ask_user_terminal::{TerminalAnswerer, TerminalOptions};
-use pending_answer::{LateRefusal, LateSubmission};
+use pending_answer::{LateRefusal, LateSubmission, Queued};
 use tokio::sync::mpsc;
 use user_questions::{
     AgentHandle, AskRequest, CallId, HostBindings, InMemoryAgent, InMemoryAgentRegistry,
-    InMemorySession, Question, TimedAskRequest, TimedOutcome, UserQuestions, UserQuestionsConfig,
-    WaitKey,
+    InMemorySession, Question, QuestionEvent, QuestionEventKind, TimedAskRequest, TimedOutcome,
+    UserQuestions, UserQuestionsConfig, WaitKey,
 };
 
 enum Mode {
@@ -120,7 +120,11 @@ async fn main() -> ExitCode {
     let answerer = TerminalAnswerer::new(
         &seam,
         TerminalOptions::new().on_late_answer(move |late: LateSubmission| {
-            late_tx.send(late.answers).map_err(|_| {
+            let queued = Queued {
+                call_id: late.call_id.clone(),
+                message_id: "late-1".to_owned(),
+            };
+            late_tx.send(late.answers).map(|()| queued).map_err(|_| {
                 LateRefusal::Undelivered("Nobody is waiting for late answers any more.".into())
             })
         }),
@@ -159,6 +163,16 @@ async fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(TimedOutcome::Pending { call_id }) => {
+            // This example is its own host and keeps no log: the pending question takes a late
+            // answer at once, which a host announces once its pending result is durable.
+            seam.publish(QuestionEvent {
+                ask_id: None,
+                call_id: Some(call_id.clone()),
+                agent_id: None,
+                session_id: Some(agent.session().id().clone()),
+                at_ms: 0,
+                kind: QuestionEventKind::Continued,
+            });
             emit(
                 &answerer,
                 format!("{{\"pending\":true,\"callId\":{}}}", json(&call_id)),

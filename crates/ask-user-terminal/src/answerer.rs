@@ -200,6 +200,9 @@ impl TerminalAnswerer {
             return running.commands.clone();
         }
         let (commands, receiver) = mpsc::unbounded_channel();
+        // Subscribed before any card of this desk can close its window, so the announcement
+        // that a call is continued (its late answers taken) is never missed.
+        let events = self.seam.upgrade().map(|seam| seam.subscribe());
         let task = tokio::spawn(
             Desk::new(
                 receiver,
@@ -209,6 +212,7 @@ impl TerminalAnswerer {
                 self.on_late.clone(),
                 Arc::clone(&self.shared),
             )
+            .with_events(events)
             .run(),
         );
         *desk = Some(DeskHandle {

@@ -16,7 +16,8 @@ use pending_answer::{LateAnswerSink, LateSubmission};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 use user_questions::{
-    AgentHandle, AnswerBatch, CallId, Provenance, Question, QuestionLimits, WaitClaim,
+    AgentHandle, AnswerBatch, CallId, Provenance, Question, QuestionEventKind, QuestionEvents,
+    QuestionLimits, Received, SessionId, WaitClaim,
 };
 
 use crate::card::{CardAction, CardState};
@@ -101,6 +102,10 @@ enum Kind {
     Late {
         call_id: CallId,
         agent: Option<AgentHandle>,
+        /// The host announced the call continued: its late answer is taken now.
+        continued: bool,
+        /// An answer submitted before that, sent once the announcement comes.
+        held: Option<AnswerBatch>,
     },
 }
 
@@ -162,6 +167,9 @@ pub(crate) struct Desk {
     /// Claims kept after their card's outcome went out, until the seam has taken it (SPEC §4.7:
     /// so an overdue host timer cannot beat an answer in transit).
     settling: FuturesUnordered<Settling>,
+    /// The seam's lifecycle events: a pending card takes its late answer once its call is
+    /// announced continued, and goes when it is answered elsewhere. `None` without a seam.
+    events: Option<QuestionEvents>,
 }
 
 impl Desk {
@@ -184,7 +192,14 @@ impl Desk {
             screen: None,
             notes: Vec::new(),
             settling: FuturesUnordered::new(),
+            events: None,
         }
+    }
+
+    /// Follows the seam's lifecycle events (subscribed before any card could go pending).
+    pub(crate) fn with_events(mut self, events: Option<QuestionEvents>) -> Self {
+        self.events = events;
+        self
     }
 
     /// Runs until every sender of commands is gone (the answerer was dropped and no answer call is
@@ -213,6 +228,7 @@ impl Desk {
                 () = sleep_until_some(due) => self.expire(),
                 () = sleep_until_some(tick) => {}
                 Some(()) = self.settling.next(), if !self.settling.is_empty() => {}
+                event = next_event(&mut self.events) => self.seam_event(event),
             }
         }
         // Nothing can reach the desk any more: end what is left and give the screen back.
@@ -363,24 +379,19 @@ impl Desk {
     }
 
     fn submit(&mut self, at: usize, batch: AnswerBatch) {
-        if let Kind::Late { call_id, agent } = &self.cards[at].kind {
-            let Some(on_late) = &self.on_late else {
-                return;
-            };
-            let late = LateSubmission {
-                call_id: call_id.clone(),
-                agent: agent.clone(),
-                answers: batch,
-                provenance: Provenance::human(self.name.clone()),
-                session: None,
-            };
-            match on_late.submit(late) {
-                Ok(()) => {
-                    let card = self.cards.remove(at);
-                    self.forget_late(&card);
-                }
-                // The refusal's message is written for the person: shown as it is.
-                Err(refusal) => self.cards[at].state.set_notice(refusal.to_string()),
+        if let Kind::Late {
+            continued, held, ..
+        } = &mut self.cards[at].kind
+        {
+            if *continued {
+                self.send_late(at, batch);
+            } else {
+                // The window closed a moment ago and the host has not made the pending result
+                // durable yet: the answer goes as soon as it has.
+                *held = Some(batch);
+                self.cards[at]
+                    .state
+                    .set_notice("Sending your answer as soon as the question is saved as pending…");
             }
             return;
         }
@@ -388,6 +399,100 @@ impl Desk {
         if let Kind::Foreground { waiting, reply, .. } = card.kind {
             self.settle(waiting);
             let _ = reply.send(CardEnd::Answered(batch));
+        }
+    }
+
+    /// Submits the late answer of the pending card at `at`: taken, the card goes; refused, it
+    /// stays and shows why.
+    fn send_late(&mut self, at: usize, batch: AnswerBatch) {
+        let Kind::Late { call_id, agent, .. } = &self.cards[at].kind else {
+            return;
+        };
+        let Some(on_late) = &self.on_late else {
+            return;
+        };
+        let late = LateSubmission {
+            call_id: call_id.clone(),
+            agent: agent.clone(),
+            answers: batch,
+            provenance: Provenance::human(self.name.clone()),
+            session: None,
+        };
+        match on_late.submit(late) {
+            Ok(_) => {
+                let card = self.cards.remove(at);
+                self.forget_late(&card);
+            }
+            // The refusal's message is written for the person: shown as it is.
+            Err(refusal) => self.cards[at].state.set_notice(refusal.to_string()),
+        }
+    }
+
+    /// A lifecycle event of the seam: a pending card whose call is announced continued takes its
+    /// late answer (one held since the window closed goes now); one answered elsewhere goes.
+    /// Lost events make every pending card continued: the host's own check then decides.
+    fn seam_event(&mut self, event: Option<Received>) {
+        let event = match event {
+            Some(Received::Event(event)) => event,
+            Some(Received::Missed(_)) | None => {
+                if event.is_none() {
+                    self.events = None;
+                }
+                let pending: Vec<CallId> = self
+                    .cards
+                    .iter()
+                    .filter_map(|c| c.late_call().cloned())
+                    .collect();
+                for call_id in pending {
+                    self.late_continued(&call_id, None);
+                }
+                return;
+            }
+        };
+        let Some(call_id) = &event.call_id else {
+            return;
+        };
+        match event.kind {
+            QuestionEventKind::Continued => self.late_continued(call_id, event.session_id.as_ref()),
+            QuestionEventKind::Answered { .. } => self.command(Command::Withdraw(call_id.clone())),
+            QuestionEventKind::Opened { .. }
+            | QuestionEventKind::Claimed { .. }
+            | QuestionEventKind::Pending
+            | QuestionEventKind::Cancelled { .. } => {}
+        }
+    }
+
+    /// The pending card of `call_id` (of `session`, when known) takes late answers now.
+    fn late_continued(&mut self, call_id: &CallId, session: Option<&SessionId>) {
+        let at = self.cards.iter().position(|card| match &card.kind {
+            Kind::Late {
+                call_id: card_call,
+                agent,
+                ..
+            } => {
+                card_call == call_id
+                    && session.is_none_or(|session| {
+                        agent
+                            .as_ref()
+                            .is_none_or(|agent| agent.session().id() == session)
+                    })
+            }
+            Kind::Foreground { .. } => false,
+        });
+        let Some(at) = at else {
+            return;
+        };
+        let held = match &mut self.cards[at].kind {
+            Kind::Late {
+                continued, held, ..
+            } => {
+                *continued = true;
+                held.take()
+            }
+            Kind::Foreground { .. } => None,
+        };
+        if let Some(batch) = held {
+            self.send_late(at, batch);
         }
     }
 
@@ -423,7 +528,12 @@ impl Desk {
             match (&self.on_late, call_id) {
                 (Some(_), Some(call_id)) => {
                     self.shared.set_late(&call_id, true);
-                    card.kind = Kind::Late { call_id, agent };
+                    card.kind = Kind::Late {
+                        call_id,
+                        agent,
+                        continued: false,
+                        held: None,
+                    };
                     self.cards.push(card);
                 }
                 (None, _) | (_, None) => {
@@ -613,6 +723,13 @@ async fn next_input(screen: &mut Option<OpenScreen>) -> Input {
                 "the terminal stopped delivering keys",
             )),
         },
+        None => pending().await,
+    }
+}
+
+async fn next_event(events: &mut Option<QuestionEvents>) -> Option<Received> {
+    match events {
+        Some(events) => events.recv().await,
         None => pending().await,
     }
 }

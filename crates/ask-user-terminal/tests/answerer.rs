@@ -9,14 +9,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ask_user_terminal::{Display, Key, TerminalAnswerer, TerminalOptions, VirtualTerminal};
-use pending_answer::{LateRefusal, LateSubmission};
+use pending_answer::{LateRefusal, LateSubmission, NotWaiting, Queued};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, advance};
 use user_questions::{
     AgentHandle, AnswerBatch, AnswerItem, AnsweredBy, AnswererGuard, AskError, AskRequest, CallId,
     CancellationToken, HostBindings, InMemoryAgent, InMemoryAgentRegistry, InMemorySession,
-    Provenance, Question, QuestionEventKind, QuestionOption, TimedAskRequest, TimedOutcome,
-    UserQuestionError, UserQuestions, UserQuestionsConfig, WaitKey,
+    Provenance, Question, QuestionEvent, QuestionEventKind, QuestionOption, SessionId,
+    TimedAskRequest, TimedOutcome, UserQuestions, UserQuestionsConfig, WaitKey,
 };
 
 fn scope() -> Question {
@@ -34,6 +34,14 @@ fn confirm() -> Question {
 }
 
 type LateReplies = Arc<Mutex<VecDeque<Result<(), LateRefusal>>>>;
+
+/// What the late-answer handler returns for a taken answer.
+fn queued(answer: &LateSubmission) -> Queued {
+    Queued {
+        call_id: answer.call_id.clone(),
+        message_id: "reply-1".to_owned(),
+    }
+}
 
 struct Host {
     seam: UserQuestions,
@@ -67,10 +75,11 @@ fn host_with(late_handler: bool) -> Host {
         let (late, replies) = (Arc::clone(&late), Arc::clone(&late_replies));
         options = options.on_late_answer(move |answer: LateSubmission| {
             let reply = replies.lock().unwrap().pop_front().unwrap_or(Ok(()));
+            let taken = queued(&answer);
             if reply.is_ok() {
                 late.lock().unwrap().push(answer);
             }
-            reply
+            reply.map(|()| taken)
         });
     }
     let terminal = TerminalAnswerer::new(&seam, options);
@@ -106,12 +115,29 @@ impl Host {
         timeout_ms: i64,
         cancel: Option<CancellationToken>,
     ) -> JoinHandle<Result<TimedOutcome, AskError>> {
+        self.ask_timed_announced(questions, timeout_ms, cancel, true)
+    }
+
+    /// A timed ask; with `announce`, a pending outcome is announced continued at once, as a host
+    /// does once it has logged the pending result (without, the test announces it itself).
+    fn ask_timed_announced(
+        &self,
+        questions: Vec<Question>,
+        timeout_ms: i64,
+        cancel: Option<CancellationToken>,
+        announce: bool,
+    ) -> JoinHandle<Result<TimedOutcome, AskError>> {
         let seam = self.seam.clone();
         let mut request = TimedAskRequest::new(questions, Arc::clone(&self.agent));
         request.cancel = cancel;
         tokio::spawn(async move {
-            seam.ask_timed(request, CallId::from("ask-timed"), timeout_ms)
-                .await
+            let outcome = seam
+                .ask_timed(request, CallId::from("ask-timed"), timeout_ms)
+                .await;
+            if announce && let Ok(TimedOutcome::Pending { call_id }) = &outcome {
+                announce_continued(&seam, call_id);
+            }
+            outcome
         })
     }
 
@@ -120,6 +146,18 @@ impl Host {
             self.vt.press(key.clone());
         }
     }
+}
+
+/// What a host publishes once a call's pending result is in its log (`LateAnswers` does it).
+fn announce_continued(seam: &UserQuestions, call_id: &CallId) {
+    seam.publish(QuestionEvent {
+        ask_id: None,
+        call_id: Some(call_id.clone()),
+        agent_id: None,
+        session_id: Some(SessionId::from("s1")),
+        at_ms: 0,
+        kind: QuestionEventKind::Continued,
+    });
 }
 
 /// Far longer than any window in these tests: under the paused clock a wait that can never end
@@ -364,9 +402,11 @@ async fn a_late_submission_goes_to_the_late_answer_handler() {
     host.late_replies
         .lock()
         .unwrap()
-        .push_back(Err(LateRefusal::Rejected(UserQuestionError::reply_queued(
-            &CallId::from("ask-timed"),
-        ))));
+        .push_back(Err(LateRefusal::ReplyQueued {
+            call_id: CallId::from("ask-timed"),
+            message_id: None,
+            settled_by: None,
+        }));
     host.press(&[Key::Char('1'), Key::Enter]);
     // The host refused it: the card stays and says why.
     let screen = see(&host.vt, "already waiting to be admitted").await;
@@ -391,6 +431,55 @@ async fn a_late_submission_goes_to_the_late_answer_handler() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_answer_as_the_window_closes_waits_for_the_continuation() {
+    let host = host();
+    // The host logs the pending result a while after the window closed.
+    let ask = host.ask_timed_announced(vec![confirm()], 1000, None, false);
+    see(&host.vt, "closes in").await;
+    assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
+    see(&host.vt, "pending: answer any time").await;
+    // The person answers before the call is continued: nothing is refused, the answer waits.
+    host.press(&[Key::Char('1'), Key::Enter]);
+    see(&host.vt, "as soon as the question is saved as pending").await;
+    settle().await;
+    assert!(host.late.lock().unwrap().is_empty());
+    assert_eq!(host.terminal.late_calls(), vec![CallId::from("ask-timed")]);
+    // Announced: the held answer goes, once, and the card closes.
+    announce_continued(&host.seam, &CallId::from("ask-timed"));
+    cleared(&host.vt).await;
+    let late = host.late.lock().unwrap().clone();
+    assert_eq!(late.len(), 1);
+    assert_eq!(
+        late[0].answers,
+        AnswerBatch::new([AnswerItem::selected("confirm", ["yes"])])
+    );
+    assert!(host.terminal.late_calls().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pending_card_goes_when_its_call_is_answered_elsewhere() {
+    let host = host();
+    let ask = host.ask_timed(vec![confirm()], 1000);
+    see(&host.vt, "closes in").await;
+    assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
+    see(&host.vt, "pending: answer any time").await;
+    host.seam.publish(QuestionEvent {
+        ask_id: None,
+        call_id: Some(CallId::from("ask-timed")),
+        agent_id: None,
+        session_id: Some(SessionId::from("s1")),
+        at_ms: 0,
+        kind: QuestionEventKind::Answered {
+            path: user_questions::AnswerPath::Late,
+            provenance: user_questions::Provenance::human("web"),
+        },
+    });
+    cleared(&host.vt).await;
+    assert!(host.terminal.late_calls().is_empty());
+    assert!(host.late.lock().unwrap().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_refused_late_answer_shows_the_refusal_as_it_is() {
     let host = host();
     let ask = host.ask_timed(vec![confirm()], 1000);
@@ -399,7 +488,7 @@ async fn a_refused_late_answer_shows_the_refusal_as_it_is() {
     see(&host.vt, "pending: answer any time").await;
     for (refusal, message) in [
         (
-            LateRefusal::NotWaiting,
+            LateRefusal::NotWaiting(NotWaiting::Settled),
             "This question is no longer waiting for an answer.",
         ),
         (LateRefusal::NoAgent, "this question has no agent to answer"),

@@ -13,8 +13,8 @@
 //! is refused until the first is gone; `is_writing`; a failed open gives ownership back), torn
 //! tails (reported by a read that changes
 //! nothing, saved and cut by an open for write, appends after the cut), corrupt lines (skipped,
-//! kept, appended after), resumed scans, checkpoint documents, anchors, and opens for write
-//! from a resume point.
+//! kept, appended after), resumed scans, checkpoint documents, anchors, opens for write
+//! from a resume point, and the listing of the logs.
 
 use std::sync::Arc;
 
@@ -61,6 +61,7 @@ macro_rules! store_contract_tests {
             checkpoint_documents_are_replaced_whole,
             anchors_resolve_and_detect_mismatches,
             an_open_from_a_resume_point_continues_as_a_full_open,
+            the_store_lists_its_logs_and_nothing_else,
         );
     };
     (@each $harness:expr; $($check:ident),* $(,)?) => {
@@ -539,4 +540,24 @@ fn last_record(store: &dyn SessionStore) -> (ScanPosition, RecordSpan) {
     let mut last = Last(None);
     store.read("s", &mut last).unwrap();
     last.0.expect("the log has a record")
+}
+
+/// `list` names every log, sorted, once each, and nothing that is not a log (a checkpoint, a
+/// torn tail's sidecar).
+pub fn the_store_lists_its_logs_and_nothing_else(harness: &dyn StoreHarness) {
+    let store = harness.store();
+    assert_eq!(store.list().unwrap(), Vec::<String>::new());
+    for name in ["b.jsonl", "a.jsonl"] {
+        let mut writer = store.create(name, &NewSession::new(name)).unwrap();
+        writer.append(&[turn(0, 1)]).unwrap();
+    }
+    store.save_checkpoint("a.jsonl", b"{}").unwrap();
+    // A torn tail cut by an open for write leaves a sidecar where the store keeps one.
+    if harness.append_raw(&*store, "b.jsonl", b"{\"type\":\"turn/st") {
+        drop(store.open("b.jsonl", &mut ()).unwrap());
+    }
+    assert_eq!(store.list().unwrap(), ["a.jsonl", "b.jsonl"]);
+    // A log that is being written is listed too.
+    let _writer = store.open("a.jsonl", &mut ()).unwrap();
+    assert_eq!(store.list().unwrap(), ["a.jsonl", "b.jsonl"]);
 }

@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use pending_answer::{LateRefusal, LateSubmission};
+use pending_answer::{DeskQuestion, DeskState, LateRefusal, QuestionDesk};
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::{Notify, broadcast, oneshot};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use user_questions::{
@@ -21,16 +21,16 @@ use user_questions::{
     Received, UserQuestionError, UserQuestions, WaitClaim, WaitKey, WeakUserQuestions,
 };
 
-use crate::sessions::CardKey;
-use crate::sessions::{ContinuedQuestion, WebOptions, WebSessions};
+use crate::sessions::{CardKey, WebOptions};
 
 /// The most clients (pages) one surface serves at once.
 pub(crate) const MAX_CLIENTS: usize = 64;
 /// The most event streams one client keeps open at once.
 pub(crate) const MAX_STREAMS_PER_CLIENT: u32 = 4;
-/// How long a late answer to a question this surface just saw go pending is retried while the
-/// host has not logged its pending result yet.
-const LATE_SETTLE: Duration = Duration::from_secs(2);
+/// The longest an answer that came as a window closed waits for the host to announce the call
+/// continued (its pending result durable). The announcement normally follows within
+/// milliseconds; a host whose log failed never makes it, and the answer is then refused.
+const CONTINUED_WITHIN: Duration = Duration::from_secs(10);
 
 // Every critical section leaves the state consistent before it can panic, so the data behind a
 // poisoned lock is still valid.
@@ -58,8 +58,10 @@ enum Phase {
         answer: Option<oneshot::Sender<Submitted>>,
         deadline: Option<Instant>,
     },
-    /// The window closed with the question pending: it takes a late answer.
-    Continued { since: Instant },
+    /// The window closed with the question pending. `durable` once the host announced the call
+    /// continued (its pending result is in the log): only then does it take a late answer, so
+    /// an answer that comes before waits for the announcement.
+    Continued { durable: bool },
 }
 
 #[derive(Default)]
@@ -120,18 +122,29 @@ pub(crate) enum AnswerPath {
     Late,
 }
 
+impl From<LateRefusal> for AnswerRefused {
+    fn from(refusal: LateRefusal) -> Self {
+        match refusal {
+            LateRefusal::NotWaiting(_) | LateRefusal::NoAgent | LateRefusal::UnknownSession(_) => {
+                Self::NotWaiting
+            }
+            LateRefusal::ReplyQueued { call_id, .. } => {
+                Self::Rejected(UserQuestionError::reply_queued(&call_id))
+            }
+            LateRefusal::BadAnswer(error) | LateRefusal::NotLive(error) => Self::Rejected(error),
+            LateRefusal::Undelivered(error) => Self::Undelivered(error.to_string()),
+            LateRefusal::Unavailable(error) => Self::Undelivered(error.to_string()),
+        }
+    }
+}
+
 /// Where an answer from a page goes.
 enum Target {
     /// To the answerer waiting in the card's window.
-    Foreground(oneshot::Sender<Submitted>, AnswerBatch),
-    /// To the sessions, as a late answer; retried until `retry_until` while the host has not
-    /// logged the pending result yet.
-    Late {
-        key: CardKey,
-        agent: Option<AgentHandle>,
-        batch: AnswerBatch,
-        retry_until: Option<Instant>,
-    },
+    Foreground(CardKey, oneshot::Sender<Submitted>, AnswerBatch),
+    /// To the desk, as a late answer (or an answer to a question open elsewhere), once the card
+    /// is durable.
+    Late { key: CardKey, batch: AnswerBatch },
 }
 
 /// Why a client could not open a stream.
@@ -143,26 +156,30 @@ pub(crate) enum ConnectRefused {
 
 pub(crate) struct Hub {
     seam: WeakUserQuestions,
-    sessions: Option<Arc<dyn WebSessions>>,
+    desk: Option<Arc<dyn QuestionDesk>>,
     pub(crate) options: WebOptions,
     state: Mutex<State>,
     push: broadcast::Sender<Push>,
+    /// Woken whenever a card turns durable or goes: answers waiting for a continuation look
+    /// again.
+    changed: Notify,
     weak: Weak<Hub>,
 }
 
 impl Hub {
     pub(crate) fn new(
         seam: &UserQuestions,
-        sessions: Option<Arc<dyn WebSessions>>,
+        desk: Option<Arc<dyn QuestionDesk>>,
         options: WebOptions,
     ) -> Arc<Self> {
         let (push, _) = broadcast::channel(256);
         let hub = Arc::new_cyclic(|weak| Self {
             seam: seam.downgrade(),
-            sessions,
+            desk,
             options,
             state: Mutex::new(State::default()),
             push,
+            changed: Notify::new(),
             weak: weak.clone(),
         });
         tokio::spawn(follow_seam(Arc::downgrade(&hub), seam.subscribe()));
@@ -385,6 +402,7 @@ impl Hub {
         };
         match kind {
             QuestionEventKind::Pending => self.went_pending(&key),
+            QuestionEventKind::Continued => self.continued(&key),
             QuestionEventKind::Answered { provenance, .. } => {
                 {
                     let mut state = lock(&self.state);
@@ -392,12 +410,16 @@ impl Hub {
                     state.cards.remove(&key);
                 }
                 self.drop_claims_on(&key);
+                self.changed.notify_waiters();
                 self.publish(
                     "settled",
                     &json!({"session": key.session, "callId": key.call_id, "by": provenance.answerer}),
                 );
             }
-            QuestionEventKind::Cancelled { .. } => self.foreground_over(&key, None),
+            QuestionEventKind::Cancelled { .. } => {
+                self.foreground_over(&key, None);
+                self.changed.notify_waiters();
+            }
             QuestionEventKind::Opened { .. } | QuestionEventKind::Claimed { .. } => {}
         }
     }
@@ -407,10 +429,21 @@ impl Hub {
         drop(released);
     }
 
-    /// The window closed with the question pending: with sessions to answer it late, the card
-    /// stays as a continued question; without, it goes.
+    /// The window closed with the question pending: with a desk to answer it late, the card
+    /// stays as a continued question (taking answers once the host announces it continued);
+    /// without, it goes.
     fn went_pending(&self, key: &CardKey) {
-        if self.sessions.is_none() {
+        self.turn_continued(key, false);
+    }
+
+    /// The host announced the call continued: its card (if this surface shows one) takes late
+    /// answers now, and answers that came as the window closed go out.
+    fn continued(&self, key: &CardKey) {
+        self.turn_continued(key, true);
+    }
+
+    fn turn_continued(&self, key: &CardKey, durable: bool) {
+        if self.desk.is_none() {
             self.foreground_over(key, None);
             return;
         }
@@ -421,25 +454,32 @@ impl Hub {
             let Some(card) = state.cards.get_mut(key) else {
                 return;
             };
-            card.phase = Phase::Continued {
-                since: Instant::now(),
-            };
-            let data = card_json(key, card, false, Instant::now());
+            let was_open = matches!(card.phase, Phase::Open { .. });
+            card.phase = Phase::Continued { durable };
+            let data = was_open.then(|| card_json(key, card, false, Instant::now()));
             (data, take_claims_on(&mut state, key))
         };
         drop(released);
-        self.publish("card", &data);
+        self.changed.notify_waiters();
+        if let Some(data) = data {
+            self.publish("card", &data);
+        }
     }
 
     /// Events were lost: open cards whose answerer is gone are over, one way or the other; the
-    /// sessions know whether they went pending, and the next snapshot shows what is left.
+    /// desk knows whether they went pending, and the next snapshot shows what is left.
     async fn resync(&self) {
         let gone: Vec<CardKey> = {
             let state = lock(&self.state);
             state
                 .cards
                 .iter()
-                .filter(|(_, card)| matches!(card.phase, Phase::Open { answer: None, .. }))
+                .filter(|(_, card)| {
+                    matches!(
+                        card.phase,
+                        Phase::Open { answer: None, .. } | Phase::Continued { durable: false }
+                    )
+                })
                 .map(|(key, _)| key.clone())
                 .collect()
         };
@@ -447,14 +487,41 @@ impl Hub {
             .listed()
             .await
             .iter()
-            .map(ContinuedQuestion::key)
+            .filter(|q| q.state == DeskState::Continued)
+            .map(desk_key)
             .collect();
         for key in gone {
             if continued.contains(&key) {
-                self.went_pending(&key);
+                self.continued(&key);
             } else {
                 self.foreground_over(&key, None);
+                self.drop_continued(&key);
             }
+        }
+    }
+
+    /// Takes down a continued card the desk no longer lists.
+    fn drop_continued(&self, key: &CardKey) {
+        let removed = {
+            let mut state = lock(&self.state);
+            let continued = matches!(
+                state.cards.get(key),
+                Some(Card {
+                    phase: Phase::Continued { .. },
+                    ..
+                })
+            );
+            if continued {
+                state.cards.remove(key);
+            }
+            continued
+        };
+        if removed {
+            self.changed.notify_waiters();
+            self.publish(
+                "expired",
+                &json!({"session": key.session, "callId": key.call_id}),
+            );
         }
     }
 
@@ -617,24 +684,36 @@ impl Hub {
         result
     }
 
-    /// The continued questions the sessions list, read off the async threads (they may read
-    /// logs).
-    pub(crate) async fn listed(&self) -> Vec<ContinuedQuestion> {
-        let Some(sessions) = self.sessions.clone() else {
+    /// The questions of the desk this surface shows beside its own cards (continued ones, and
+    /// open ones an answer here reaches), read off the async threads (the desk may read logs or
+    /// ask a database). A desk that cannot be read lists nothing, with a warning.
+    pub(crate) async fn listed(&self) -> Vec<DeskQuestion> {
+        let Some(desk) = self.desk.clone() else {
             return Vec::new();
         };
-        tokio::task::spawn_blocking(move || sessions.continued())
-            .await
-            .unwrap_or_default()
+        let listed = tokio::task::spawn_blocking(move || desk.questions()).await;
+        match listed {
+            Ok(Ok(questions)) => questions
+                .into_iter()
+                .filter(|q| q.state == DeskState::Continued || q.answerable)
+                .collect(),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "the questions cannot be listed");
+                Vec::new()
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the questions cannot be listed");
+                Vec::new()
+            }
+        }
     }
 
     /// Every card to show a page that just connected: the open and continued cards of this
-    /// surface, then the continued questions the sessions `listed` that this surface has no card
-    /// for.
-    pub(crate) fn snapshot(&self, listed: Vec<ContinuedQuestion>) -> Value {
+    /// surface, then the questions the desk `listed` that this surface has no card for.
+    pub(crate) fn snapshot(&self, listed: Vec<DeskQuestion>) -> Value {
         let now = Instant::now();
         let mut state = lock(&self.state);
-        let listed_keys: HashSet<CardKey> = listed.iter().map(ContinuedQuestion::key).collect();
+        let listed_keys: HashSet<CardKey> = listed.iter().map(desk_key).collect();
         // A reply the agent admitted settles its question: it is no longer listed.
         state.queued.retain(|key| listed_keys.contains(key));
         let mut cards: Vec<(&u64, Value)> = state
@@ -650,17 +729,19 @@ impl Hub {
         cards.sort_by_key(|(order, _)| **order);
         let mut cards: Vec<Value> = cards.into_iter().map(|(_, v)| v).collect();
         for question in listed {
-            let key = question.key();
+            let key = desk_key(&question);
             if state.cards.contains_key(&key) {
                 continue;
             }
+            // Open elsewhere: this surface holds no window of it, so no countdown and no hold
+            // here (the host that runs it sees this surface's claim instead). An interrupted
+            // call (its host is gone) is answered as a continued one.
+            let elsewhere = question.state == DeskState::Open && !question.interrupted;
             cards.push(json!({
                 "session": key.session,
                 "callId": key.call_id,
-                // Open elsewhere: this surface holds no window of it, so no countdown and no
-                // hold here (the host that runs it sees this surface's claim instead).
-                "state": if question.open_elsewhere { "open" } else { "continued" },
-                "timed": !question.open_elsewhere,
+                "state": if elsewhere { "open" } else { "continued" },
+                "timed": !elsewhere,
                 "remainingMs": null,
                 "replyQueued": state.queued.contains(&key),
                 "questions": question.questions,
@@ -677,7 +758,7 @@ impl Hub {
     }
 
     /// An answer from a page: to the waiting answerer while the card is in its window, else a
-    /// late answer through the sessions.
+    /// late answer through the desk (once the host announced the call continued).
     pub(crate) async fn answer(
         &self,
         call_id: &CallId,
@@ -693,19 +774,27 @@ impl Hub {
                         return Err(AnswerRefused::NotWaiting);
                     };
                     Some(match &mut card.phase {
-                        Phase::Open { answer, .. } => {
+                        Phase::Open {
+                            answer: Some(_), ..
+                        } => {
                             let batch = seam
                                 .validate_answers(&card.questions, &batch, Some(call_id))
                                 .map_err(AnswerRefused::Rejected)?;
+                            let Phase::Open { answer, .. } = &mut card.phase else {
+                                return Err(AnswerRefused::NotWaiting);
+                            };
                             let sender = answer.take().ok_or(AnswerRefused::NotWaiting)?;
-                            Target::Foreground(sender, batch)
+                            Target::Foreground(key, sender, batch)
                         }
-                        Phase::Continued { since } => Target::Late {
-                            agent: card.agent.clone(),
-                            retry_until: Some(*since + LATE_SETTLE),
-                            key,
-                            batch: batch.clone(),
-                        },
+                        // Continued, or its window just closed (the seam's event of how the
+                        // call ended is on its way; if it went pending, the answer is a late
+                        // one).
+                        Phase::Open { answer: None, .. } | Phase::Continued { .. } => {
+                            Target::Late {
+                                key,
+                                batch: batch.clone(),
+                            }
+                        }
                     })
                 }
                 Err(AnswerRefused::NotWaiting) => None,
@@ -715,24 +804,22 @@ impl Hub {
         let target = if let Some(target) = found {
             target
         } else {
-            // No card of this surface: a continued question the sessions list (a log on disk).
+            // No card of this surface: a question the desk lists (a log on disk, a database).
             let listed = self.listed().await;
             let mut matching = listed
                 .into_iter()
-                .filter(|c| &c.call_id == call_id && session.is_none_or(|s| s == c.session));
+                .filter(|q| &q.call_id == call_id && session.is_none_or(|s| s == q.session));
             let found = matching.next().ok_or(AnswerRefused::NotWaiting)?;
             if matching.next().is_some() {
                 return Err(AnswerRefused::Ambiguous);
             }
             Target::Late {
-                key: found.key(),
-                agent: found.agent,
+                key: desk_key(&found),
                 batch,
-                retry_until: None,
             }
         };
         match target {
-            Target::Foreground(sender, batch) => {
+            Target::Foreground(key, sender, batch) => {
                 let (ack, acked) = oneshot::channel();
                 let handed = sender.send(Submitted {
                     batch: batch.clone(),
@@ -742,108 +829,86 @@ impl Hub {
                     return Ok(AnswerPath::Foreground);
                 }
                 // The window closed just as the answer came: if the call goes pending, the
-                // answer is a late one.
-                let key = self.continued_soon(call_id, session).await?;
-                let agent = self.agent_of(&key);
-                let retry_until = Some(Instant::now() + LATE_SETTLE);
-                self.answer_late(key, agent, batch, retry_until).await?;
+                // answer is a late one, taken once the host announces the call continued.
+                self.answer_late(key, batch).await?;
                 Ok(AnswerPath::Late)
             }
-            Target::Late {
-                key,
-                agent,
-                batch,
-                retry_until,
-            } => {
-                self.answer_late(key, agent, batch, retry_until).await?;
+            Target::Late { key, batch } => {
+                self.answer_late(key, batch).await?;
                 Ok(AnswerPath::Late)
             }
         }
     }
 
-    /// Waits (at most [`LATE_SETTLE`]) for the card of `call_id` to turn continued, as it does
-    /// when its window closed as an answer came.
-    async fn continued_soon(
-        &self,
-        call_id: &CallId,
-        session: Option<&str>,
-    ) -> Result<CardKey, AnswerRefused> {
-        let until = Instant::now() + LATE_SETTLE;
+    /// Waits until the card of `key` takes late answers: `Ok(true)` once the host announced it
+    /// continued, `Ok(false)` when this surface shows no card of it (a question the desk lists,
+    /// which is durable already), `Err` when the card went (answered, cancelled) or the
+    /// announcement did not come within [`CONTINUED_WITHIN`].
+    async fn until_durable(&self, key: &CardKey) -> Result<bool, AnswerRefused> {
+        let until = Instant::now() + CONTINUED_WITHIN;
+        let mut seen = false;
         loop {
-            {
-                let state = lock(&self.state);
-                let key = find_key(&state.cards, call_id, session, false)?;
-                if matches!(state.cards[&key].phase, Phase::Continued { .. }) {
-                    return Ok(key);
-                }
+            // Registered before the look, so a change between the look and the wait wakes it.
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            match lock(&self.state).cards.get(key).map(|card| &card.phase) {
+                Some(Phase::Continued { durable: true }) => return Ok(true),
+                Some(Phase::Continued { durable: false } | Phase::Open { .. }) => seen = true,
+                None if seen => return Err(AnswerRefused::NotWaiting),
+                None => return Ok(false),
             }
-            if Instant::now() >= until {
+            if tokio::time::timeout_at(until, changed).await.is_err() {
                 return Err(AnswerRefused::NotWaiting);
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
-    fn agent_of(&self, key: &CardKey) -> Option<AgentHandle> {
-        lock(&self.state)
-            .cards
-            .get(key)
-            .and_then(|c| c.agent.clone())
-    }
-
-    async fn answer_late(
-        &self,
-        key: CardKey,
-        agent: Option<AgentHandle>,
-        batch: AnswerBatch,
-        retry_until: Option<Instant>,
-    ) -> Result<(), AnswerRefused> {
-        let sessions = self.sessions.clone().ok_or(AnswerRefused::NotWaiting)?;
-        loop {
-            let submission = LateSubmission {
-                call_id: key.call_id.clone(),
-                agent: agent.clone(),
-                answers: batch.clone(),
-                provenance: Provenance::human(self.options.name.clone()),
-                session: Some(key.session.clone()),
-            };
-            let sessions = Arc::clone(&sessions);
-            // The sessions may open a log: off the async threads.
-            let result = tokio::task::spawn_blocking(move || sessions.submit(submission))
-                .await
-                .map_err(|e| AnswerRefused::Undelivered(e.to_string()))?;
-            match result {
-                Ok(()) => break,
-                // The pending result may not be logged yet: the window closed a moment ago.
-                Err(LateRefusal::NotWaiting)
-                    if retry_until.is_some_and(|until| Instant::now() < until) =>
-                {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                Err(LateRefusal::NotWaiting | LateRefusal::NoAgent) => {
-                    return Err(AnswerRefused::NotWaiting);
-                }
-                Err(LateRefusal::Rejected(error)) => return Err(AnswerRefused::Rejected(error)),
-                Err(LateRefusal::Undelivered(error)) => {
-                    return Err(AnswerRefused::Undelivered(error.to_string()));
-                }
-            }
-        }
+    async fn answer_late(&self, key: CardKey, batch: AnswerBatch) -> Result<(), AnswerRefused> {
+        let desk = self.desk.clone().ok_or(AnswerRefused::NotWaiting)?;
+        self.until_durable(&key).await?;
+        let (session, call_id) = (key.session.clone(), key.call_id.clone());
+        let provenance = Provenance::human(self.options.name.clone());
+        let answers = batch.clone();
+        // The desk may open a log or ask a database: off the async threads.
+        tokio::task::spawn_blocking(move || desk.answer(&session, &call_id, answers, provenance))
+            .await
+            .map_err(|e| AnswerRefused::Undelivered(e.to_string()))??;
         let data = {
             let mut state = lock(&self.state);
             state.cards.remove(&key);
             state.queued.insert(key.clone());
             json!({"session": key.session, "callId": key.call_id, "late": true, "answers": batch.answers})
         };
+        self.changed.notify_waiters();
         self.publish("queued", &data);
         Ok(())
     }
 
-    /// The projection view of every session, for `GET /pending`.
+    /// The projection view of every session, for `GET /pending`: `{"sessions":[{…view,
+    /// "session"}]}`. Blocking: the desk may read logs.
     pub(crate) fn pending_view(&self) -> Value {
-        self.sessions
-            .as_ref()
-            .map_or_else(|| json!({"sessions": []}), |s| s.pending_view())
+        let Some(desk) = &self.desk else {
+            return json!({"sessions": []});
+        };
+        let views = match desk.views(None) {
+            Ok(views) => views,
+            Err(error) => {
+                tracing::warn!(%error, "the sessions cannot be read");
+                Vec::new()
+            }
+        };
+        let sessions: Vec<Value> = views
+            .into_iter()
+            .map(|session| {
+                let mut view = serde_json::to_value(&session.view).unwrap_or_else(|_| json!({}));
+                if let Value::Object(map) = &mut view {
+                    map.insert("session".to_owned(), json!(session.session));
+                }
+                view
+            })
+            .collect();
+        json!({ "sessions": sessions })
     }
 
     /// The questions of the card of `call_id` in `session`.
@@ -940,6 +1005,14 @@ fn card_json(key: &CardKey, card: &Card, reply_queued: bool, now: Instant) -> Va
         "replyQueued": reply_queued,
         "questions": card.questions,
     })
+}
+
+/// A desk question's card key.
+fn desk_key(question: &DeskQuestion) -> CardKey {
+    CardKey {
+        session: question.session.clone(),
+        call_id: question.call_id.clone(),
+    }
 }
 
 /// An id for a card without a call id: unique in the process.

@@ -12,13 +12,14 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use pending_answer::QuestionDesk;
 use tokio::net::TcpListener;
 use user_questions::{
     AnswererGuard, CallId, CancellationToken, Question, RegisterOptions, UserQuestions,
 };
 
 pub use routes::TOKEN_HEADER;
-pub use sessions::{ContinuedQuestion, WebOptions, WebSessions};
+pub use sessions::WebOptions;
 
 use crate::hub::Hub;
 
@@ -44,8 +45,9 @@ impl fmt::Debug for WebSurface {
 }
 
 impl WebSurface {
-    /// A surface for `seam` (held weakly) with a fresh random token. `sessions` lists continued
-    /// questions and takes late answers; without it, a card whose window closes is taken down.
+    /// A surface for `seam` (held weakly) with a fresh random token. `desk` lists the questions
+    /// shown beside the surface's own cards (continued ones, and open ones an answer given here
+    /// reaches) and takes late answers; without it, a card whose window closes is taken down.
     ///
     /// # Errors
     ///
@@ -56,12 +58,12 @@ impl WebSurface {
     /// Outside a Tokio runtime: the surface follows the seam's events on a task of its own.
     pub fn new(
         seam: &UserQuestions,
-        sessions: Option<Arc<dyn WebSessions>>,
+        desk: Option<Arc<dyn QuestionDesk>>,
         options: WebOptions,
     ) -> std::io::Result<Self> {
         let token = token::random_hex(24)?;
         Ok(Self {
-            hub: Hub::new(seam, sessions, options),
+            hub: Hub::new(seam, desk, options),
             token: Arc::from(token),
             grants: Arc::default(),
         })
@@ -145,7 +147,7 @@ impl WebSurface {
         self.hub.claims_held()
     }
 
-    /// Sends every page a fresh snapshot of the cards, the sessions' list read again: for a host
+    /// Sends every page a fresh snapshot of the cards, the desk's list read again: for a desk
     /// whose sessions change behind the surface's back (a database other processes write).
     pub async fn refresh(&self) {
         self.hub.refresh().await;

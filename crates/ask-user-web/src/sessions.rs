@@ -1,10 +1,9 @@
-//! What a host gives the surface: its options, and the sessions it shows continued questions of.
+//! What a host gives the surface: its options (the questions beside its own cards come from a
+//! [`QuestionDesk`](pending_answer::QuestionDesk)).
 
-use std::fmt;
 use std::time::Duration;
 
-use pending_answer::LateAnswerSink;
-use user_questions::{AgentHandle, CallId, Question};
+use user_questions::CallId;
 
 /// A card's identity: its session and call.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -44,56 +43,4 @@ impl Default for WebOptions {
             loopback_only: true,
         }
     }
-}
-
-/// A continued question of a hosted session: shown as answerable late.
-#[derive(Clone)]
-pub struct ContinuedQuestion {
-    /// The session's id.
-    pub session: String,
-    /// The pending call.
-    pub call_id: CallId,
-    /// The questions as the call asked them.
-    pub questions: Vec<Question>,
-    /// The session's live agent, when the process hosts it (`None` for a log read from disk).
-    pub agent: Option<AgentHandle>,
-    /// The question is still open in its window on a host elsewhere (another machine runs its
-    /// call): the card shows it as open and untimed here, and an answer goes to the sessions
-    /// like a late one, to be taken in that window.
-    pub open_elsewhere: bool,
-}
-
-impl ContinuedQuestion {
-    pub(crate) fn key(&self) -> CardKey {
-        CardKey {
-            session: self.session.clone(),
-            call_id: self.call_id.clone(),
-        }
-    }
-}
-
-impl fmt::Debug for ContinuedQuestion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ContinuedQuestion")
-            .field("session", &self.session)
-            .field("call_id", &self.call_id)
-            .field("questions", &self.questions.len())
-            .field("agent", &self.agent.as_ref().map(|a| a.id().clone()))
-            .field("open_elsewhere", &self.open_elsewhere)
-            .finish()
-    }
-}
-
-/// The sessions a surface shows continued questions of (and questions open elsewhere), and
-/// where their late answers go.
-///
-/// A host implements it over what it runs: its live sessions (their projections and
-/// `LateAnswers`), or logs on disk (opened for write to take an answer). The methods may block
-/// (read or open a log): the surface calls them off its async threads.
-pub trait WebSessions: LateAnswerSink {
-    /// The continued questions of every session, oldest first.
-    fn continued(&self) -> Vec<ContinuedQuestion>;
-    /// The projection view of every session, for `GET /pending`:
-    /// `{"sessions":[{"session":…,"active":[…],"settled":[…]}]}`.
-    fn pending_view(&self) -> serde_json::Value;
 }

@@ -23,6 +23,14 @@ pub trait ProjectionHost: Send + Sync {
     /// The state of `session`, or `None` when the host does not track that instance (the answer is
     /// then `false`).
     fn user_questions(&self, session: &SessionRef) -> Option<UserQuestionsState>;
+
+    /// Whether `call_id` is continued in the state of `session`. The default reads
+    /// [`user_questions`](Self::user_questions); a host that can answer without copying the
+    /// state overrides it (late answers ask it for every committed tool result).
+    fn is_continued(&self, session: &SessionRef, call_id: &str) -> bool {
+        self.user_questions(session)
+            .is_some_and(|state| state.continued(call_id).is_some())
+    }
 }
 
 /// What the host reports to [`LateAnswers::on_host_event`](crate::LateAnswers::on_host_event), in
@@ -177,6 +185,15 @@ impl ProjectionHost for InMemoryProjectionHost {
             .get(&session_key(session))
             .filter(|tracked| tracked.slot.is(session))
             .map(|tracked| tracked.state.clone())
+    }
+
+    fn is_continued(&self, session: &SessionRef, call_id: &str) -> bool {
+        let mut sessions = lock(&self.sessions);
+        purge(&mut sessions);
+        sessions
+            .get(&session_key(session))
+            .filter(|tracked| tracked.slot.is(session))
+            .is_some_and(|tracked| tracked.state.continued(call_id).is_some())
     }
 }
 

@@ -6,13 +6,14 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use user_questions::{
-    AgentHandle, AgentId, AnswerBatch, AnswerPath, AskError, CallId, Provenance, QuestionEvent,
+    AgentHandle, AgentId, AnswerBatch, AnswerPath, CallId, Provenance, QuestionEvent,
     QuestionEventKind, SessionRef, UserQuestionError, UserQuestions, WeakUserQuestions,
 };
 use user_questions_projection::{EventBody, TurnEnd, UserMessageEvent};
 
 use crate::host::{HostEvent, ProjectionHost};
 use crate::reply::{is_reply_for, new_message_id, reply_message};
+use crate::sink::{LateRefusal, NotWaiting, Queued};
 use crate::util::{SessionSlot, lock, now_unix_ms, session_key};
 
 /// The answerer named in a late `answered` event when the admitted reply's source carries no
@@ -125,19 +126,21 @@ impl LateAnswers {
     /// Accepts a late answer to the continued call `call_id` of `agent`'s session and queues it as
     /// a follow-up user message (SPEC §4.8, in this order):
     ///
-    /// 1. identity check (`CALLER_NOT_LIVE`, `DELEGATED_CALLER`);
-    /// 2. `Ok(false)`, with no side effect, unless the call is `continued` in the projection state
-    ///    of `agent.session()` (unknown, open, settled or legacy calls; no projection host);
-    /// 3. `REPLY_QUEUED` when a reply for the call is reserved or sits in the agent's queues —
-    ///    checked before the batch;
-    /// 4. `BAD_ANSWER` unless the batch fits the stored questions (§9.2);
+    /// 1. identity check ([`LateRefusal::NotLive`]: `CALLER_NOT_LIVE`, `DELEGATED_CALLER`);
+    /// 2. [`LateRefusal::NotWaiting`], with no side effect, unless the call is `continued` in the
+    ///    projection state of `agent.session()` (unknown, open, settled or legacy calls; no
+    ///    projection host), with the reason;
+    /// 3. [`LateRefusal::ReplyQueued`] (with the id of the reply in flight) when a reply for the
+    ///    call is reserved or sits in the agent's queues — checked before the batch;
+    /// 4. [`LateRefusal::BadAnswer`] unless the batch fits the stored questions (§9.2);
     /// 5. the reply message (§6) is built with a fresh UUID v4 id;
     /// 6. the reservation is checked and inserted under one lock (`REPLY_QUEUED` if another call
     ///    reserved since step 3);
     /// 7. the message is delivered with `agent.followup`, holding no lock; a delivery error drops
     ///    the reservation (if it still holds this message) and is returned as
-    ///    [`AskError::Foreign`];
-    /// 8. `Ok(true)`: the reply is queued; the question stays continued until the agent admits it.
+    ///    [`LateRefusal::Undelivered`];
+    /// 8. [`Queued`] with the reply's message id: the question stays continued until the agent
+    ///    admits it.
     ///
     /// Synchronous: no host call is made while a lock of this type is held.
     // SPEC §4.2 fixes the by-value batch: the caller hands the batch over, and the normalised copy
@@ -149,7 +152,7 @@ impl LateAnswers {
         call_id: &CallId,
         batch: AnswerBatch,
         origin: Provenance,
-    ) -> Result<bool, AskError> {
+    ) -> Result<Queued, LateRefusal> {
         self.answer_as(agent, call_id, batch, origin, new_message_id())
     }
 
@@ -165,38 +168,55 @@ impl LateAnswers {
         batch: AnswerBatch,
         origin: Provenance,
         message_id: String,
-    ) -> Result<bool, AskError> {
+    ) -> Result<Queued, LateRefusal> {
         let Some(seam) = self.inner.seam.upgrade() else {
-            return Err(UserQuestionError::ask_aborted().into());
+            return Err(LateRefusal::NotLive(UserQuestionError::ask_aborted()));
         };
         // Step 1.
-        seam.check_caller(agent)?;
+        seam.check_caller(agent).map_err(LateRefusal::NotLive)?;
         // Step 2.
-        let Some(projections) = &self.inner.projections else {
-            return Ok(false);
-        };
         let session = agent.session();
-        let Some(state) = projections.user_questions(&session) else {
-            return Ok(false);
+        let state = self
+            .inner
+            .projections
+            .as_ref()
+            .and_then(|projections| projections.user_questions(&session));
+        let Some(state) = state else {
+            return Err(LateRefusal::NotWaiting(NotWaiting::Unknown));
         };
         let Some(entry) = state.continued(call_id.as_str()) else {
-            return Ok(false);
+            let why = if state.active(call_id.as_str()).is_some() {
+                NotWaiting::Open
+            } else if state.view().settled.iter().any(|s| &s.call_id == call_id) {
+                NotWaiting::Settled
+            } else {
+                NotWaiting::Unknown
+            };
+            return Err(LateRefusal::NotWaiting(why));
         };
         // Step 3: our reservations first (our lock, released at once), then the agent's queues
         // (a host call, made without our lock).
         let reserved = lock(&self.inner.reservations)
             .get(&session, call_id)
-            .is_some();
-        if reserved
-            || agent
+            .map(|entry| entry.reservation.message_id.clone());
+        let in_flight = reserved.or_else(|| {
+            agent
                 .queued_messages()
-                .iter()
-                .any(|message| is_reply_for(message, call_id))
-        {
-            return Err(UserQuestionError::reply_queued(call_id).into());
+                .into_iter()
+                .find(|message| is_reply_for(message, call_id))
+                .map(|message| message.id)
+        });
+        if let Some(message_id) = in_flight {
+            return Err(LateRefusal::ReplyQueued {
+                call_id: call_id.clone(),
+                message_id: Some(message_id),
+                settled_by: None,
+            });
         }
         // Step 4.
-        let answers = seam.validate_answers(&entry.questions, &batch, Some(call_id))?;
+        let answers = seam
+            .validate_answers(&entry.questions, &batch, Some(call_id))
+            .map_err(LateRefusal::BadAnswer)?;
         // Step 5.
         let message = reply_message(
             message_id.clone(),
@@ -209,8 +229,12 @@ impl LateAnswers {
         {
             let mut reservations = lock(&self.inner.reservations);
             let calls = reservations.calls_or_new(&session);
-            if calls.contains_key(call_id) {
-                return Err(UserQuestionError::reply_queued(call_id).into());
+            if let Some(held) = calls.get(call_id) {
+                return Err(LateRefusal::ReplyQueued {
+                    call_id: call_id.clone(),
+                    message_id: Some(held.reservation.message_id.clone()),
+                    settled_by: None,
+                });
             }
             calls.insert(
                 call_id.clone(),
@@ -228,10 +252,13 @@ impl LateAnswers {
         if let Err(error) = agent.followup(message) {
             lock(&self.inner.reservations).release_if(&session, call_id, &message_id);
             tracing::debug!(call_id = %call_id, message_id = %message_id, %error, "late reply not delivered; reservation released");
-            return Err(AskError::Foreign(error));
+            return Err(LateRefusal::Undelivered(error));
         }
         // Step 8.
-        Ok(true)
+        Ok(Queued {
+            call_id: call_id.clone(),
+            message_id,
+        })
     }
 
     /// Updates the reservations from a host event (SPEC §4.9):
@@ -308,11 +335,19 @@ impl LateAnswers {
                         });
                     }
                 }
+                EventBody::ToolResult(result) => {
+                    if let Some(call_id) = &result.call_id {
+                        self.continued_if(session, call_id);
+                    }
+                }
+                EventBody::Dispatch(dispatch) => {
+                    if let Some(call_id) = &dispatch.sub_call_id {
+                        self.continued_if(session, call_id);
+                    }
+                }
                 EventBody::TurnEnd(TurnEnd { turn: None })
                 | EventBody::RequestHeader(_)
                 | EventBody::ToolCall(_)
-                | EventBody::ToolResult(_)
-                | EventBody::Dispatch(_)
                 | EventBody::TurnStart(_)
                 | EventBody::StepStart(_)
                 | EventBody::StepEnd(_)
@@ -321,6 +356,40 @@ impl LateAnswers {
                 | EventBody::Other(_) => {}
             },
         }
+    }
+
+    /// Announces that `call_id` of `session` is continued (SPEC §9.4 `continued`), if the
+    /// projection says so: the host calls it for calls that a resumed session's repair continued
+    /// before its journal ran; [`on_host_event`](Self::on_host_event) calls it for every
+    /// committed result. Returns whether it was announced.
+    pub fn announce_continued(&self, session: &SessionRef, call_id: &CallId) -> bool {
+        self.continued_if(session, call_id)
+    }
+
+    /// Publishes `continued` for `call_id` when the projection shows it continued. The host
+    /// applies a committed event to the projection before it reports it (the journal does), so a
+    /// pending result that was just committed is seen here.
+    fn continued_if(&self, session: &SessionRef, call_id: &CallId) -> bool {
+        let continued = self
+            .inner
+            .projections
+            .as_ref()
+            .is_some_and(|projections| projections.is_continued(session, call_id.as_str()));
+        if !continued {
+            return false;
+        }
+        let Some(seam) = self.inner.seam.upgrade() else {
+            return false;
+        };
+        seam.publish(QuestionEvent {
+            ask_id: None,
+            call_id: Some(call_id.clone()),
+            agent_id: None,
+            session_id: Some(session.id().clone()),
+            at_ms: now_unix_ms(),
+            kind: QuestionEventKind::Continued,
+        });
+        true
     }
 
     /// The reservation of `call_id` in the live session instance `session`, if a reply for it is

@@ -24,19 +24,25 @@
 
 #![warn(missing_docs)]
 
+mod continued;
+mod desk;
 mod host;
 mod late;
 mod reply;
 mod sink;
 mod util;
 
+pub use continued::{Continuation, continued};
+pub use desk::{
+    Accepted, DeskError, DeskQuestion, DeskSession, DeskState, QuestionDesk, SessionView,
+};
 pub use host::{HostEvent, InMemoryProjectionHost, ProjectionHost};
 pub use late::{LateAnswers, Reservation, UNKNOWN_ANSWERER};
 pub use reply::{
     LateReply, REPLY_OUTCOME, REPLY_TEXT_KIND, is_reply_for, new_message_id, read_reply,
     reply_message, reply_text,
 };
-pub use sink::{LateAnswerSink, LateRefusal, LateSubmission};
+pub use sink::{LateAnswerSink, LateRefusal, LateSubmission, NotWaiting, Queued};
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

@@ -41,7 +41,7 @@ fn s31_answer_queues_the_exact_reply_and_admission_settles() {
     w.lt();
     w.continue_lt();
 
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     assert_eq!(w.agent.followups(), 1);
     let queued = w.agent.inner.next_turn();
     assert_eq!(queued.len(), 1);
@@ -71,7 +71,7 @@ fn s31_answer_queues_the_exact_reply_and_admission_settles() {
     );
     assert_eq!(reservation(&w, LT), None);
 
-    assert!(!w.answer(LT, tool_only()).unwrap());
+    assert!(not_waiting(&w.answer(LT, tool_only())));
     assert_eq!(w.agent.followups(), 1);
 }
 
@@ -86,14 +86,14 @@ fn s32_two_continued_calls_queue_in_answer_order() {
     ));
     w.commit(pending_result("ask-later"));
 
-    assert!(
-        w.answer(
+    let queued = w
+        .answer(
             "ask-later",
-            batch(json!([{"id":"confirm","selected":["no"]}]))
+            batch(json!([{"id":"confirm","selected":["no"]}])),
         )
-        .unwrap()
-    );
-    assert!(w.answer(LT, tool_only()).unwrap());
+        .unwrap();
+    assert_eq!(queued.call_id, "ask-later");
+    w.answer(LT, tool_only()).unwrap();
 
     let calls: Vec<_> = w
         .agent
@@ -113,14 +113,14 @@ fn s33_discarded_reply_makes_the_call_answerable_again() {
     w.lt();
     w.continue_lt();
 
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     assert_eq!(code(&w.answer(LT, tool_only())), Some("REPLY_QUEUED"));
     assert_eq!(w.agent.followups(), 1);
 
     let queued = w.agent.inner.next_turn().remove(0);
     w.discard(&queued);
     assert_eq!(reservation(&w, LT), None);
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     assert_eq!(w.agent.followups(), 2);
     assert_eq!(w.agent.inner.next_turn().len(), 1);
 }
@@ -176,7 +176,7 @@ fn s35_claim_re_reserves_and_only_its_turn_end_releases() {
 
     w.commit(turn_end(1, "completed"));
     assert_eq!(reservation(&w, LT), None);
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     assert_eq!(w.agent.followups(), 1);
 }
 
@@ -199,7 +199,7 @@ fn s36_unrelated_events_leave_the_reservation_alone() {
         });
     }
     w.claim(&other_reply, 1);
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     let ours = w.agent.inner.next_turn().remove(0);
 
     // Claims and discards of an ordinary message and of the other call's reply.
@@ -238,13 +238,13 @@ fn s37_aborted_turn_releases_a_claimed_reply() {
     w.lt();
     w.continue_lt();
 
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     let claimed = w.agent.inner.take_next_turn().unwrap();
     w.claim(&claimed, 1);
     assert_eq!(code(&w.answer(LT, tool_only())), Some("REPLY_QUEUED"));
 
     w.commit(turn_end(1, "aborted"));
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     assert_eq!(w.agent.followups(), 2);
     assert!(w.state().continued(LT).is_some());
 }
@@ -257,14 +257,14 @@ fn s38_failed_delivery_returns_the_host_error_and_releases() {
     w.agent.fail_next(1);
 
     let error = w.answer(LT, tool_only()).unwrap_err();
-    let user_questions::AskError::Foreign(source) = error else {
-        panic!("expected a foreign error, got {error:?}");
+    let pending_answer::LateRefusal::Undelivered(source) = error else {
+        panic!("expected an undelivered answer, got {error:?}");
     };
     assert!(source.downcast_ref::<DeliveryFailed>().is_some());
     assert_eq!(reservation(&w, LT), None);
     assert!(w.agent.inner.queued_messages().is_empty());
 
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     assert_eq!(w.agent.followups(), 2);
     assert_eq!(w.agent.inner.next_turn().len(), 1);
 }
@@ -275,7 +275,7 @@ fn s39_no_projection_host_means_false() {
     w.lt();
     w.continue_lt();
 
-    assert!(!w.answer(LT, tool_only()).unwrap());
+    assert!(not_waiting(&w.answer(LT, tool_only())));
     assert_eq!(w.agent.followups(), 0);
     // The identity check still comes first.
     let stale: AgentHandle = InMemoryAgent::new("root", Arc::clone(&w.session), []);
@@ -290,10 +290,10 @@ fn s40_open_and_unknown_calls_are_false() {
     let mut w = World::new();
     w.lt();
 
-    assert!(!w.answer(LT, tool_only()).unwrap());
-    assert!(!w.answer("no-such-call", tool_only()).unwrap());
+    assert!(not_waiting(&w.answer(LT, tool_only())));
+    assert!(not_waiting(&w.answer("no-such-call", tool_only())));
     // Even an invalid batch: nothing is checked past step 2.
-    assert!(!w.answer(LT, batch(json!([]))).unwrap());
+    assert!(not_waiting(&w.answer(LT, batch(json!([])))));
     assert_eq!(w.agent.followups(), 0);
     assert_eq!(reservation(&w, LT), None);
 }
@@ -332,10 +332,8 @@ fn s41_bad_batches_are_rejected_and_a_skip_is_valid() {
         json!([{"id":"scope","selected":[],"custom":"x".repeat(16_385)}]),
     );
 
-    assert!(
-        w.answer(LT, batch(json!([{"id":"scope","selected":[]}])))
-            .unwrap()
-    );
+    w.answer(LT, batch(json!([{"id":"scope","selected":[]}])))
+        .unwrap();
     let reply = read_reply(&w.agent.inner.next_turn()[0]).unwrap();
     assert_eq!(
         reply.answers,
@@ -351,7 +349,7 @@ fn s42_reply_queued_wins_over_bad_answer() {
     let bad = || batch(json!([{"id":"scope","selected":["Nope"]}]));
 
     // Reserved by an earlier answer.
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     assert_eq!(code(&w.answer(LT, bad())), Some("REPLY_QUEUED"));
 
     // Only in the queue, with no reservation (restored after a restart).
@@ -398,7 +396,7 @@ fn s44_legacy_call_after_repair_is_not_answerable() {
     ));
 
     assert_eq!(w.view_json(), r#"{"active":[],"settled":[]}"#);
-    assert!(!w.answer(LT, tool_only()).unwrap());
+    assert!(not_waiting(&w.answer(LT, tool_only())));
     assert_eq!(w.agent.followups(), 0);
 }
 
@@ -418,7 +416,7 @@ fn s45_concurrent_answers_reserve_once() {
                 .collect();
             racers.into_iter().map(|r| r.join().unwrap()).collect()
         });
-        let accepted = results.iter().filter(|r| matches!(r, Ok(true))).count();
+        let accepted = results.iter().filter(|r| r.is_ok()).count();
         let queued = results
             .iter()
             .filter(|r| code(r) == Some("REPLY_QUEUED"))
@@ -451,8 +449,11 @@ fn x8_late_admission_emits_answered_late() {
     let mut events = w.seam.subscribe();
     w.lt();
     w.continue_lt();
+    // The pending result made the call continued: announced once, before any answer.
+    let kinds: Vec<_> = events.drain().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, [QuestionEventKind::Continued]);
 
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     // Accepting, claiming, a stray admitted reply with another id, a discard of that one: no event.
     let message = w.agent.inner.take_next_turn().unwrap();
     w.claim(&message, 2);
@@ -491,7 +492,7 @@ fn x8_re_reserved_reply_admitted_after_restart_emits_answered_late() {
     let mut w = World::new();
     w.lt();
     w.continue_lt();
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     w.restart();
     let mut events = w.seam.subscribe();
 
@@ -519,7 +520,7 @@ fn x4_extra_keys_never_reach_the_reply_or_the_projection() {
     let from_transport = batch(
         json!([{"id":"scope","selected":["Tool only"],"note":"typed in the web UI","custom":"also docs"}]),
     );
-    assert!(w.answer(LT, from_transport).unwrap());
+    w.answer(LT, from_transport).unwrap();
     let message = w.agent.inner.take_next_turn().unwrap();
     let text = message.content[0].as_text().expect("a text block");
     assert!(
@@ -547,7 +548,7 @@ fn an_ordinary_message_with_reply_text_is_not_a_reply() {
 
     // In the queue it does not block an answer; admitted it settles nothing.
     w.agent.inner.push_next_turn(ordinary.clone());
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     w.admit(&ordinary);
     assert!(w.state().continued(LT).is_some());
     assert!(reservation(&w, LT).is_some());
@@ -558,7 +559,7 @@ fn restart_keeps_one_reply_in_flight() {
     let mut w = World::new();
     w.lt();
     w.continue_lt();
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     let old_session = Arc::clone(&w.session);
     assert_eq!(w.late.reserved_sessions(), 1);
 
@@ -577,7 +578,7 @@ fn restart_keeps_one_reply_in_flight() {
     w.claim(&restored, 2);
     assert_eq!(code(&w.answer(LT, tool_only())), Some("REPLY_QUEUED"));
     w.commit(turn_end(2, "interrupted"));
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     assert_eq!(w.agent.followups(), 1);
 }
 
@@ -592,7 +593,7 @@ fn a_stale_agent_of_a_resumed_session_is_refused() {
         .late
         .answer(&old, &CallId::from(LT), tool_only(), origin());
     assert_eq!(code(&result), Some("CALLER_NOT_LIVE"));
-    assert!(w.answer(LT, tool_only()).unwrap());
+    w.answer(LT, tool_only()).unwrap();
     assert_eq!(old.queued_messages().len(), 0);
 }
 
@@ -613,4 +614,84 @@ fn answer_after_the_seam_is_gone_is_aborted() {
     );
     assert_eq!(code(&result), Some("ASK_ABORTED"));
     assert_eq!(agent.followups(), 0);
+}
+
+#[test]
+fn continued_is_announced_once_the_pending_result_is_committed() {
+    let mut w = World::new();
+    let mut events = w.seam.subscribe();
+    // The call is logged: open, nothing announced.
+    w.lt();
+    assert!(events.drain().is_empty());
+    // A result of another call (not tracked) announces nothing.
+    w.commit(pending_result("ask-unknown"));
+    assert!(events.drain().is_empty());
+    // The pending result: `continued`, with the session and the call, no ask id.
+    w.continue_lt();
+    let drained = events.drain();
+    assert_eq!(drained.len(), 1, "{drained:?}");
+    let event = &drained[0];
+    assert_eq!(event.kind, QuestionEventKind::Continued);
+    assert_eq!(event.ask_id, None);
+    assert_eq!(event.call_id.as_ref().map(CallId::as_str), Some(LT));
+    assert_eq!(event.session_id.as_ref().map(SessionId::as_str), Some("s1"));
+    // The announcement tells the truth: a late answer is taken now.
+    w.answer(LT, tool_only()).unwrap();
+    // The reply's admission settles it: `answered(late)`, never another `continued`.
+    let message = w.agent.inner.take_next_turn().unwrap();
+    w.claim(&message, 2);
+    w.admit(&message);
+    let kinds: Vec<_> = events.drain().into_iter().map(|e| e.kind).collect();
+    assert!(
+        matches!(
+            kinds.as_slice(),
+            [QuestionEventKind::Answered {
+                path: AnswerPath::Late,
+                ..
+            }]
+        ),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn a_surface_awaits_the_continuation_then_submits() {
+    let mut w = World::new();
+    w.lt();
+    // Subscribed while the question is on show, before its window closes.
+    let mut events = w.seam.subscribe();
+    let session = user_questions::SessionId::from("s1");
+    let call = CallId::from(LT);
+    // Before the pending result is committed, nothing waits for a late answer.
+    assert!(not_waiting(&w.answer(LT, tool_only())));
+    w.continue_lt();
+    let continuation = futures::executor::block_on(pending_answer::continued(
+        &mut events,
+        Some(&session),
+        &call,
+    ));
+    assert_eq!(continuation, pending_answer::Continuation::Continued);
+    w.answer(LT, tool_only()).unwrap();
+}
+
+#[test]
+fn a_call_that_ends_otherwise_is_not_awaited_forever() {
+    let mut w = World::new();
+    w.lt();
+    let mut events = w.seam.subscribe();
+    // The window's end as the seam tells it (a foreground answer elsewhere), for this call.
+    w.seam.publish(user_questions::QuestionEvent {
+        ask_id: Some("ask-1".to_owned()),
+        call_id: Some(CallId::from(LT)),
+        agent_id: None,
+        session_id: Some(user_questions::SessionId::from("s1")),
+        at_ms: 0,
+        kind: QuestionEventKind::Cancelled { code: None },
+    });
+    let continuation = futures::executor::block_on(pending_answer::continued(
+        &mut events,
+        None,
+        &CallId::from(LT),
+    ));
+    assert_eq!(continuation, pending_answer::Continuation::Ended);
 }

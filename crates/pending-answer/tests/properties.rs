@@ -15,7 +15,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::*;
-use pending_answer::Reservation;
+use pending_answer::{LateRefusal, Reservation};
 use proptest::prelude::*;
 use serde_json::json;
 use user_questions::{Agent, AnswerBatch, AnswerPath, CallId, QuestionEventKind, UserMessage};
@@ -131,13 +131,13 @@ impl Model {
             Op::Answer { call, valid } => {
                 let name = CALLS[*call];
                 let expected = if !self.continued(name) {
-                    Ok(false)
+                    Err("NOT_WAITING")
                 } else if self.in_flight(name) > 0 {
                     Err("REPLY_QUEUED")
                 } else if !valid {
                     Err("BAD_ANSWER")
                 } else {
-                    Ok(true)
+                    Ok(())
                 };
                 let batch = if *valid {
                     valid_batch(*call)
@@ -146,7 +146,8 @@ impl Model {
                 };
                 let result = self.w.answer(name, batch);
                 let actual = match &result {
-                    Ok(accepted) => Ok(*accepted),
+                    Ok(_) => Ok(()),
+                    Err(LateRefusal::NotWaiting(_)) => Err("NOT_WAITING"),
                     Err(e) => Err(e.code().unwrap_or("foreign")),
                 };
                 assert_eq!(actual, expected, "answer({name}) gave {result:?}");

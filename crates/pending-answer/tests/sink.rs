@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::*;
-use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
+use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission, NotWaiting, Queued};
 use serde_json::json;
 use user_questions::{AnswerBatch, CallId};
 
@@ -33,7 +33,7 @@ fn continued() -> World {
 
 /// Checks a refusal's code and the exact message a surface shows the person.
 #[track_caller]
-fn check_refused(result: Result<(), LateRefusal>, code: Option<&str>, message: &str) {
+fn check_refused(result: Result<Queued, LateRefusal>, code: Option<&str>, message: &str) {
     let refusal = result.expect_err("the answer was taken, not refused");
     assert_eq!(refusal.code(), code, "{refusal:?}");
     assert_eq!(refusal.to_string(), message, "{refusal:?}");
@@ -42,10 +42,13 @@ fn check_refused(result: Result<(), LateRefusal>, code: Option<&str>, message: &
 #[test]
 fn accepted_answer_is_queued_as_the_follow_up_reply() {
     let w = continued();
-    w.late.submit(submission(&w, LT, tool_only())).unwrap();
+    let taken = w.late.submit(submission(&w, LT, tool_only())).unwrap();
     assert_eq!(w.agent.followups(), 1);
     let queued = w.agent.inner.next_turn();
     assert_eq!(queued.len(), 1);
+    // What was queued is named: the call and the reply message's id.
+    assert_eq!(taken.call_id, LT);
+    assert_eq!(taken.message_id, queued[0].id);
     assert_eq!(
         queued[0].reply_call_id().map(ToString::to_string),
         Some(LT.to_owned())
@@ -61,13 +64,23 @@ fn accepted_answer_is_queued_as_the_follow_up_reply() {
 
 #[test]
 fn not_continued_is_no_longer_waiting() {
-    // Open (no pending result yet), unknown, and a host without projections.
+    // Open (no pending result yet), unknown, and a host without projections: each with its
+    // reason.
     let mut open = World::new();
     open.lt();
     let without = World::without_projections();
-    for (w, call_id) in [(&open, LT), (&open, "ask-unknown"), (&without, LT)] {
+    for (w, call_id, why) in [
+        (&open, LT, NotWaiting::Open),
+        (&open, "ask-unknown", NotWaiting::Unknown),
+        (&without, LT, NotWaiting::Unknown),
+    ] {
+        let result = w.late.submit(submission(w, call_id, tool_only()));
+        assert!(
+            matches!(&result, Err(LateRefusal::NotWaiting(reason)) if *reason == why),
+            "{result:?}"
+        );
         check_refused(
-            w.late.submit(submission(w, call_id, tool_only())),
+            result,
             None,
             "This question is no longer waiting for an answer.",
         );
@@ -81,7 +94,7 @@ fn bad_answer_is_rejected_with_its_code() {
     let wrong = batch(json!([{"id":"scope","selected":["Nothing"]}]));
     let refusal = w.late.submit(submission(&w, LT, wrong)).unwrap_err();
     assert_eq!(refusal.code(), Some("BAD_ANSWER"));
-    assert!(matches!(refusal, LateRefusal::Rejected(_)), "{refusal:?}");
+    assert!(matches!(refusal, LateRefusal::BadAnswer(_)), "{refusal:?}");
     assert_eq!(w.agent.followups(), 0);
     // The call is still answerable.
     w.late.submit(submission(&w, LT, tool_only())).unwrap();
@@ -92,14 +105,15 @@ fn second_answer_is_rejected_as_reply_queued() {
     let w = continued();
     w.late.submit(submission(&w, LT, tool_only())).unwrap();
     let again = w.late.submit(submission(&w, LT, tool_only()));
-    let message = w
-        .answer(LT, tool_only())
-        .unwrap_err()
-        .as_question()
-        .unwrap()
+    let queued = w.agent.inner.next_turn()[0].id.clone();
+    let message = user_questions::UserQuestionError::reply_queued(&CallId::from(LT))
         .message()
         .to_owned();
-    // The refusal carries the seam's own message, unchanged.
+    // The refusal carries the seam's own message, unchanged, and names the reply in flight.
+    let Err(LateRefusal::ReplyQueued { message_id, .. }) = &again else {
+        panic!("not REPLY_QUEUED: {again:?}");
+    };
+    assert_eq!(message_id.as_deref(), Some(queued.as_str()));
     check_refused(again, Some("REPLY_QUEUED"), &message);
     assert_eq!(w.agent.followups(), 1);
 }
@@ -146,7 +160,7 @@ fn surfaces_take_shared_sinks_and_closures() {
         let seen = Arc::clone(&seen);
         move |submission: LateSubmission| {
             seen.lock().unwrap().push(submission.call_id);
-            Err(LateRefusal::NotWaiting)
+            Err(LateRefusal::NotWaiting(NotWaiting::Unknown))
         }
     };
     let sink: Arc<dyn LateAnswerSink> = Arc::new(forward);

@@ -77,6 +77,17 @@ impl ToolOutcome {
         }
     }
 
+    /// Whether this is the pending result of a timed call (`{"pending":true,…}`): the call
+    /// ended without an answer and its question stays answerable late.
+    pub fn is_pending(&self) -> bool {
+        !self.is_error
+            && self
+                .value
+                .as_ref()
+                .and_then(|value| value.get("pending"))
+                .is_some_and(|pending| pending == true)
+    }
+
     /// An error result for a seam error: typed errors carry `{name, code}`, foreign ones do not.
     pub fn error(error: &AskError) -> Self {
         match error {

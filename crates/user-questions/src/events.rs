@@ -53,8 +53,14 @@ pub enum QuestionEventKind {
         /// Who answered.
         provenance: Provenance,
     },
-    /// The timed window closed; the question stays answerable.
+    /// The timed window closed; the question stays answerable. The call's pending result may
+    /// not be in its log yet: a late answer is taken once the call is [`Continued`](Self::Continued).
     Pending,
+    /// The call's pending result is durable in its session's log (the projection marks it
+    /// continued): from now on it takes a late answer (SPEC §4.13 step 4). Published by the host's
+    /// late answers, with the session and call id, no `ask_id`; also after a resumed session's
+    /// repair continues an interrupted call.
+    Continued,
     /// Any other end.
     Cancelled {
         /// The error code; `None` for a foreign error.
@@ -70,6 +76,7 @@ impl QuestionEventKind {
             Self::Claimed { .. } => "claimed",
             Self::Answered { .. } => "answered",
             Self::Pending => "pending",
+            Self::Continued => "continued",
             Self::Cancelled { .. } => "cancelled",
         }
     }
@@ -225,7 +232,7 @@ fn trace_event(event: &QuestionEvent) {
             event = name, ask_id, call_id, agent_id, session_id,
             path = ?path, answerer = %provenance.answerer, answered_by = ?provenance.answered_by,
         ),
-        QuestionEventKind::Pending => tracing::info!(
+        QuestionEventKind::Pending | QuestionEventKind::Continued => tracing::info!(
             target: "user_questions::lifecycle",
             event = name, ask_id, call_id, agent_id, session_id,
         ),

@@ -1,21 +1,24 @@
 //! `ask-user answer`: answer a continued question late, as a person would from another surface.
 //!
-//! The log is opened for write (resume repair first, so a call interrupted by a crash becomes
-//! continued), the answer goes through `LateAnswers::answer` (identity, continued check,
-//! `REPLY_QUEUED`, validation, reservation, delivery to the agent's durable inbox), and then the
-//! command admits the reply in a turn of its own: `turn/start`, the inbox claim, the
-//! `user/message`, `turn/end`. Success is reported only once that `user/message` is fsynced: the
-//! projection has settled the question.
+//! The answer goes to the desk of the session (`LogDesk` for a log, `PgDesk` with `--pg`). For a
+//! log, the desk opens it for write (resume repair first, so a call interrupted by a crash becomes
+//! continued), queues the answer through `LateAnswers::answer` (identity, continued check,
+//! `REPLY_QUEUED`, validation, reservation, delivery to the agent's durable inbox) and admits the
+//! reply in a turn of its own: success is reported only once that `user/message` is fsynced, so
+//! the projection has settled the question. In a database the answer goes to the ledger (the
+//! first answer wins) and a worker, or `--admit` here, admits it.
 
 use ask_user_terminal::sanitize::visible;
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
-use user_questions::{AnswerBatch, AnswerItem, AskError, CallId, ErrorCode, Provenance, Question};
+use pending_answer::{Accepted, LateRefusal, NotWaiting};
+use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, Question, UserMessage};
 
+use super::desk::{Access, Picked};
 use super::model_text;
-use super::{CliError, Exit, read_input, report_resume};
-use crate::host::{Host, HostOptions, JournalError, LogTarget};
+use super::{CliError, Exit, read_input};
+use crate::host::JournalError;
 
 /// The provenance name of answers given with this command.
 pub const ANSWERER: &str = "ask-user-cli";
@@ -49,107 +52,49 @@ pub struct AnswerArgs {
 
 pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
     let call_id = CallId::from(args.call_id.as_str());
-    if let Some(url) = &args.pg.pg {
-        let session = args.log.to_string_lossy();
-        let (store, questions) =
-            super::pg::stored_questions(url, &args.pg.pg_schema, &session, &call_id)?;
-        let batch = match &args.answers {
-            Some(path) => batch_from_file(&read_input(path)?)?,
-            None => batch_from_flags(args, &questions)?,
-        };
-        let provenance = Provenance::human(ANSWERER);
-        return super::pg::answer(&store, &session, &call_id, &batch, &provenance, args.admit);
-    }
-    if !args.log.exists() {
-        return Err(CliError::new(
-            "LOG_IO",
-            format!("no session log at {}", args.log.display()),
-            Exit::Log,
-        ));
-    }
-    let (host, resumed) = Host::open(HostOptions::new(None, LogTarget::Open(args.log.clone())))?;
-    report_resume(&resumed);
-    let state = host.projection();
-    let questions = state.active(call_id.as_str()).map(|e| e.questions.clone());
+    let session = args.log.display().to_string();
+    let picked = super::desk::pick(&args.pg, std::slice::from_ref(&args.log), Access::Write)?;
+    let desk = picked.desk();
+    // The call's questions order the flags' items and name every problem of a bad answer.
+    let questions = desk.questions_of(&session, &call_id)?;
     let batch = match &args.answers {
         Some(path) => batch_from_file(&read_input(path)?)?,
         None => batch_from_flags(args, questions.as_deref().unwrap_or_default())?,
     };
-
     let submitted = batch.clone();
-    let accepted =
-        host.late_answers()
-            .answer(&host.agent(), &call_id, batch, Provenance::human(ANSWERER));
-    match accepted {
-        Ok(true) => {}
-        Ok(false) => {
-            let why = if state.active(call_id.as_str()).is_some() {
-                "is open, not pending: only its own tool call can answer it"
-            } else if state.view().settled.iter().any(|s| s.call_id == call_id) {
-                "is already settled"
-            } else {
-                "is not a pending timed question in this log (legacy calls never take late answers)"
-            };
-            return Err(CliError::new(
-                "NOT_CONTINUED",
-                format!("call {call_id} {why}"),
-                Exit::NotContinued,
-            ));
+    match desk.answer(&session, &call_id, batch, Provenance::human(ANSWERER)) {
+        Ok(Accepted::Admitted { reply, settled }) => {
+            print_admitted(&call_id, &reply, settled);
+            Ok(Exit::Ok)
         }
-        Err(AskError::Question(error)) if error.is(&ErrorCode::ReplyQueued) => {
-            return Err(admit_queued_reply(&host, &call_id, &error));
+        Ok(Accepted::Queued(queued)) => {
+            eprintln!(
+                "call {}: reply {} queued; the session's host admits it",
+                visible(call_id.as_str()),
+                visible(&queued.message_id)
+            );
+            Ok(Exit::Ok)
         }
-        Err(AskError::Question(error)) if error.is(&ErrorCode::BadAnswer) => {
-            // The seam names the first problem; a person fixing the command wants them all.
-            if let Some(questions) = &questions {
-                check_batch(&call_id, questions, &submitted, host.seam().limits())?;
+        Ok(Accepted::Recorded { answer_id }) => {
+            eprintln!(
+                "call {}: answer {} accepted",
+                visible(call_id.as_str()),
+                visible(&answer_id)
+            );
+            match &picked {
+                Picked::Database(db) if args.admit => super::pg::admit_here(db.store(), &session),
+                Picked::Database(_) | Picked::Logs(_) => {
+                    eprintln!("a worker (`ask-user worker --pg …`) admits it into the session");
+                }
             }
-            return Err(CliError::new(
-                error.code(),
-                error.message(),
-                Exit::BadAnswer,
-            ));
+            Ok(Exit::Ok)
         }
-        Err(AskError::Question(error)) => {
-            let exit = match error.error_code() {
-                ErrorCode::BadAnswer => Exit::BadAnswer,
-                _ => Exit::Failure,
-            };
-            return Err(CliError::new(error.code(), error.message(), exit));
-        }
-        Err(AskError::Foreign(error)) => {
-            let code = error
-                .downcast_ref::<JournalError>()
-                .map_or("DELIVERY_FAILED", JournalError::code);
-            return Err(CliError::new(code, error.to_string(), Exit::Log));
-        }
+        Err(refusal) => Err(refused(refusal, &call_id, questions.as_deref(), &submitted)),
     }
-
-    // Admit the reply in a turn of its own (SPEC §4.8: a late answer forms its own turn).
-    let reservation = host
-        .late_answers()
-        .reservation(&host.session(), &call_id)
-        .ok_or_else(|| {
-            CliError::new(
-                "INTERNAL",
-                "the accepted reply has no reservation",
-                Exit::Failure,
-            )
-        })?;
-    admit(&host, &call_id, &reservation.message_id)?;
-    Ok(Exit::Ok)
 }
 
-/// Admits the queued reply `message_id` for `call_id` in a turn of its own and prints it.
-fn admit(host: &Host, call_id: &CallId, message_id: &str) -> Result<(), CliError> {
-    let reply = admit_reply(host, message_id)?
-        .ok_or_else(|| CliError::new("INTERNAL", "the reply is not queued", Exit::Failure))?;
-    let settled = host
-        .projection()
-        .view()
-        .settled
-        .iter()
-        .any(|s| &s.call_id == call_id);
+/// Prints an admitted reply: the text the model reads on stdout, what happened on stderr.
+fn print_admitted(call_id: &CallId, reply: &UserMessage, settled: bool) {
     if let Some(text) = reply
         .content
         .iter()
@@ -166,48 +111,71 @@ fn admit(host: &Host, call_id: &CallId, message_id: &str) -> Result<(), CliError
             ""
         }
     );
-    Ok(())
 }
 
-/// Admits the queued reply `message_id` in a turn of its own, and refreshes the checkpoint once
-/// the log has grown past it by the host's lag; `None` when no such reply is queued.
-pub(super) fn admit_reply(
-    host: &Host,
-    message_id: &str,
-) -> Result<Option<user_questions::UserMessage>, crate::host::HostError> {
-    let Some(reply) = host.admit_in_own_turn(message_id)? else {
-        return Ok(None);
-    };
-    host.checkpoint_if_behind(crate::host::CHECKPOINT_LAG)?;
-    Ok(Some(reply))
-}
-
-/// `REPLY_QUEUED`: a reply for this call already waits in the session's durable inbox (an
-/// earlier session accepted it and stopped before admitting it). This command is the session's
-/// host now, so it admits that reply, which settles the question with the first answer given;
-/// the new answer is not used. It still reports `REPLY_QUEUED` (exit 5).
-fn admit_queued_reply(
-    host: &Host,
+/// The command's failure for a refused answer.
+fn refused(
+    refusal: LateRefusal,
     call_id: &CallId,
-    error: &user_questions::UserQuestionError,
+    questions: Option<&[Question]>,
+    submitted: &AnswerBatch,
 ) -> CliError {
-    let queued = host
-        .host_agent()
-        .next_turn()
-        .into_iter()
-        .find(|m| m.reply_call_id() == Some(call_id));
-    let Some(queued) = queued else {
-        return CliError::new(error.code(), error.message(), Exit::ReplyQueued);
-    };
-    match admit(host, call_id, &queued.id) {
-        Ok(()) => CliError::new(
-            error.code(),
-            format!(
-                "a reply to call {call_id} was already queued by an earlier session; it has been admitted now and settles the question, so this answer was not used"
-            ),
-            Exit::ReplyQueued,
+    match refusal {
+        LateRefusal::NotWaiting(why) => {
+            let legacy = if why == NotWaiting::Unknown {
+                " (legacy calls never take late answers)"
+            } else {
+                ""
+            };
+            CliError::new(
+                "NOT_CONTINUED",
+                format!("call {call_id} {}{legacy}", why.reason()),
+                Exit::NotContinued,
+            )
+        }
+        // A reply an earlier (crashed) session accepted waited in the durable inbox: the desk,
+        // the session's host now, admitted it, which settles the question with that first answer.
+        LateRefusal::ReplyQueued {
+            settled_by: Some(reply),
+            ..
+        } => {
+            print_admitted(call_id, &reply, true);
+            CliError::new(
+                "REPLY_QUEUED",
+                format!(
+                    "a reply to call {call_id} was already queued by an earlier session; it has been admitted now and settles the question, so this answer was not used"
+                ),
+                Exit::ReplyQueued,
+            )
+        }
+        refusal @ LateRefusal::ReplyQueued { .. } => {
+            CliError::new("REPLY_QUEUED", refusal.to_string(), Exit::ReplyQueued)
+        }
+        LateRefusal::BadAnswer(error) => {
+            // The seam names the first problem; a person fixing the command wants them all.
+            if let Some(questions) = questions
+                && let Err(every) = check_batch(call_id, questions, submitted)
+            {
+                return every;
+            }
+            CliError::new(error.code(), error.message(), Exit::BadAnswer)
+        }
+        LateRefusal::UnknownSession(session) => CliError::new(
+            "UNKNOWN_SESSION",
+            format!("no session {session:?}"),
+            Exit::Log,
         ),
-        Err(failure) => failure,
+        LateRefusal::NotLive(error) => CliError::new(error.code(), error.message(), Exit::Failure),
+        LateRefusal::NoAgent => {
+            CliError::new("INTERNAL", LateRefusal::NoAgent.to_string(), Exit::Failure)
+        }
+        LateRefusal::Undelivered(error) => {
+            let code = error
+                .downcast_ref::<JournalError>()
+                .map_or("DELIVERY_FAILED", JournalError::code);
+            CliError::new(code, error.to_string(), Exit::Log)
+        }
+        LateRefusal::Unavailable(error) => error.into(),
     }
 }
 
@@ -217,10 +185,10 @@ fn check_batch(
     call_id: &CallId,
     questions: &[Question],
     batch: &AnswerBatch,
-    limits: &user_questions::QuestionLimits,
 ) -> Result<(), CliError> {
     use user_questions::AnswerViolation;
-    let violations = user_questions::answer_violations(questions, batch, limits);
+    let limits = user_questions::QuestionLimits::default();
+    let violations = user_questions::answer_violations(questions, batch, &limits);
     if violations.is_empty() {
         return Ok(());
     }

@@ -51,7 +51,7 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     let terminal = TerminalAnswerer::new(host.seam(), TerminalOptions::new());
     let _terminal = terminal.register(host.seam());
     let interactive = crate::terminal::is_interactive_terminal();
-    let web = super::web::serve_announced(web, &host, &terminal).await?;
+    let web = super::web::serve_announced(web).await?;
     let _notifier = args.notify.start(
         host.seam(),
         web.as_ref()
@@ -115,12 +115,9 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     } else {
         println!("{}", model_text(&outcome.text));
     }
-    let pending = outcome
-        .value
-        .as_ref()
-        .and_then(|v| v.get("pending"))
-        .is_some_and(|p| p == true);
-    if pending && let Some(path) = host.log_path() {
+    if outcome.is_pending()
+        && let Some(path) = host.log_path()
+    {
         say(format!(
             "pending: answer later with `{} answer {} {} --pick ID=LABEL …` (`{} pending {}` lists the labels)",
             super::invoked(),

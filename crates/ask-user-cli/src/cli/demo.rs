@@ -142,7 +142,7 @@ struct Demo {
     _interrupt: super::AbortOnDrop,
     /// With `--pg`: the ledger's answers delivered to this live session, and the runtime the
     /// session runs in.
-    _pg: Option<super::pg::LiveDb>,
+    _pg: Option<(ask_user_pg::LiveLedger, crate::host::HostRuntime)>,
 }
 
 impl Demo {
@@ -188,7 +188,7 @@ impl Demo {
         );
         guards.push(terminal.register(host.seam()));
         let web = match web {
-            Some(plan) => Some(plan.serve(&host, Some(&terminal)).await?),
+            Some(plan) => Some(plan.serve().await?),
             None => None,
         };
         let notifier = args.notify.start(
@@ -343,7 +343,12 @@ impl Demo {
 
 /// The demo's session and how the commands name it: a new log file, or with `--pg` a new
 /// session in the database, fed the ledger's answers while it runs.
-type Session = (Host, PathBuf, String, Option<super::pg::LiveDb>);
+type Session = (
+    Host,
+    PathBuf,
+    String,
+    Option<(ask_user_pg::LiveLedger, crate::host::HostRuntime)>,
+);
 
 fn open_session(
     args: &DemoArgs,

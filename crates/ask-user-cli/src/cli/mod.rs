@@ -6,6 +6,7 @@
 mod answer;
 mod ask;
 mod demo;
+mod desk;
 mod mcp;
 mod notify;
 mod pending;

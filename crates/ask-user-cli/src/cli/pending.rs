@@ -2,16 +2,15 @@
 //! write lock, never truncates a torn tail and never writes a checkpoint.
 
 use ask_user_terminal::sanitize::{json_visible, visible};
-use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
-use user_questions_projection::{ActiveState, EventBody, Replay, Scanned, SessionHeader};
+use pending_answer::{DeskQuestion, DeskSession, DeskState};
 
+use super::desk::{Access, Picked};
 use super::{CliError, Exit};
-use crate::host::{CheckpointPolicy, load_projection};
-use crate::store::{JsonlStore, LogVisitor, now_ms, read_log_with, writer_is_live};
+use crate::store::now_ms;
 
 /// Arguments of `pending`.
 #[derive(Debug, Args)]
@@ -26,116 +25,135 @@ pub struct PendingArgs {
     pg: super::pg::PgArgs,
 }
 
-/// `--json`: the projection view from the log's checkpoint and the lines after it when the
-/// checkpoint verifies (else a refold), read only: no lock, no checkpoint written.
-fn print_view(log: &Path) -> Result<Exit, CliError> {
-    let (store, name) = JsonlStore::for_file(log)?;
-    let load = load_projection(&store, &name, CheckpointPolicy::ReadOnly)?;
-    let text = serde_json::to_string(load.state.view())
-        .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
-    println!("{}", json_visible(&text));
-    Ok(Exit::Ok)
-}
-
-/// One read-only scan: the fold, and when each call was logged (for ages).
-#[derive(Default)]
-struct Listing {
-    replay: Option<Replay>,
-    times: HashMap<String, i64>,
-}
-
-impl LogVisitor for Listing {
-    fn header(&mut self, header: &SessionHeader) {
-        self.replay = Some(Replay::new(header));
-    }
-
-    fn line(&mut self, line: &Scanned<'_>) {
-        let Scanned::Record(record) = line else {
-            return;
-        };
-        if let Some(replay) = &mut self.replay {
-            replay.apply_record(record.line, &record.record);
-        }
-        if let Some(event) = record.record.event()
-            && let EventBody::ToolCall(call) = &event.body
-            && let (Some(call_id), Some(time)) = (&call.call_id, event.time)
-        {
-            self.times.insert(call_id.as_str().to_owned(), time);
-        }
-    }
-}
-
 pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
-    if let Some(url) = &args.pg.pg {
-        let session = args.log.as_deref().map(|p| p.to_string_lossy());
-        return pending_pg(url, &args.pg.pg_schema, session.as_deref(), args.json);
-    }
-    let Some(log) = &args.log else {
+    let session = args.log.as_ref().map(|p| p.display().to_string());
+    let logs: Vec<PathBuf> = args.log.iter().cloned().collect();
+    if args.pg.pg.is_none() && logs.is_empty() {
         return Err(CliError::new(
             "BAD_USAGE",
             "the session log is missing",
             Exit::Usage,
         ));
-    };
-    if args.json {
-        return print_view(log);
     }
-    // One scan, no lock, no checkpoint written; findings (a torn tail left as it is, unreadable
-    // lines) are reported by the store as warnings.
-    let mut listing = Listing::default();
-    let report = read_log_with(log, &mut listing)?;
-    // `read_log_with` fails before any line when the header is unreadable, so a replay exists.
-    let state = listing.replay.map_or_else(
-        || user_questions_projection::UserQuestionsState::new(0),
-        |replay| replay.finish().0,
-    );
-    let times = listing.times;
-    let view = state.view();
+    // Read only: no lock, no schema created or migrated, no checkpoint written.
+    let picked = super::desk::pick(&args.pg, &logs, Access::Read)?;
+    let desk = picked.desk();
+    if let (Some(session), true) = (&session, args.json) {
+        // The projection view of the session: its checkpoint and the lines after it when the
+        // checkpoint verifies, else a refold.
+        let views = desk.views(Some(session))?;
+        let view = views.first().map(|v| &v.view);
+        let text = serde_json::to_string(&view)
+            .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
+        println!("{}", json_visible(&text));
+        return Ok(Exit::Ok);
+    }
+    // One scan per log, no lock, no checkpoint written; findings (a torn tail left as it is,
+    // unreadable lines) are reported by the store as warnings.
+    let sessions: Vec<DeskSession> = desk
+        .sessions()?
+        .into_iter()
+        .filter(|s| session.as_ref().is_none_or(|name| *name == s.session))
+        .collect();
+    match picked {
+        Picked::Logs(_) => {
+            print_log_table(sessions.first());
+            Ok(Exit::Ok)
+        }
+        Picked::Database(_) => {
+            if let Some(session) = &session
+                && sessions.is_empty()
+            {
+                // An unknown session is an error; a known one without questions an empty list.
+                desk.views(Some(session))?;
+            }
+            let questions: Vec<DeskQuestion> =
+                sessions.into_iter().flat_map(|s| s.questions).collect();
+            print_session_table(&questions, args.json);
+            Ok(Exit::Ok)
+        }
+    }
+}
 
-    let live = writer_is_live(log)?;
+/// The open and continued questions of one log: call id, state, age and questions.
+fn print_log_table(session: Option<&DeskSession>) {
     let now = now_ms();
     let mut rows = Vec::new();
-    for entry in &view.active {
-        let state = match entry.state {
-            ActiveState::Continued => "continued".to_owned(),
-            ActiveState::Open => {
-                let unfinished = report
-                    .interrupted
-                    .calls
-                    .iter()
-                    .any(|c| c.call_id == entry.call_id.as_str());
-                if unfinished && !live {
-                    "open, interrupted".to_owned()
-                } else {
-                    "open".to_owned()
-                }
-            }
+    for question in session.iter().flat_map(|s| &s.questions) {
+        let state = match (question.state, question.interrupted) {
+            (DeskState::Continued, _) => "continued",
+            (DeskState::Open, true) => "open, interrupted",
+            (DeskState::Open, false) => "open",
         };
-        let age = times
-            .get(entry.call_id.as_str())
-            .map_or_else(|| "-".to_owned(), |t| format_age(now.saturating_sub(*t)));
+        let age = question
+            .asked_at_ms
+            .map_or_else(|| "-".to_owned(), |t| format_age(now.saturating_sub(t)));
         // Call ids and questions come from a model through the log: never raw on a terminal.
         // Each question's labels under it, as `--pick ID=LABEL` takes them.
-        let questions: Vec<String> = entry.questions.iter().map(question_cell).collect();
+        let cells: Vec<String> = question.questions.iter().map(question_cell).collect();
         rows.push([
-            visible(entry.call_id.as_str()).into_owned(),
-            state,
+            visible(question.call_id.as_str()).into_owned(),
+            state.to_owned(),
             age,
-            questions.join("\n"),
+            cells.join("\n"),
         ]);
     }
     print!("{}", table(["CALL ID", "STATE", "AGE", "QUESTIONS"], &rows));
+    let writing = session.is_some_and(|s| s.writing);
     println!(
         "{} active, {} settled{}",
-        view.active.len(),
-        view.settled.len(),
-        if live {
+        rows.len(),
+        session.and_then(|s| s.settled).unwrap_or(0),
+        if writing {
             " (a writer has the log open)"
         } else {
             ""
         }
     );
-    Ok(Exit::Ok)
+}
+
+/// The open and continued questions of a database's sessions, as a table or (`--json`) as
+/// `{"questions":[{session, callId, state, answered, questions}]}`.
+fn print_session_table(questions: &[DeskQuestion], json: bool) {
+    if json {
+        let rows: Vec<serde_json::Value> = questions
+            .iter()
+            .map(|q| {
+                serde_json::json!({
+                    "session": q.session,
+                    "callId": q.call_id,
+                    "state": q.state.as_str(),
+                    "answered": q.answered,
+                    "questions": q.questions,
+                })
+            })
+            .collect();
+        let text = serde_json::json!({ "questions": rows }).to_string();
+        println!("{}", json_visible(&text));
+        return;
+    }
+    let rows: Vec<[String; 4]> = questions
+        .iter()
+        .map(|q| {
+            let state = if q.answered {
+                format!("{}, answered (admission waits)", q.state.as_str())
+            } else {
+                q.state.as_str().to_owned()
+            };
+            let cells: Vec<String> = q.questions.iter().map(question_cell).collect();
+            [
+                visible(&q.session).into_owned(),
+                visible(q.call_id.as_str()).into_owned(),
+                state,
+                cells.join("\n"),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(["SESSION", "CALL ID", "STATE", "QUESTIONS"], &rows)
+    );
+    println!("{} open or continued", questions.len());
 }
 
 /// A question and, under it, its labels as `--pick ID=LABEL` takes them. Ids, questions and
@@ -211,66 +229,6 @@ fn table(header: [&str; 4], rows: &[[String; 4]]) -> String {
         line([&row[0], &row[1], &row[2], &row[3]]);
     }
     out
-}
-
-/// `pending --pg URL [SESSION] [--json]`.
-fn pending_pg(
-    url: &str,
-    schema: &str,
-    session: Option<&str>,
-    json: bool,
-) -> Result<Exit, CliError> {
-    // Read only: no schema is created or migrated, no checkpoint written.
-    let store = super::pg::connect_read_only(url, schema)?;
-    if let Some(session) = session
-        && !session_log::SessionStore::exists(&store, session)?
-    {
-        return Err(CliError::new(
-            "UNKNOWN_SESSION",
-            format!("no session {session:?} in the database"),
-            Exit::Log,
-        ));
-    }
-    if let (Some(session), true) = (session, json) {
-        // The projection view of the session, exactly as for a file.
-        let load = load_projection(&store, session, CheckpointPolicy::ReadOnly)?;
-        let text = serde_json::to_string(load.state.view())
-            .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
-        println!("{}", json_visible(&text));
-        return Ok(Exit::Ok);
-    }
-    let questions = store
-        .questions(session)
-        .map_err(|e| super::pg::db_error(&e))?;
-    if json {
-        let rows: Vec<serde_json::Value> = questions.iter().map(super::pg::question_json).collect();
-        let text = serde_json::json!({ "questions": rows }).to_string();
-        println!("{}", json_visible(&text));
-        return Ok(Exit::Ok);
-    }
-    let rows: Vec<[String; 4]> = questions
-        .iter()
-        .map(|q| {
-            let state = if q.answered {
-                format!("{}, answered (admission waits)", q.state)
-            } else {
-                q.state.to_string()
-            };
-            let cells: Vec<String> = q.questions.iter().map(question_cell).collect();
-            [
-                visible(&q.session).into_owned(),
-                visible(q.call_id.as_str()).into_owned(),
-                state,
-                cells.join("\n"),
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        table(["SESSION", "CALL ID", "STATE", "QUESTIONS"], &rows)
-    );
-    println!("{} open or continued", questions.len());
-    Ok(Exit::Ok)
 }
 
 #[cfg(test)]

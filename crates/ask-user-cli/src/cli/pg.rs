@@ -9,30 +9,22 @@ use std::io::{BufReader, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use std::collections::HashMap;
-use std::time::Instant;
-
 use ask_user_pg::{
-    AnswerError, LedgerAnswerer, LedgerFeed, LedgerQuestion, PgError, PgOptions, PgStore,
-    QuestionState, Worker, WorkerEvent, admit_answers,
+    LiveLedger, PgError, PgOptions, PgStore, Worker, WorkerEvent, admit_answers, follow_ledger,
 };
 use ask_user_terminal::sanitize::visible;
-use ask_user_web::{ContinuedQuestion, WebSessions, WebSurface};
+use ask_user_web::WebSurface;
 use clap::Args;
-use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
-use user_questions::{
-    AnswerBatch, AnswererGuard, CallId, CancellationToken, ErrorCode, Provenance, QuestionLimits,
-    UserQuestionError,
-};
+use user_questions::CancellationToken;
 
 use super::{CliError, Exit};
-use crate::host::{CheckpointPolicy, HostRuntime, load_projection};
+use crate::host::HostRuntime;
 
 /// `--pg URL` and `--pg-schema`: where the sessions live.
 #[derive(Clone, Debug, Args)]
 pub struct PgArgs {
     /// Use sessions in this PostgreSQL database (a libpq connection string or
-    /// `postgres://` URL; no TLS) instead of a log file: the positional log is a session name.
+    /// `postgres://` URL; no TLS) instead of log files: a session is named, not a path.
     #[arg(long, value_name = "URL")]
     pub pg: Option<String>,
     /// The database schema of the tables (a writing command creates or migrates it; a reading
@@ -333,344 +325,74 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
     Ok(Exit::Ok)
 }
 
-pub(super) fn question_json(q: &LedgerQuestion) -> serde_json::Value {
-    serde_json::json!({
-        "session": q.session,
-        "callId": q.call_id,
-        "state": q.state.as_str(),
-        "answered": q.answered,
-        "questions": q.questions,
-    })
-}
-
-/// The continued question's questions, for `--pick ID=LABEL`.
-pub(super) fn stored_questions(
-    url: &str,
-    schema: &str,
-    session: &str,
-    call_id: &CallId,
-) -> Result<(PgStore, Vec<user_questions::Question>), CliError> {
-    let store = connect(url, schema)?;
-    let questions = store
-        .questions(Some(session))
-        .map_err(|e| db_error(&e))?
-        .into_iter()
-        .find(|q| &q.call_id == call_id)
-        .map(|q| q.questions)
-        .unwrap_or_default();
-    Ok((store, questions))
-}
-
-/// `answer --pg URL SESSION CALL …`: the answer goes to the ledger (first answer wins); it is
-/// admitted by the session's worker, or here with `--admit` when nobody holds the session.
-pub(super) fn answer(
-    store: &PgStore,
-    session: &str,
-    call_id: &CallId,
-    batch: &AnswerBatch,
-    provenance: &Provenance,
-    admit: bool,
-) -> Result<Exit, CliError> {
-    let answer_id = store
-        .answer(
-            session,
-            call_id,
-            batch,
-            provenance,
-            &QuestionLimits::default(),
-        )
-        .map_err(|error| {
-            let exit = match &error {
-                AnswerError::UnknownSession(_) | AnswerError::Db(_) => Exit::Log,
-                AnswerError::UnknownCall { .. }
-                | AnswerError::Settled(_)
-                | AnswerError::Dropped(_) => Exit::NotContinued,
-                AnswerError::ReplyQueued(_) => Exit::ReplyQueued,
-                AnswerError::BadAnswer(_) => Exit::BadAnswer,
-            };
-            CliError::new(error.code(), error.to_string(), exit)
-        })?;
-    eprintln!(
-        "call {}: answer {} accepted",
-        visible(call_id.as_str()),
-        visible(&answer_id)
-    );
-    if admit {
-        // The answer is durable in the ledger already: a failed admission is reported, and left
-        // to a worker, never turned into a failure of the answer.
-        let admitted = HostRuntime::new(store.clone(), None)
-            .map_err(|e| e.to_string())
-            .and_then(|runtime| admit_answers(&runtime, store, session).map_err(|e| e.to_string()));
-        match admitted {
-            Ok(a) if a.busy => eprintln!("the session is held by a worker, which admits it"),
-            Ok(a) if a.admitted > 0 => eprintln!(
-                "{} repl{} admitted; the question is settled",
-                a.admitted,
-                if a.admitted == 1 { "y" } else { "ies" }
-            ),
-            Ok(_) => eprintln!(
-                "not admitted here: the question is in its window (the host running it takes the answer), or another reply settled it first"
-            ),
-            Err(error) => eprintln!(
-                "warning: not admitted here ({}); a worker admits it",
-                visible(&error)
-            ),
-        }
-    } else {
-        eprintln!("a worker (`ask-user worker --pg …`) admits it into the session");
-    }
-    Ok(Exit::Ok)
-}
-
-/// The open and continued questions of every session in the database, for `serve --pg`: an
-/// answer from the page goes to the ledger (the first answer wins). The session's worker admits
-/// a continued question's answer; the host running an open question's call takes it in its
-/// window (its `LedgerAnswerer`).
-pub(super) struct PgSessions {
-    pub(super) store: PgStore,
-}
-
-impl PgSessions {
-    /// The open and continued questions of every session.
-    fn answerable(&self) -> Vec<LedgerQuestion> {
-        match self.store.questions(None) {
-            Ok(questions) => questions,
-            Err(error) => {
-                tracing::warn!(%error, "cannot list the questions");
-                Vec::new()
-            }
-        }
+/// `answer --pg … --admit`: admits the session's accepted answers here when no worker holds the
+/// session. The answer is durable in the ledger already: a failed admission is reported, and left
+/// to a worker, never turned into a failure of the answer.
+pub(super) fn admit_here(store: &PgStore, session: &str) {
+    let admitted = HostRuntime::new(store.clone(), None)
+        .map_err(|e| e.to_string())
+        .and_then(|runtime| admit_answers(&runtime, store, session).map_err(|e| e.to_string()));
+    match admitted {
+        Ok(a) if a.busy => eprintln!("the session is held by a worker, which admits it"),
+        Ok(a) if a.admitted > 0 => eprintln!(
+            "{} repl{} admitted; the question is settled",
+            a.admitted,
+            if a.admitted == 1 { "y" } else { "ies" }
+        ),
+        Ok(_) => eprintln!(
+            "not admitted here: the question is in its window (the host running it takes the answer), or another reply settled it first"
+        ),
+        Err(error) => eprintln!(
+            "warning: not admitted here ({}); a worker admits it",
+            visible(&error)
+        ),
     }
 }
 
-impl LateAnswerSink for PgSessions {
-    fn submit(&self, submission: LateSubmission) -> Result<(), LateRefusal> {
-        // A card names its call, and its session; without one, the session is the one whose
-        // question it is.
-        let sessions: Vec<String> = self
-            .answerable()
-            .into_iter()
-            .filter(|q| {
-                q.call_id == submission.call_id
-                    && submission.session.as_ref().is_none_or(|s| *s == q.session)
-            })
-            .map(|q| q.session)
-            .collect();
-        let [session] = sessions.as_slice() else {
-            return Err(LateRefusal::NotWaiting);
-        };
-        let call_id = &submission.call_id;
-        match self.store.answer(
-            session,
-            call_id,
-            &submission.answers,
-            &submission.provenance,
-            &QuestionLimits::default(),
-        ) {
-            Ok(_) => Ok(()),
-            Err(AnswerError::ReplyQueued(_)) => Err(LateRefusal::Rejected(
-                UserQuestionError::reply_queued(call_id),
-            )),
-            Err(AnswerError::BadAnswer(message)) => Err(LateRefusal::Rejected(
-                UserQuestionError::new(ErrorCode::BadAnswer, message),
-            )),
-            Err(AnswerError::Db(error)) => Err(LateRefusal::Undelivered(Box::new(error))),
-            Err(
-                AnswerError::UnknownSession(_)
-                | AnswerError::UnknownCall { .. }
-                | AnswerError::Settled(_)
-                | AnswerError::Dropped(_),
-            ) => Err(LateRefusal::NotWaiting),
-        }
-    }
-}
-
-impl WebSessions for PgSessions {
-    fn continued(&self) -> Vec<ContinuedQuestion> {
-        self.answerable()
-            .into_iter()
-            .map(|q| ContinuedQuestion {
-                open_elsewhere: q.state == QuestionState::Open,
-                session: q.session,
-                call_id: q.call_id,
-                questions: q.questions,
-                agent: None,
-            })
-            .collect()
-    }
-
-    fn pending_view(&self) -> serde_json::Value {
-        let mut names: Vec<String> = self.answerable().into_iter().map(|q| q.session).collect();
-        names.dedup();
-        let sessions: Vec<serde_json::Value> = names
-            .iter()
-            .filter_map(|name| {
-                let load = load_projection(&self.store, name, CheckpointPolicy::ReadOnly).ok()?;
-                let mut view = serde_json::to_value(load.state.view()).ok()?;
-                if let serde_json::Value::Object(map) = &mut view {
-                    map.insert("session".to_owned(), serde_json::json!(name));
-                }
-                Some(view)
-            })
-            .collect();
-        serde_json::json!({ "sessions": sessions })
-    }
-}
-
-/// What keeps a session of the database live in this process: the ledger's late answers fed
-/// to it, its open questions answered in their windows from anywhere (and held while a remote
-/// surface claims them), and the runtime it runs in.
-pub(super) struct LiveDb {
-    _feed: LedgerFeed,
-    _answerer: AnswererGuard,
-    _runtime: HostRuntime,
-}
-
-/// A new session `PREFIX-<time>` in the database, run live by this process, with the ledger's
-/// answers fed to it while it runs (`demo --pg`).
+/// A new session `PREFIX-<time>` in the database, run live by this process, with the ledger
+/// wired into it while it runs (`demo --pg`); the runtime is returned with it, so it outlives
+/// the session.
 pub(super) fn live_session(
     url: &str,
     schema: &str,
     prefix: &str,
     config: tool_ask_user::AskUserConfig,
-) -> Result<(crate::host::Host, String, LiveDb), CliError> {
+) -> Result<(crate::host::Host, String, (LiveLedger, HostRuntime)), CliError> {
     let store = connect(url, schema)?;
     let runtime = HostRuntime::new(store.clone(), Some(config))?;
     let name = format!("{prefix}-{}", crate::store::now_ms());
     let host = runtime.create(&name, crate::host::SessionOptions::named(name.as_str()))?;
-    let poll = Duration::from_secs(1);
-    let feed = LedgerFeed::start(
-        url,
-        store.clone(),
-        &name,
-        host.late_answers().clone(),
-        host.agent(),
-        poll,
-    );
-    let answerer = LedgerAnswerer::new(url, store, &name, host.agent(), runtime.seam(), poll)
-        .register(runtime.seam());
-    Ok((
-        host,
-        name,
-        LiveDb {
-            _feed: feed,
-            _answerer: answerer,
-            _runtime: runtime,
+    let live = store.attach_live(url, &name, &host, Duration::from_secs(1));
+    Ok((host, name, (live, runtime)))
+}
+
+/// `serve --pg`: keeps the pages' cards in step with the ledger, and claims the questions open
+/// elsewhere while a page looks, until `stop` fires (it releases its claims on the way out).
+pub(super) fn follow(
+    store: PgStore,
+    surface: &WebSurface,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    let client = format!("serve-{}-{}", std::process::id(), crate::store::now_ms());
+    let (looking, changed) = (surface.clone(), surface.clone());
+    tokio::spawn(follow_ledger(
+        store,
+        client,
+        Duration::from_secs(1),
+        move || looking.clients() > 0,
+        move || {
+            let surface = changed.clone();
+            tokio::spawn(async move { surface.refresh().await });
         },
+        stop,
     ))
 }
 
-/// How long a claim of `serve --pg` on a question open elsewhere lives unless renewed.
-const CLAIM_LEASE: Duration = Duration::from_secs(15);
-/// How often `serve --pg` renews its claims while a page looks.
-const CLAIM_RENEW: Duration = Duration::from_secs(5);
-
-/// `serve --pg`: keeps the pages' cards in step with the ledger (a fresh snapshot whenever the
-/// open and continued questions change), and while any page looks, holds a claim (a lease row of
-/// the database's clock, renewed every 5 s) on every question open elsewhere, so the host that
-/// runs it does not count its window down; released when no page looks any more, when the
-/// question leaves its window, and when `stop` fires.
-pub(super) async fn follow_ledger(
-    store: PgStore,
-    surface: WebSurface,
-    client: String,
-    every: Duration,
-    stop: CancellationToken,
-) {
-    let mut seen: Vec<(String, CallId, QuestionState)> = Vec::new();
-    let mut held: HashMap<(String, CallId), Instant> = HashMap::new();
-    loop {
-        // Once stopped, one more look releases every claim held.
-        let stopping = stop.is_cancelled();
-        let looking = !stopping && surface.clients() > 0;
-        let tick = {
-            let (store, client) = (store.clone(), client.clone());
-            let mut held = std::mem::take(&mut held);
-            tokio::task::spawn_blocking(move || {
-                let listed = claims_tick(&store, &client, looking, &mut held);
-                (listed, held)
-            })
-            .await
-        };
-        match tick {
-            Ok((listed, kept)) => {
-                held = kept;
-                if let Some(listed) = listed
-                    && listed != seen
-                {
-                    seen = listed;
-                    surface.refresh().await;
-                }
-            }
-            Err(error) => tracing::warn!(%error, "the ledger follower failed; retrying"),
-        }
-        if stopping {
-            return;
-        }
-        tokio::select! {
-            () = stop.cancelled() => {}
-            () = tokio::time::sleep(every) => {}
-        }
-    }
-}
-
-/// One look at the ledger for [`follow_ledger`]: the open and continued questions (`None` when
-/// the ledger did not answer), and the claims taken, renewed or released.
-fn claims_tick(
-    store: &PgStore,
-    client: &str,
-    looking: bool,
-    held: &mut HashMap<(String, CallId), Instant>,
-) -> Option<Vec<(String, CallId, QuestionState)>> {
-    let questions = match store.questions(None) {
-        Ok(questions) => Some(questions),
-        Err(error) => {
-            tracing::warn!(%error, "cannot read the ledger; retrying");
-            None
-        }
-    };
-    let open: Vec<(String, CallId)> = questions
-        .iter()
-        .flatten()
-        .filter(|q| q.state == QuestionState::Open)
-        .map(|q| (q.session.clone(), q.call_id.clone()))
-        .collect();
-    held.retain(|key, _| {
-        let keep = looking && (questions.is_none() || open.contains(key));
-        if !keep && let Err(error) = store.release_claim(&key.0, &key.1, client) {
-            tracing::warn!(%error, "cannot release a claim; it runs out by itself");
-        }
-        keep
-    });
-    if looking {
-        for key in open {
-            if held.get(&key).is_some_and(|at| at.elapsed() < CLAIM_RENEW) {
-                continue;
-            }
-            match store.claim(&key.0, &key.1, client, CLAIM_LEASE) {
-                Ok(QuestionState::Open) => {
-                    held.insert(key, Instant::now());
-                }
-                Ok(_) => {
-                    held.remove(&key);
-                }
-                Err(error) => tracing::warn!(%error, "cannot claim a question open elsewhere"),
-            }
-        }
-    }
-    questions.map(|questions| {
-        questions
-            .into_iter()
-            .map(|q| (q.session, q.call_id, q.state))
-            .collect()
-    })
-}
-
 /// `mcp --pg`: an MCP server whose sessions live in the database. While a request has a
-/// session open, the session's open questions take answers given in the ledger from anywhere,
-/// and remote claims hold their windows (a `LedgerAnswerer` per session), and late answers go
-/// to its inbox (a `LedgerFeed`); between requests the session's lease is free, so a worker
-/// admits its late answers and the companion tool reads them back from the log.
+/// session open, the ledger is wired into it (`PgStore::attach_live`): its open questions take
+/// answers given in the ledger from anywhere, remote claims hold their windows, and late answers
+/// go to its inbox; between requests the session's lease is free, so a worker admits its late
+/// answers and the companion tool reads them back from the log.
 pub(super) fn mcp_server(
     url: &str,
     schema: &str,
@@ -680,32 +402,9 @@ pub(super) fn mcp_server(
     let (hook_store, hook_url) = (store.clone(), url.to_owned());
     let hook = ask_user_mcp::SessionHook(std::sync::Arc::new(
         move |name: &str, host: &crate::host::Host| -> Box<dyn Send> {
-            let poll = Duration::from_secs(1);
-            let answerer = LedgerAnswerer::new(
-                &hook_url,
-                hook_store.clone(),
-                name,
-                host.agent(),
-                host.seam(),
-                poll,
-            )
-            .register(host.seam());
-            // A late answer given while the request runs goes to the session's inbox, where
-            // the companion tool takes it.
-            let feed = LedgerFeed::start(
-                &hook_url,
-                hook_store.clone(),
-                name,
-                host.late_answers().clone(),
-                host.agent(),
-                poll,
-            );
-            Box::new((answerer, feed))
+            Box::new(hook_store.attach_live(&hook_url, name, host, Duration::from_secs(1)))
         },
     ));
-    let names = store.clone();
-    ask_user_mcp::AskUserMcp::with_store(options.with_session_hook(hook), store, move || {
-        Ok(names.log_names()?)
-    })
-    .map_err(|e| CliError::new("DB_UNAVAILABLE", e.to_string(), Exit::Log))
+    ask_user_mcp::AskUserMcp::with_store(options.with_session_hook(hook), store)
+        .map_err(|e| CliError::new("DB_UNAVAILABLE", e.to_string(), Exit::Log))
 }

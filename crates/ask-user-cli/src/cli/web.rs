@@ -3,25 +3,19 @@
 //! existing logs, for late answers).
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use ask_user_web::{ContinuedQuestion, WebOptions, WebServer, WebSessions, WebSurface};
+use ask_user_web::{WebOptions, WebServer, WebSurface};
 use clap::Args;
-use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
-use serde_json::{Value, json};
+use pending_answer::QuestionDesk;
 use user_questions::{
-    AnswererGuard, CancellationToken, HostBindings, QuestionEventKind, Received, UserQuestions,
-    UserQuestionsConfig,
+    AnswererGuard, CancellationToken, HostBindings, UserQuestions, UserQuestionsConfig,
 };
-use user_questions_projection::{ActiveState, UserQuestionsState};
 
-use super::AbortOnDrop;
+use super::desk::{Access, Picked};
 use super::{CliError, Exit};
-use crate::host::{CheckpointPolicy, Host, HostOptions, LogTarget, load_projection};
-use crate::store::JsonlStore;
-use crate::terminal::TerminalAnswerer;
+use crate::host::{Host, LiveDesk};
 
 /// `--web` and `--web-addr`, shared by `demo` and `ask`.
 #[derive(Clone, Debug, Args)]
@@ -45,7 +39,6 @@ pub(crate) struct WebRun {
     surface: WebSurface,
     server: WebServer,
     _guard: AnswererGuard,
-    _follow: Option<AbortOnDrop>,
 }
 
 impl WebRun {
@@ -145,11 +138,8 @@ pub(crate) fn plan(host: &Arc<Host>, args: &WebArgs) -> Result<Option<WebPlan>, 
         return Ok(None);
     }
     let (options, addr) = options_for(args.web_addr);
-    let sessions = Arc::new(LiveSessions {
-        hosts: vec![Arc::clone(host)],
-    });
-    let surface =
-        WebSurface::new(host.seam(), Some(sessions), options).map_err(|e| no_surface(&e))?;
+    let desk: Arc<dyn QuestionDesk> = LiveDesk::of([host]);
+    let surface = WebSurface::new(host.seam(), Some(desk), options).map_err(|e| no_surface(&e))?;
     let guard = surface.register(host.seam());
     Ok(Some(WebPlan {
         surface,
@@ -159,207 +149,30 @@ pub(crate) fn plan(host: &Arc<Host>, args: &WebArgs) -> Result<Option<WebPlan>, 
 }
 
 impl WebPlan {
-    /// Serves the page. With a terminal card beside it, a question answered anywhere is taken
-    /// off the terminal too.
-    pub(crate) async fn serve(
-        self,
-        host: &Arc<Host>,
-        terminal: Option<&Arc<TerminalAnswerer>>,
-    ) -> Result<WebRun, CliError> {
+    /// Serves the page. A question answered on it is taken off a terminal card beside it too
+    /// (the card follows the seam's events).
+    pub(crate) async fn serve(self) -> Result<WebRun, CliError> {
         let server = bind(&self.surface, self.addr).await?;
-        let follow = terminal.map(|terminal| {
-            let terminal = Arc::downgrade(terminal);
-            let mut events = host.seam().subscribe();
-            AbortOnDrop(tokio::spawn(async move {
-                while let Some(received) = events.recv().await {
-                    let Received::Event(event) = received else {
-                        continue;
-                    };
-                    if let (QuestionEventKind::Answered { .. }, Some(call_id)) =
-                        (&event.kind, &event.call_id)
-                        && let Some(terminal) = terminal.upgrade()
-                    {
-                        terminal.withdraw(call_id);
-                    }
-                }
-            }))
-        });
         Ok(WebRun {
             surface: self.surface,
             server,
             _guard: self.guard,
-            _follow: follow,
         })
     }
 }
 
 /// `ask --web`: serves the planned surface and prints its URL, before the call and on stderr
 /// (stdout carries only the model's text).
-pub(crate) async fn serve_announced(
-    plan: Option<WebPlan>,
-    host: &Arc<Host>,
-    terminal: &Arc<TerminalAnswerer>,
-) -> Result<Option<WebRun>, CliError> {
+pub(crate) async fn serve_announced(plan: Option<WebPlan>) -> Result<Option<WebRun>, CliError> {
     let Some(plan) = plan else {
         return Ok(None);
     };
-    let web = plan.serve(host, Some(terminal)).await?;
+    let web = plan.serve().await?;
     eprintln!(
         "web › answer on the page (first answer wins): {}",
         web.url()
     );
     Ok(Some(web))
-}
-
-/// The continued questions of the live sessions of this process.
-struct LiveSessions {
-    hosts: Vec<Arc<Host>>,
-}
-
-fn continued_of(
-    state: &UserQuestionsState,
-) -> impl Iterator<Item = (user_questions::CallId, Vec<user_questions::Question>)> + '_ {
-    state
-        .view()
-        .active
-        .iter()
-        .filter(|q| q.state == ActiveState::Continued)
-        .map(|q| (q.call_id.clone(), q.questions.clone()))
-}
-
-fn view_of(session: &str, state: &UserQuestionsState) -> Value {
-    let mut view = serde_json::to_value(state.view()).unwrap_or_else(|_| json!({}));
-    if let Value::Object(map) = &mut view {
-        map.insert("session".to_owned(), json!(session));
-    }
-    view
-}
-
-impl LateAnswerSink for LiveSessions {
-    fn submit(&self, mut submission: LateSubmission) -> Result<(), LateRefusal> {
-        let host = self
-            .hosts
-            .iter()
-            .find(|h| {
-                h.projection()
-                    .continued(submission.call_id.as_str())
-                    .is_some()
-            })
-            .ok_or(LateRefusal::NotWaiting)?;
-        submission.agent.get_or_insert_with(|| host.agent());
-        host.late_answers().submit(submission)
-    }
-}
-
-impl WebSessions for LiveSessions {
-    fn continued(&self) -> Vec<ContinuedQuestion> {
-        self.hosts
-            .iter()
-            .flat_map(|host| {
-                let state = host.projection();
-                continued_of(&state)
-                    .map(|(call_id, questions)| ContinuedQuestion {
-                        session: host.session_id().as_str().to_owned(),
-                        call_id,
-                        questions,
-                        agent: Some(host.agent()),
-                        open_elsewhere: false,
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    }
-
-    fn pending_view(&self) -> Value {
-        let sessions: Vec<Value> = self
-            .hosts
-            .iter()
-            .map(|h| view_of(h.session_id().as_str(), &h.projection()))
-            .collect();
-        json!({ "sessions": sessions })
-    }
-}
-
-/// The continued questions of session logs on disk: read without a lock, answered by opening
-/// the log for write, queueing the reply and admitting it in a turn of its own (as
-/// `ask-user answer` does).
-struct LogSessions {
-    logs: Vec<PathBuf>,
-}
-
-/// The projection of a log, read only (its checkpoint when that verifies); `None`, with a
-/// warning, when the log cannot be read.
-fn load_state(log: &Path) -> Option<UserQuestionsState> {
-    {
-        let (store, name) = JsonlStore::for_file(log).ok()?;
-        match load_projection(&store, &name, CheckpointPolicy::ReadOnly) {
-            Ok(load) => Some(load.state),
-            Err(error) => {
-                tracing::warn!(%error, log = %log.display(), "cannot read the session log");
-                None
-            }
-        }
-    }
-}
-
-impl LateAnswerSink for LogSessions {
-    fn submit(&self, submission: LateSubmission) -> Result<(), LateRefusal> {
-        let log = self
-            .logs
-            .iter()
-            .filter(|log| {
-                submission
-                    .session
-                    .as_ref()
-                    .is_none_or(|session| *session == log.display().to_string())
-            })
-            .find(|log| {
-                load_state(log).is_some_and(|s| s.continued(submission.call_id.as_str()).is_some())
-            })
-            .ok_or(LateRefusal::NotWaiting)?;
-        let undelivered = |error: crate::host::HostError| LateRefusal::Undelivered(Box::new(error));
-        let (host, _) = Host::open(HostOptions::new(None, LogTarget::Open(log.clone())))
-            .map_err(undelivered)?;
-        let call_id = submission.call_id.clone();
-        host.late_answers().submit(LateSubmission {
-            agent: Some(host.agent()),
-            ..submission
-        })?;
-        // Nobody else runs this session: admit the reply now, so the question settles.
-        if let Some(reservation) = host.late_answers().reservation(&host.session(), &call_id) {
-            super::answer::admit_reply(&host, &reservation.message_id).map_err(undelivered)?;
-        }
-        Ok(())
-    }
-}
-
-impl WebSessions for LogSessions {
-    fn continued(&self) -> Vec<ContinuedQuestion> {
-        self.logs
-            .iter()
-            .filter_map(|log| Some((log, load_state(log)?)))
-            .flat_map(|(log, state)| {
-                continued_of(&state)
-                    .map(|(call_id, questions)| ContinuedQuestion {
-                        session: log.display().to_string(),
-                        call_id,
-                        questions,
-                        agent: None,
-                        open_elsewhere: false,
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    }
-
-    fn pending_view(&self) -> Value {
-        let sessions: Vec<Value> = self
-            .logs
-            .iter()
-            .filter_map(|log| Some(view_of(&log.display().to_string(), &load_state(log)?)))
-            .collect();
-        json!({ "sessions": sessions })
-    }
 }
 
 /// Arguments of `serve`.
@@ -379,45 +192,25 @@ pub struct ServeArgs {
 }
 
 pub(super) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
-    for log in &args.logs {
-        if !log.exists() {
-            return Err(CliError::new(
-                "LOG_IO",
-                format!("no session log at {}", log.display()),
-                Exit::Log,
-            ));
-        }
-    }
-    // No question is asked here: a seam only to check answers against (late answers are checked
-    // again by the host of each log when it takes them).
+    let picked = super::desk::pick(&args.pg, &args.logs, Access::Write)?;
+    // No question is asked here: a seam only to check answers against (the desk checks late
+    // answers again when it takes them).
     let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default())
         .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
     let (options, addr) = options_for(args.addr);
-    let store = match &args.pg.pg {
-        Some(url) => Some(super::pg::connect(url, &args.pg.pg_schema)?),
-        None => None,
+    let (desk, store): (Arc<dyn QuestionDesk>, _) = match picked {
+        Picked::Logs(desk) => (Arc::new(desk), None),
+        Picked::Database(desk) => {
+            let store = desk.store().clone();
+            (Arc::new(desk), Some(store))
+        }
     };
-    let sessions: Arc<dyn WebSessions> = match &store {
-        Some(store) => Arc::new(super::pg::PgSessions {
-            store: store.clone(),
-        }),
-        None => Arc::new(LogSessions { logs: args.logs }),
-    };
-    let surface = WebSurface::new(&seam, Some(sessions), options).map_err(|e| no_surface(&e))?;
+    let surface = WebSurface::new(&seam, Some(desk), options).map_err(|e| no_surface(&e))?;
     let server = bind(&surface, addr).await?;
     // With a database: the cards follow the ledger, and questions open elsewhere are claimed
     // while a page looks.
     let stop = CancellationToken::new();
-    let follower = store.map(|store| {
-        let client = format!("serve-{}-{}", std::process::id(), crate::store::now_ms());
-        tokio::spawn(super::pg::follow_ledger(
-            store,
-            surface.clone(),
-            client,
-            Duration::from_secs(1),
-            stop.clone(),
-        ))
-    });
+    let follower = store.map(|store| super::pg::follow(store, &surface, stop.clone()));
     eprintln!("web   › answer the continued questions at {}", server.url());
     eprintln!("        (Ctrl-C to stop)");
     let _ = tokio::signal::ctrl_c().await;

@@ -1,21 +1,20 @@
 //! A small host for the web surface's tests: the real host runtime over the in-memory store,
-//! with the timed tool, one session, a `WebSessions` over it, and the surface registered.
+//! with the timed tool, one session, a `LiveDesk` over it, and the surface registered.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod sse;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use ask_user_host::{Host, HostRuntime, SessionOptions};
-use ask_user_web::{ContinuedQuestion, WebOptions, WebSessions, WebSurface};
-use pending_answer::{LateAnswerSink, LateRefusal, LateSubmission};
-use serde_json::{Value, json};
+use ask_user_host::{Host, HostRuntime, LiveDesk, SessionOptions};
+use ask_user_web::{WebOptions, WebSurface};
+use pending_answer::QuestionDesk;
+use serde_json::Value;
 use session_log::MemoryStore;
 use tokio::task::JoinHandle;
 use tool_ask_user::{AskUserConfig, ToolOutcome};
 use user_questions::{AnswererGuard, CallId, CancellationToken, QuestionEvent, QuestionEvents};
-use user_questions_projection::ActiveState;
 
 /// Arguments of a one-question call with two options.
 pub const DB_QUESTION: &str = r#"{"questions":[{"id":"db","header":"Database","question":"Which database?","options":[{"label":"PostgreSQL","description":"Relational."},{"label":"SQLite","description":"Embedded."}]}]}"#;
@@ -23,70 +22,11 @@ pub const DB_QUESTION: &str = r#"{"questions":[{"id":"db","header":"Database","q
 /// The demo's two questions: a single-select with descriptions and a multi-select.
 pub const DEMO_QUESTIONS: &str = r#"{"questions":[{"id":"db","header":"Database","question":"Which database should the new orders service use?","options":[{"label":"PostgreSQL (Recommended)","description":"Relational with strong consistency; the team already runs it in production."},{"label":"SQLite","description":"Embedded file database: simplest to operate, one writer at a time."},{"label":"DynamoDB","description":"Managed key-value store: scales without tuning, no joins."}]},{"id":"checks","header":"CI checks","question":"Which checks should run on every pull request?","multi_select":true,"options":[{"label":"Unit tests","description":"Fast: under a minute."},{"label":"Lint","description":"Formatting and static analysis."},{"label":"Integration tests","description":"Start a database container: about five minutes."},{"label":"Docs build","description":"Catches broken links in the handbook."}]}]}"#;
 
-/// The live sessions of the test host.
-pub struct Sessions {
-    pub hosts: Mutex<Vec<Arc<Host>>>,
-}
-
-impl LateAnswerSink for Sessions {
-    fn submit(&self, mut submission: LateSubmission) -> Result<(), LateRefusal> {
-        let hosts = self.hosts.lock().unwrap().clone();
-        let host = hosts
-            .iter()
-            .find(|h| {
-                h.projection()
-                    .continued(submission.call_id.as_str())
-                    .is_some()
-            })
-            .ok_or(LateRefusal::NotWaiting)?;
-        submission.agent.get_or_insert_with(|| host.agent());
-        host.late_answers().submit(submission)
-    }
-}
-
-impl WebSessions for Sessions {
-    fn continued(&self) -> Vec<ContinuedQuestion> {
-        let hosts = self.hosts.lock().unwrap().clone();
-        hosts
-            .iter()
-            .flat_map(|host| {
-                let state = host.projection();
-                state
-                    .view()
-                    .active
-                    .iter()
-                    .filter(|q| q.state == ActiveState::Continued)
-                    .map(|q| ContinuedQuestion {
-                        session: host.session_id().as_str().to_owned(),
-                        call_id: q.call_id.clone(),
-                        questions: q.questions.clone(),
-                        agent: Some(host.agent()),
-                        open_elsewhere: false,
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    }
-
-    fn pending_view(&self) -> Value {
-        let hosts = self.hosts.lock().unwrap().clone();
-        let sessions: Vec<Value> = hosts
-            .iter()
-            .map(|h| {
-                let mut view = serde_json::to_value(h.projection().view()).unwrap();
-                view["session"] = json!(h.session_id().as_str());
-                view
-            })
-            .collect();
-        json!({ "sessions": sessions })
-    }
-}
-
 pub struct Fixture {
     pub runtime: HostRuntime,
     pub host: Arc<Host>,
     pub web: WebSurface,
-    pub sessions: Arc<Sessions>,
+    pub desk: Arc<LiveDesk>,
     pub events: QuestionEvents,
     _guard: AnswererGuard,
 }
@@ -101,13 +41,11 @@ impl Fixture {
         let runtime =
             HostRuntime::new(MemoryStore::new(), Some(AskUserConfig::timed(window))).unwrap();
         let host = Arc::new(runtime.create("s1", SessionOptions::named("s1")).unwrap());
-        let sessions = Arc::new(Sessions {
-            hosts: Mutex::new(vec![Arc::clone(&host)]),
-        });
+        let desk = LiveDesk::of([&host]);
         let events = runtime.seam().subscribe();
         let web = WebSurface::new(
             runtime.seam(),
-            Some(Arc::clone(&sessions) as Arc<dyn WebSessions>),
+            Some(Arc::clone(&desk) as Arc<dyn QuestionDesk>),
             options,
         )
         .unwrap();
@@ -116,7 +54,7 @@ impl Fixture {
             runtime,
             host,
             web,
-            sessions,
+            desk,
             events,
             _guard: guard,
         }

@@ -12,12 +12,14 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use pending_answer::{HostEvent, InMemoryProjectionHost, LateAnswers, ProjectionHost};
+use pending_answer::{
+    HostEvent, InMemoryProjectionHost, LateAnswers, LateRefusal, ProjectionHost, Queued,
+};
 use serde_json::{Value, json};
 use user_questions::{
-    Agent, AgentHandle, AgentId, AnswerBatch, AskError, CallId, HostBindings, HostError,
-    InMemoryAgent, InMemoryAgentRegistry, InMemorySession, Provenance, ScopeId, SessionRef,
-    UserMessage, UserQuestions, UserQuestionsConfig,
+    Agent, AgentHandle, AgentId, AnswerBatch, CallId, HostBindings, HostError, InMemoryAgent,
+    InMemoryAgentRegistry, InMemorySession, Provenance, ScopeId, SessionRef, UserMessage,
+    UserQuestions, UserQuestionsConfig,
 };
 use user_questions_projection::{SessionEvent, UserQuestionsState};
 
@@ -96,8 +98,13 @@ pub fn tool_only() -> AnswerBatch {
     batch(json!([{"id":"scope","selected":["Tool only"]}]))
 }
 
-pub fn code(result: &Result<bool, AskError>) -> Option<&str> {
-    result.as_ref().err().and_then(AskError::code)
+pub fn code(result: &Result<Queued, LateRefusal>) -> Option<&str> {
+    result.as_ref().err().and_then(LateRefusal::code)
+}
+
+/// Whether the answer was refused as not waiting (the call is not continued, SPEC §4.8 step 2).
+pub fn not_waiting(result: &Result<Queued, LateRefusal>) -> bool {
+    matches!(result, Err(LateRefusal::NotWaiting(_)))
 }
 
 /// The error a failing delivery returns.
@@ -283,7 +290,7 @@ impl World {
         self.commit(pending_result(LT));
     }
 
-    pub fn answer(&self, call_id: &str, batch: AnswerBatch) -> Result<bool, AskError> {
+    pub fn answer(&self, call_id: &str, batch: AnswerBatch) -> Result<Queued, LateRefusal> {
         self.late
             .answer(&self.handle(), &CallId::from(call_id), batch, origin())
     }

@@ -123,6 +123,10 @@ impl SessionStore for JsonlStore {
             .map_err(|e| StoreError::io("look for", &path, e))
     }
 
+    fn list(&self) -> Result<Vec<String>, StoreError> {
+        self.log_names()
+    }
+
     fn create(
         &self,
         name: &str,

@@ -192,6 +192,12 @@ impl SessionStore for MemoryStore {
         Ok(self.log(name).is_some())
     }
 
+    fn list(&self) -> Result<Vec<String>, StoreError> {
+        let mut names: Vec<String> = lock(&self.logs).keys().cloned().collect();
+        names.sort();
+        Ok(names)
+    }
+
     fn create(
         &self,
         name: &str,

@@ -64,6 +64,9 @@ pub trait SessionStore: Send + Sync {
     /// Whether a log of this name exists.
     fn exists(&self, name: &str) -> Result<bool, StoreError>;
 
+    /// The names of every log the store holds, sorted. A checkpoint or a sidecar is not a log.
+    fn list(&self) -> Result<Vec<String>, StoreError>;
+
     /// Creates a new log whose only line is `session`'s header record and returns its writer
     /// ([`StoreError::Exists`] if there is one already). The header is durable before it returns.
     fn create(

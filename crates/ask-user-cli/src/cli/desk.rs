@@ -1,0 +1,75 @@
+//! The one question desk a command works on, picked once from its arguments: the session logs
+//! named on the command line, or (`--pg`) the sessions of a database. `pending`, `answer` and
+//! `serve` list and answer through it and never fork on where the sessions live; only what they
+//! print differs.
+
+use std::path::PathBuf;
+
+use ask_user_pg::PgDesk;
+use pending_answer::{DeskError, QuestionDesk};
+
+use super::{CliError, Exit};
+use crate::host::LogDesk;
+
+/// Where a command's sessions live.
+pub(crate) enum Picked {
+    /// Session logs on disk, each named by its path.
+    Logs(LogDesk),
+    /// The sessions of a database, each named by its name.
+    Database(PgDesk),
+}
+
+impl Picked {
+    /// The desk.
+    pub(crate) fn desk(&self) -> &dyn QuestionDesk {
+        match self {
+            Self::Logs(desk) => desk,
+            Self::Database(desk) => desk,
+        }
+    }
+}
+
+/// How a command opens a database.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Reading only: the schema must be there; nothing is created or migrated.
+    Read,
+    /// Writing: the schema is created or migrated.
+    Write,
+}
+
+/// The desk of `logs` (each must exist), or of the database `--pg` names.
+pub(crate) fn pick(
+    pg: &super::pg::PgArgs,
+    logs: &[PathBuf],
+    access: Access,
+) -> Result<Picked, CliError> {
+    if let Some(url) = &pg.pg {
+        let store = match access {
+            Access::Read => super::pg::connect_read_only(url, &pg.pg_schema)?,
+            Access::Write => super::pg::connect(url, &pg.pg_schema)?,
+        };
+        return Ok(Picked::Database(PgDesk::new(store)));
+    }
+    for log in logs {
+        if !log.exists() {
+            return Err(CliError::new(
+                "LOG_IO",
+                format!("no session log at {}", log.display()),
+                Exit::Log,
+            ));
+        }
+    }
+    let desk = LogDesk::files(logs)?.on_open(|_, resumed| super::report_resume(resumed));
+    Ok(Picked::Logs(desk))
+}
+
+impl From<DeskError> for CliError {
+    fn from(error: DeskError) -> Self {
+        let exit = match error.code() {
+            "BAD_USAGE" => Exit::Usage,
+            _ => Exit::Log,
+        };
+        Self::new(error.code(), error.to_string(), exit)
+    }
+}
