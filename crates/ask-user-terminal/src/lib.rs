@@ -76,6 +76,7 @@ mod card;
 mod countdown;
 mod desk;
 mod keys;
+pub mod listing;
 mod render;
 /// The one sanitiser for model and log text (it lives in the seam, so every surface shares it).
 pub use user_questions::sanitize;

@@ -88,6 +88,18 @@ impl ToolOutcome {
                 .is_some_and(|pending| pending == true)
     }
 
+    /// The answer batch of an answered result (`{"answers":[…]}`), as the model reads it;
+    /// `None` for a pending or an error result.
+    pub fn answers(&self) -> Option<user_questions::AnswerBatch> {
+        if self.is_error {
+            return None;
+        }
+        let answers = self.value.as_ref()?.get("answers")?.clone();
+        serde_json::from_value(answers)
+            .ok()
+            .map(|answers| user_questions::AnswerBatch { answers })
+    }
+
     /// An error result for a seam error: typed errors carry `{name, code}`, foreign ones do not.
     pub fn error(error: &AskError) -> Self {
         match error {

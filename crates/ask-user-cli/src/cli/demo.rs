@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ask_user_terminal::listing::json_line;
 use clap::Args;
 use user_questions::{
     AnswerBatch, CallId, CancellationToken, ContentBlock, RegisterOptions, ScriptedAnswerer,
@@ -75,7 +76,7 @@ pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
         };
         return demo.finish(exit);
     }
-    if let Some(batch) = answers_of(&outcome.text) {
+    if let Some(batch) = outcome.answers() {
         demo.host.begin_step()?;
         demo.decide(&batch)?;
         demo.host.end_turn("completed")?;
@@ -311,8 +312,8 @@ impl Demo {
         self.say(json_line("view  › ", &view));
         match claimed
             .iter()
-            .filter_map(|m| m.content.iter().find_map(ContentBlock::as_text))
-            .find_map(answers_of)
+            .filter_map(pending_answer::read_reply)
+            .find_map(|reply| reply.answers)
         {
             Some(batch) => self.decide(&batch)?,
             None => host.assistant_text("Thanks for the reply.")?,
@@ -382,52 +383,6 @@ fn open_session(
     Ok((host, path, session_arg, None))
 }
 
-/// The width the demo's JSON lines are wrapped to.
-const JSON_WIDTH: usize = 78;
-
-/// `label` then compact JSON, wrapped at JSON boundaries (after a `,` outside strings) so no line
-/// passes [`JSON_WIDTH`] columns unless one value is longer; continuation lines are indented under
-/// the JSON's first character.
-fn json_line(label: &str, json: &str) -> String {
-    let indent = label.chars().count();
-    let mut pieces = Vec::new();
-    let (mut start, mut in_string, mut escaped) = (0, false, false);
-    for (at, c) in json.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if in_string => escaped = true,
-            '"' => in_string = !in_string,
-            ',' if !in_string => {
-                pieces.push(&json[start..=at]);
-                start = at + 1;
-            }
-            _ => {}
-        }
-    }
-    pieces.push(&json[start..]);
-    let mut out = String::from(label);
-    let mut column = indent;
-    for piece in pieces.into_iter().filter(|p| !p.is_empty()) {
-        let len = piece.chars().count();
-        if column > indent && column + len > JSON_WIDTH {
-            out.push('\n');
-            out.extend(std::iter::repeat_n(' ', indent));
-            column = indent;
-        }
-        out.push_str(piece);
-        column += len;
-    }
-    out
-}
-
-/// The answer batch in a tool result or reply text, if it holds one.
-fn answers_of(text: &str) -> Option<AnswerBatch> {
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    serde_json::from_value(value.get("answers")?.clone())
-        .ok()
-        .map(|answers| AnswerBatch { answers })
-}
-
 /// What the scripted model decides from the answers.
 fn decision(batch: &AnswerBatch) -> String {
     let pick = |id: &str| {
@@ -450,42 +405,4 @@ fn decision(batch: &AnswerBatch) -> String {
         checks.join(", ")
     };
     format!("Thanks. Going with {db}; every pull request will run: {checks}.")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{JSON_WIDTH, json_line};
-
-    #[test]
-    fn demo_json_is_wrapped_at_json_boundaries_under_its_label() {
-        let json = r#"{"pending":true,"callId":"call_demo_1","message":"No answer yet, not skipped, not permission: do only independent work, a late answer arrives"}"#;
-        let text = json_line("tool  → model ", json);
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(
-            lines[0],
-            r#"tool  → model {"pending":true,"callId":"call_demo_1","#
-        );
-        assert!(lines[1].starts_with(r#"              "message":"No answer yet, not skipped"#));
-        // The lines put back together are the JSON, unchanged.
-        let label = "tool  → model ";
-        let indent = " ".repeat(label.chars().count());
-        let joined: String = lines
-            .iter()
-            .map(|l| {
-                l.strip_prefix(label)
-                    .or_else(|| l.strip_prefix(&indent))
-                    .unwrap()
-            })
-            .collect();
-        assert_eq!(joined, json);
-        // A comma inside a string is not a boundary.
-        let tight = json_line(
-            "x ",
-            r#"{"a":"1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9"}"#,
-        );
-        assert_eq!(tight.lines().count(), 1);
-        // The first line fits; the second is one value longer than the width, kept whole.
-        assert!(lines[0].chars().count() <= JSON_WIDTH);
-        assert_eq!(lines.len(), 2);
-    }
 }

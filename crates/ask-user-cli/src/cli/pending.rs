@@ -1,8 +1,8 @@
 //! `ask-user pending`: the open and continued questions of a session log. Read only: it takes no
 //! write lock, never truncates a torn tail and never writes a checkpoint.
 
+use ask_user_terminal::listing::{format_age, question_cell, table};
 use ask_user_terminal::sanitize::{json_visible, visible};
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -154,93 +154,4 @@ fn print_session_table(questions: &[DeskQuestion], json: bool) {
         table(["SESSION", "CALL ID", "STATE", "QUESTIONS"], &rows)
     );
     println!("{} open or continued", questions.len());
-}
-
-/// A question and, under it, its labels as `--pick ID=LABEL` takes them. Ids, questions and
-/// labels come from a model through the log: never raw on a terminal.
-fn question_cell(q: &user_questions::Question) -> String {
-    let mut cell = format!("{}: {}", visible(&q.id), visible(&q.question));
-    let labels: Vec<String> = q
-        .options()
-        .iter()
-        .map(|o| visible(&o.label).into_owned())
-        .collect();
-    if labels.is_empty() {
-        cell.push_str("\n  (free text: --custom ID=TEXT)");
-    } else {
-        let kind = if q.is_multi_select() {
-            "pick any"
-        } else {
-            "pick one"
-        };
-        let _ = write!(cell, "\n  {kind}: {}", labels.join(" | "));
-    }
-    cell
-}
-
-fn format_age(ms: i64) -> String {
-    let secs = ms.max(0) / 1000;
-    match secs {
-        0..60 => format!("{secs}s"),
-        60..3600 => format!("{}m {:02}s", secs / 60, secs % 60),
-        3600..86_400 => format!("{}h {:02}m", secs / 3600, secs % 3600 / 60),
-        _ => format!("{}d {:02}h", secs / 86_400, secs % 86_400 / 3600),
-    }
-}
-
-/// A plain-text table under `header`; the last column may span several lines.
-fn table(header: [&str; 4], rows: &[[String; 4]]) -> String {
-    if rows.is_empty() {
-        return String::from("no open or continued questions\n");
-    }
-    let width = |col: usize| {
-        rows.iter()
-            .map(|r| r[col].chars().count())
-            .chain([header[col].len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let widths = [width(0), width(1), width(2)];
-    let mut out = String::new();
-    let mut line = |cells: [&str; 4]| {
-        let mut lines = cells[3].lines();
-        let first = lines.next().unwrap_or("");
-        let _ = writeln!(
-            out,
-            "{:w0$}  {:w1$}  {:w2$}  {first}",
-            cells[0],
-            cells[1],
-            cells[2],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2]
-        );
-        for more in lines {
-            let _ = writeln!(
-                out,
-                "{:w$}{more}",
-                "",
-                w = widths[0] + widths[1] + widths[2] + 6
-            );
-        }
-    };
-    line(header);
-    for row in rows {
-        line([&row[0], &row[1], &row[2], &row[3]]);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::format_age;
-
-    #[test]
-    fn ages_read_naturally() {
-        assert_eq!(format_age(-5), "0s");
-        assert_eq!(format_age(59_999), "59s");
-        assert_eq!(format_age(61_000), "1m 01s");
-        assert_eq!(format_age(3_600_000), "1h 00m");
-        assert_eq!(format_age(90_000_000), "1d 01h");
-    }
 }

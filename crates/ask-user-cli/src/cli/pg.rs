@@ -228,34 +228,14 @@ pub(super) fn export(args: &ExportArgs) -> Result<Exit, CliError> {
             .map_err(|e| CliError::new("LOG_IO", e.to_string(), Exit::Log))?;
         return Ok(Exit::Ok);
     };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| {
-            CliError::new(
-                "LOG_IO",
-                format!("cannot create {}: {e}", path.display()),
-                Exit::Log,
-            )
+    let bytes = store
+        .export_file(&args.session, path)
+        .map_err(|e| match e {
+            ask_user_pg::ExportError::Create { .. } => {
+                CliError::new(e.code(), e.to_string(), Exit::Log)
+            }
+            e => failed(e),
         })?;
-    let written = store
-        .export(&args.session, &mut file)
-        .map_err(failed)
-        .and_then(|bytes| {
-            file.sync_all()
-                .map(|()| bytes)
-                .map_err(|e| CliError::new("LOG_IO", e.to_string(), Exit::Log))
-        });
-    let bytes = match written {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            // No partial log is left behind (a retry would be refused by it).
-            drop(file);
-            let _ = std::fs::remove_file(path);
-            return Err(error);
-        }
-    };
     eprintln!("{bytes} bytes written to {}", path.display());
     Ok(Exit::Ok)
 }
@@ -294,10 +274,10 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
         .import(&name, &mut BufReader::new(file))
         .map_err(|e| {
             let code = match &e {
-                ask_user_pg::ExportError::Exists(_) => "LOG_EXISTS",
-                ask_user_pg::ExportError::Header(_) => "LOG_HEADER",
-                ask_user_pg::ExportError::LineTooLong { .. } => "LINE_TOO_LONG",
-                _ => "IMPORT_FAILED",
+                ask_user_pg::ExportError::Store(_) | ask_user_pg::ExportError::Db(_) => {
+                    "IMPORT_FAILED"
+                }
+                other => other.code(),
             };
             CliError::new(code, e.to_string(), Exit::Log)
         })?;

@@ -1,0 +1,169 @@
+//! Plain text for a terminal that is not a card: the table of open and continued questions
+//! `ask-user pending` prints, ages, and compact JSON wrapped under a label. Every text from a
+//! model or a log goes through the sanitiser first.
+
+use std::fmt::Write as _;
+
+use crate::sanitize::visible;
+
+/// A question and, under it, its labels as `--pick ID=LABEL` takes them. Ids, questions and
+/// labels come from a model through the log: never raw on a terminal.
+pub fn question_cell(q: &user_questions::Question) -> String {
+    let mut cell = format!("{}: {}", visible(&q.id), visible(&q.question));
+    let labels: Vec<String> = q
+        .options()
+        .iter()
+        .map(|o| visible(&o.label).into_owned())
+        .collect();
+    if labels.is_empty() {
+        cell.push_str("\n  (free text: --custom ID=TEXT)");
+    } else {
+        let kind = if q.is_multi_select() {
+            "pick any"
+        } else {
+            "pick one"
+        };
+        let _ = write!(cell, "\n  {kind}: {}", labels.join(" | "));
+    }
+    cell
+}
+
+/// An age for a listing: `59s`, `1m 01s`, `1h 00m`, `1d 01h` (negative ages read as 0).
+pub fn format_age(ms: i64) -> String {
+    let secs = ms.max(0) / 1000;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m {:02}s", secs / 60, secs % 60),
+        3600..86_400 => format!("{}h {:02}m", secs / 3600, secs % 3600 / 60),
+        _ => format!("{}d {:02}h", secs / 86_400, secs % 86_400 / 3600),
+    }
+}
+
+/// A plain-text table under `header`, columns padded to their widest cell; the last column may
+/// span several lines. No rows: "no open or continued questions".
+pub fn table(header: [&str; 4], rows: &[[String; 4]]) -> String {
+    if rows.is_empty() {
+        return String::from("no open or continued questions\n");
+    }
+    let width = |col: usize| {
+        rows.iter()
+            .map(|r| r[col].chars().count())
+            .chain([header[col].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths = [width(0), width(1), width(2)];
+    let mut out = String::new();
+    let mut line = |cells: [&str; 4]| {
+        let mut lines = cells[3].lines();
+        let first = lines.next().unwrap_or("");
+        let _ = writeln!(
+            out,
+            "{:w0$}  {:w1$}  {:w2$}  {first}",
+            cells[0],
+            cells[1],
+            cells[2],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+        for more in lines {
+            let _ = writeln!(
+                out,
+                "{:w$}{more}",
+                "",
+                w = widths[0] + widths[1] + widths[2] + 6
+            );
+        }
+    };
+    line(header);
+    for row in rows {
+        line([&row[0], &row[1], &row[2], &row[3]]);
+    }
+    out
+}
+
+/// The width [`json_line`] wraps to.
+pub const JSON_WIDTH: usize = 78;
+
+/// `label` then compact JSON, wrapped at JSON boundaries (after a `,` outside strings) so no line
+/// passes [`JSON_WIDTH`] columns unless one value is longer; continuation lines are indented under
+/// the JSON's first character.
+pub fn json_line(label: &str, json: &str) -> String {
+    let indent = label.chars().count();
+    let mut pieces = Vec::new();
+    let (mut start, mut in_string, mut escaped) = (0, false, false);
+    for (at, c) in json.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            ',' if !in_string => {
+                pieces.push(&json[start..=at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    pieces.push(&json[start..]);
+    let mut out = String::from(label);
+    let mut column = indent;
+    for piece in pieces.into_iter().filter(|p| !p.is_empty()) {
+        let len = piece.chars().count();
+        if column > indent && column + len > JSON_WIDTH {
+            out.push('\n');
+            out.extend(std::iter::repeat_n(' ', indent));
+            column = indent;
+        }
+        out.push_str(piece);
+        column += len;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{JSON_WIDTH, format_age, json_line};
+
+    #[test]
+    fn ages_read_naturally() {
+        assert_eq!(format_age(-5), "0s");
+        assert_eq!(format_age(59_999), "59s");
+        assert_eq!(format_age(61_000), "1m 01s");
+        assert_eq!(format_age(3_600_000), "1h 00m");
+        assert_eq!(format_age(90_000_000), "1d 01h");
+    }
+
+    #[test]
+    fn demo_json_is_wrapped_at_json_boundaries_under_its_label() {
+        let json = r#"{"pending":true,"callId":"call_demo_1","message":"No answer yet, not skipped, not permission: do only independent work, a late answer arrives"}"#;
+        let text = json_line("tool  → model ", json);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            r#"tool  → model {"pending":true,"callId":"call_demo_1","#
+        );
+        assert!(lines[1].starts_with(r#"              "message":"No answer yet, not skipped"#));
+        // The lines put back together are the JSON, unchanged.
+        let label = "tool  → model ";
+        let indent = " ".repeat(label.chars().count());
+        let joined: String = lines
+            .iter()
+            .map(|l| {
+                l.strip_prefix(label)
+                    .or_else(|| l.strip_prefix(&indent))
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(joined, json);
+        // A comma inside a string is not a boundary.
+        let tight = json_line(
+            "x ",
+            r#"{"a":"1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9"}"#,
+        );
+        assert_eq!(tight.lines().count(), 1);
+        // The first line fits; the second is one value longer than the width, kept whole.
+        assert!(lines[0].chars().count() <= JSON_WIDTH);
+        assert_eq!(lines.len(), 2);
+    }
+}
