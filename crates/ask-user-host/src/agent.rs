@@ -265,15 +265,8 @@ impl LogVisitor for Restore {
                     self.call_ids.push(call_id.clone());
                 }
             }
-            EventBody::RequestHeader(_)
-            | EventBody::ToolResult(_)
-            | EventBody::Dispatch(_)
-            | EventBody::UserMessage(_)
-            | EventBody::StepStart(_)
-            | EventBody::StepEnd(_)
-            | EventBody::TurnEnd(_)
-            | EventBody::EndSeed(_)
-            | EventBody::Other(_) => {}
+            // Only inbox edits, turn starts and calls are restored.
+            _ => {}
         }
     }
 }

@@ -76,6 +76,8 @@ pub struct HostOptions {
     /// The agent that owns this one: the agent is entered as a live child of `owner` (and then
     /// may not ask the person, SPEC §4.4) instead of as a live root.
     pub owner: Option<AgentHandle>,
+    /// The model the session's requests go to (its `request/header` records it).
+    pub model: ModelInfo,
 }
 
 impl std::fmt::Debug for HostOptions {
@@ -87,6 +89,7 @@ impl std::fmt::Debug for HostOptions {
             .field("agent_id", &self.agent_id)
             .field("registry", &self.registry.is_some())
             .field("owner", &self.owner.as_ref().map(|o| o.id().clone()))
+            .field("model", &self.model)
             .finish()
     }
 }
@@ -101,7 +104,42 @@ impl HostOptions {
             agent_id: "root".to_owned(),
             registry: None,
             owner: None,
+            model: ModelInfo::default(),
         }
+    }
+
+    /// With the model the session's requests go to.
+    #[must_use]
+    pub fn with_model(mut self, model: ModelInfo) -> Self {
+        self.model = model;
+        self
+    }
+}
+
+/// The model a session's requests go to, as its `request/header` records it
+/// (`{"provider":…,"model":…}`, SPEC §7.5). A host that knows neither says `unknown`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// Who serves the model: an API provider, an MCP client's name, `ask-user-demo`.
+    pub provider: String,
+    /// The model's name.
+    pub model: String,
+}
+
+impl ModelInfo {
+    /// `model` of `provider`.
+    pub fn new(provider: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            provider: provider.into(),
+            model: model.into(),
+        }
+    }
+}
+
+impl Default for ModelInfo {
+    /// `unknown` of `unknown`.
+    fn default() -> Self {
+        Self::new("unknown", "unknown")
     }
 }
 
@@ -120,6 +158,8 @@ pub struct SessionOptions {
     pub agent_id: String,
     /// The agent that owns this one (entered as a live child instead of a live root).
     pub owner: Option<AgentHandle>,
+    /// The model the session's requests go to (its `request/header` records it).
+    pub model: ModelInfo,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -128,6 +168,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("session_id", &self.session_id)
             .field("agent_id", &self.agent_id)
             .field("owner", &self.owner.as_ref().map(|o| o.id().clone()))
+            .field("model", &self.model)
             .finish()
     }
 }
@@ -139,6 +180,7 @@ impl Default for SessionOptions {
             session_id: new_session_id(),
             agent_id: "root".to_owned(),
             owner: None,
+            model: ModelInfo::default(),
         }
     }
 }
@@ -151,7 +193,15 @@ impl SessionOptions {
             agent_id: session_id.as_str().to_owned(),
             session_id,
             owner: None,
+            model: ModelInfo::default(),
         }
+    }
+
+    /// With the model the session's requests go to.
+    #[must_use]
+    pub fn with_model(mut self, model: ModelInfo) -> Self {
+        self.model = model;
+        self
     }
 }
 
@@ -408,7 +458,10 @@ impl HostRuntime {
             inner.late.clone(),
         );
         let SessionOptions {
-            agent_id, owner, ..
+            agent_id,
+            owner,
+            model,
+            ..
         } = options;
         let agent = HostAgent::new(&agent_id, session, journal.clone());
         let restored = agent.restore(&restore);
@@ -428,6 +481,7 @@ impl HostRuntime {
                 call_ids: restore.call_ids.into_iter().collect(),
                 ..Position::default()
             }),
+            model,
         };
         (host, restored)
     }
@@ -455,6 +509,7 @@ pub struct Host {
     agent: Arc<HostAgent>,
     journal: Arc<Journal>,
     position: Mutex<Position>,
+    model: ModelInfo,
 }
 
 impl Drop for Host {
@@ -496,6 +551,7 @@ impl Host {
             session_id: options.session_id,
             agent_id: options.agent_id,
             owner: options.owner,
+            model: options.model,
         };
         match &options.log {
             LogTarget::Memory | LogTarget::Create(_) => {
@@ -703,7 +759,8 @@ impl Host {
         Ok(())
     }
 
-    /// Logs the `request/header` snapshot with the tool list the model is offered (SPEC §7.6):
+    /// Logs the `request/header` snapshot with the tool list the model is offered and the model
+    /// of the session's options (SPEC §7.6):
     /// `initial` the first time in a fresh log, `resume` the first time after reopening.
     pub fn log_request_header(&self) -> Result<(), HostError> {
         if self.position().header_logged {
@@ -721,7 +778,7 @@ impl Host {
             }
         })?;
         self.journal.commit(Record::request_header(
-            json!({ "provider": "reference-host", "model": "scripted" }),
+            json!({ "provider": self.model.provider, "model": self.model.model }),
             vec![tool],
             reason,
         ))?;

@@ -30,7 +30,8 @@ pub use checkpoint::{
 };
 pub use desk::{LiveDesk, LogDesk, OpenHook};
 pub use host::{
-    Host, HostError, HostOptions, HostRuntime, LogTarget, Resumed, SessionOptions, new_session_id,
+    Host, HostError, HostOptions, HostRuntime, LogTarget, ModelInfo, Resumed, SessionOptions,
+    new_session_id,
 };
 pub use journal::{Journal, JournalError};
 

@@ -272,3 +272,37 @@ async fn a_call_id_already_in_the_log_is_refused_and_the_first_question_stays_an
     answer_late(&host, &call);
     assert_eq!(host.projection().view().settled.len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_request_header_names_the_model_of_the_session() {
+    let store = MemoryStore::new();
+    let runtime = runtime(Arc::new(store.clone()));
+    let model = ask_user_host::ModelInfo::new("openai", "gpt-5");
+    let host = runtime
+        .create("s.jsonl", SessionOptions::named("s").with_model(model))
+        .unwrap();
+    host.begin_turn().unwrap();
+    host.begin_step().unwrap();
+    host.log_request_header().unwrap();
+    let log = String::from_utf8(store.bytes("s.jsonl").unwrap()).unwrap();
+    let header = log
+        .lines()
+        .find(|line| line.contains(r#""type":"request/header""#))
+        .unwrap();
+    let header: serde_json::Value = serde_json::from_str(header).unwrap();
+    assert_eq!(
+        header["data"]["header"]["config"],
+        serde_json::json!({"provider": "openai", "model": "gpt-5"})
+    );
+    // Without one, the session says it does not know, rather than naming a model it never used.
+    let other = runtime
+        .create("t.jsonl", SessionOptions::named("t"))
+        .unwrap();
+    other.begin_turn().unwrap();
+    other.log_request_header().unwrap();
+    let log = String::from_utf8(store.bytes("t.jsonl").unwrap()).unwrap();
+    assert!(
+        log.contains(r#""config":{"provider":"unknown","model":"unknown"}"#),
+        "{log}"
+    );
+}

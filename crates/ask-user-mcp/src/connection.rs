@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use ask_user_host::{Host, HostError, SessionOptions, new_session_id};
+use ask_user_host::{Host, HostError, ModelInfo, SessionOptions, new_session_id};
 use pending_answer::LateRefusal;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
@@ -22,7 +22,7 @@ use serde_json::Value;
 use session_log::StoreError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tool_ask_user::{AskUserMode, ToolOutcome};
+use tool_ask_user::ToolOutcome;
 use tracing::Instrument as _;
 use user_questions::sync::lock_unpoisoned;
 use user_questions::{AnswerBatch, AnswererGuard, CallId, Provenance, RegisterOptions, TOOL_NAME};
@@ -68,6 +68,8 @@ pub(crate) struct Conn {
     /// One companion fetch at a time, so two of them never race for one queued reply.
     fetching: Mutex<()>,
     answerer: Mutex<Option<AnswererGuard>>,
+    /// The client's name (`clientInfo.name`), once a request told it.
+    client: Mutex<Option<String>>,
 }
 
 /// The tokens a client's `notifications/cancelled` cancels, by request id. A cancellation may be
@@ -127,10 +129,13 @@ impl Conn {
             Arc::clone(host)
         } else {
             let runtime = self.server.runtime();
+            // The model is the client's: its name, as the client gave it, is all this server knows.
+            let client = lock_unpoisoned(&self.client).clone();
             let options = SessionOptions {
                 session_id: self.session_id.clone(),
                 agent_id: self.agent_id.clone(),
                 owner: None,
+                model: ModelInfo::new("mcp", client.unwrap_or_else(|| "unknown".to_owned())),
             };
             let host = Arc::new(runtime.open_or_create(&self.log, options)?.0);
             slot.hooked = self
@@ -199,6 +204,7 @@ impl Conn {
             .peer_info()
             .map(|info| info.client_info.name.clone())
             .unwrap_or_default();
+        *lock_unpoisoned(&self.client) = Some(client_label(&client));
         let name = format!("mcp-elicitation:{}", client_label(&client));
         let seam = self.server.runtime().seam();
         let session: std::sync::Weak<Conn> = Arc::downgrade(self);
@@ -349,6 +355,7 @@ impl McpConnection {
                 cancels: Mutex::new(CancelBook::default()),
                 fetching: Mutex::new(()),
                 answerer: Mutex::new(None),
+                client: Mutex::new(None),
             }),
         }
     }
@@ -371,7 +378,7 @@ impl McpConnection {
             Err(error) => return error_result(&format!("the session log cannot be used: {error}")),
         };
         let call_id = conn.new_call_id();
-        let timed = conn.server.runtime().tool().mode() == AskUserMode::Timed;
+        let timed = conn.server.runtime().tool().takes_late_answers();
         // A blocking call ends with its request, however that ends; a timed one only when the
         // client cancels it.
         let cancel = if timed {
@@ -525,7 +532,7 @@ impl ServerHandler for McpConnection {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let timed = self.inner.server.runtime().tool().mode() == AskUserMode::Timed;
+        let timed = self.inner.server.runtime().tool().takes_late_answers();
         match request.name.as_ref() {
             TOOL_NAME => Ok(self.ask(request.arguments, context).await.into()),
             ANSWER_TOOL_NAME if timed => Ok(self.answer(request.arguments.as_ref()).into()),

@@ -142,8 +142,9 @@ fn reply_result(message: &user_questions::UserMessage) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
-/// The text that settled `call_id`, read from the log: the `user/message` reply that settled it,
-/// else (a question answered in its foreground window) the text of its `tool/result`.
+/// The text that settled `call_id`, read from the log's typed events: the `user/message` reply
+/// that settled it, else (a question answered in its foreground window) the text of its
+/// `tool/result` (both JSON objects, which the reader keeps).
 fn admitted_text(store: &dyn SessionStore, log: &str, call_id: &CallId) -> Option<String> {
     struct Find<'a> {
         call_id: &'a CallId,
@@ -162,10 +163,10 @@ fn admitted_text(store: &dyn SessionStore, log: &str, call_id: &CallId) -> Optio
                 EventBody::UserMessage(message)
                     if message.reply_call_id() == Some(self.call_id) && self.reply.is_none() =>
                 {
-                    self.reply = first_text(record.raw, &["data", "content"]);
+                    self.reply.clone_from(&message.text.json);
                 }
                 EventBody::ToolResult(result) if result.call_id.as_ref() == Some(self.call_id) => {
-                    self.result = first_text(record.raw, &["data", "message", "content"]);
+                    self.result.clone_from(&result.text.json);
                 }
                 _ => {}
             }
@@ -178,17 +179,4 @@ fn admitted_text(store: &dyn SessionStore, log: &str, call_id: &CallId) -> Optio
     };
     store.read(log, &mut find).ok()?;
     find.reply.or(find.result)
-}
-
-/// The first text block of the content array at `path` in a record line.
-fn first_text(raw: &[u8], path: &[&str]) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_slice(raw).ok()?;
-    path.iter()
-        .try_fold(&value, |value, key| value.get(key))?
-        .as_array()?
-        .iter()
-        .find(|block| block.get("type").and_then(serde_json::Value::as_str) == Some("text"))?
-        .get("text")?
-        .as_str()
-        .map(str::to_owned)
 }

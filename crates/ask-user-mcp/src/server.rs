@@ -13,7 +13,6 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use session_log::{JsonlStore, SessionStore};
 use tokio_util::sync::CancellationToken;
-use tool_ask_user::AskUserMode;
 
 use crate::companion::{ANSWER_TOOL_DESCRIPTION, ANSWER_TOOL_NAME, answer_tool_parameters};
 use crate::connection::McpConnection;
@@ -200,7 +199,7 @@ fn tools_for(runtime: &HostRuntime) -> Vec<Tool> {
         definition.description.clone(),
         object(&definition.parameters),
     )];
-    if runtime.tool().mode() == AskUserMode::Timed {
+    if runtime.tool().takes_late_answers() {
         tools.push(
             Tool::new(
                 ANSWER_TOOL_NAME,

@@ -345,15 +345,8 @@ impl LateAnswers {
                         self.continued_if(session, call_id);
                     }
                 }
-                EventBody::TurnEnd(TurnEnd { turn: None })
-                | EventBody::RequestHeader(_)
-                | EventBody::ToolCall(_)
-                | EventBody::TurnStart(_)
-                | EventBody::StepStart(_)
-                | EventBody::StepEnd(_)
-                | EventBody::InboxSpliced(_)
-                | EventBody::EndSeed(_)
-                | EventBody::Other(_) => {}
+                // Nothing else moves a reply or continues a call.
+                _ => {}
             },
         }
     }

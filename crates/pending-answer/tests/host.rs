@@ -13,10 +13,13 @@ use serde_json::json;
 use user_questions::{AnswerPath, InMemorySession, QuestionEventKind, SessionRef, UserMessage};
 use user_questions_projection::{ActiveState, SessionEvent, UserQuestionsState};
 
+/// The tools of a `request/header` that offers the timed `ask_user_question` (SPEC §8.3).
+const TIMED_TOOLS: &str = r#"[{"name":"ask_user_question","parameters":{"type":"object","properties":{"questions":{"type":"array"},"timeout":{"type":"integer"}}}}]"#;
+
 fn lt_events() -> Vec<SessionEvent> {
     let arguments = json!({"questions":[q_scope()]}).to_string();
     vec![
-        SessionEvent::request_header(0, true),
+        SessionEvent::request_header(0, TIMED_TOOLS),
         SessionEvent::tool_call(1, LT, "ask_user_question", &arguments),
         SessionEvent::tool_result(2, LT, r#"{"pending":true,"callId":"ask-timed"}"#, false),
     ]

@@ -14,6 +14,9 @@ use user_questions::{
 };
 use user_questions_projection::{SessionEvent, UserQuestionsState};
 
+/// The tools of a `request/header` that offers the timed `ask_user_question` (SPEC §8.3).
+const TIMED_TOOLS: &str = r#"[{"name":"ask_user_question","parameters":{"type":"object","properties":{"questions":{"type":"array"},"timeout":{"type":"integer"}}}}]"#;
+
 fn questions(value: serde_json::Value) -> Vec<Question> {
     serde_json::from_value(value).unwrap()
 }
@@ -153,7 +156,7 @@ fn settle(call_id: &str, message: &UserMessage) -> Vec<user_questions::AnswerIte
     let mut state = UserQuestionsState::new(0);
     let questions_args = json!({"questions":[q_scope()]}).to_string();
     for event in [
-        SessionEvent::request_header(0, true),
+        SessionEvent::request_header(0, TIMED_TOOLS),
         SessionEvent::tool_call(1, call_id, "ask_user_question", &questions_args),
         SessionEvent::tool_result(2, call_id, r#"{"pending":true}"#, false),
     ] {

@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess};
 use serde_json::value::RawValue;
-use user_questions::{CallId, ErrorCode, MessageSource, TOOL_NAME};
+use user_questions::{CallId, ErrorCode, MessageSource};
 
 use crate::event::{
     Dispatch, DispatchKind, EndSeed, EventBody, InboxSplice, OtherEvent, RequestHeader,
@@ -22,7 +22,7 @@ use crate::event::{
     TurnStart, UserMessageEvent,
 };
 use crate::lenient::{Int, IsTrue, Lenient, Shape, Str, Unsigned, key, skip, value};
-use crate::readers::{self, TextReading, questions_from_arguments, questions_from_raw_object};
+use crate::readers::{self, TextReading};
 use crate::text::{fix_lone_surrogates, is_json_ws, may_have_surrogate_escape};
 
 /// Why a complete line is not a record (SPEC §9.6). Such a line is skipped and consumes no `seq`.
@@ -396,7 +396,7 @@ impl Envelope<'_> {
 
 /// A decoded `data`, still borrowing from the line.
 enum Body<'de> {
-    RequestHeader(bool),
+    RequestHeader(Option<&'de RawValue>),
     ToolCall(ToolCallData<'de>),
     ToolResult(ResultData<'de>),
     Dispatch(DispatchData<'de>),
@@ -414,7 +414,7 @@ impl Body<'_> {
     /// The body of a record without `data` (or with a `data` that is not an object).
     fn absent(kind: Kind) -> Self {
         match kind {
-            Kind::RequestHeader => Self::RequestHeader(false),
+            Kind::RequestHeader => Self::RequestHeader(None),
             Kind::ToolCall => Self::ToolCall(ToolCallData::default()),
             Kind::ToolResult => Self::ToolResult(ResultData::default()),
             Kind::Dispatch(_) => Self::Dispatch(DispatchData::default()),
@@ -431,7 +431,9 @@ impl Body<'_> {
 
     fn into_event_body(self, kind: Kind, event_type: &str) -> EventBody {
         match (self, kind) {
-            (Self::RequestHeader(timed), _) => EventBody::RequestHeader(RequestHeader { timed }),
+            (Self::RequestHeader(tools), _) => EventBody::RequestHeader(RequestHeader {
+                tools: tools.map(|raw| raw.get().to_owned()),
+            }),
             (Self::ToolCall(data), _) => EventBody::ToolCall(data.into_event()),
             (Self::ToolResult(data), _) => EventBody::ToolResult(data.into_event()),
             (Self::Dispatch(data), Kind::Dispatch(dispatch_kind)) => {
@@ -490,117 +492,43 @@ impl<'de> DeserializeSeed<'de> for BodySeed {
 }
 
 // ---------------------------------------------------------------------------------------------
-// request/header: timed iff header.tools holds {name:"ask_user_question", parameters:{properties:
-// {timeout:…}}} (§8.3).
+// request/header: `header.tools`, kept as it is (the projection reads what it declares).
 
 struct HeaderData;
 
 impl<'de> Shape<'de> for HeaderData {
-    type Out = bool;
-    fn fallback(self) -> bool {
-        false
+    type Out = Option<&'de RawValue>;
+    fn fallback(self) -> Self::Out {
+        None
     }
-    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        let mut timed = false;
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut tools = None;
         while let Some(k) = key(&mut map)? {
             match &*k {
-                "header" => timed = value(&mut map, HeaderObject)?,
+                "header" => tools = value(&mut map, HeaderObject)?,
                 _ => skip(&mut map)?,
             }
         }
-        Ok(timed)
+        Ok(tools)
     }
 }
 
 struct HeaderObject;
 
 impl<'de> Shape<'de> for HeaderObject {
-    type Out = bool;
-    fn fallback(self) -> bool {
-        false
+    type Out = Option<&'de RawValue>;
+    fn fallback(self) -> Self::Out {
+        None
     }
-    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        let mut timed = false;
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut tools = None;
         while let Some(k) = key(&mut map)? {
             match &*k {
-                "tools" => timed = value(&mut map, Tools)?,
+                "tools" => tools = Some(map.next_value::<&'de RawValue>()?),
                 _ => skip(&mut map)?,
             }
         }
-        Ok(timed)
-    }
-}
-
-struct Tools;
-
-impl<'de> Shape<'de> for Tools {
-    type Out = bool;
-    fn fallback(self) -> bool {
-        false
-    }
-    fn array<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        let mut timed = false;
-        while let Some(is_timed) = seq.next_element_seed(Lenient(ToolSchema))? {
-            timed |= is_timed;
-        }
-        Ok(timed)
-    }
-}
-
-struct ToolSchema;
-
-impl<'de> Shape<'de> for ToolSchema {
-    type Out = bool;
-    fn fallback(self) -> bool {
-        false
-    }
-    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        let mut name_matches = false;
-        let mut has_timeout = false;
-        while let Some(k) = key(&mut map)? {
-            match &*k {
-                "name" => name_matches = value(&mut map, Str)?.is_some_and(|n| n == TOOL_NAME),
-                "parameters" => has_timeout = value(&mut map, Parameters)?,
-                _ => skip(&mut map)?,
-            }
-        }
-        Ok(name_matches && has_timeout)
-    }
-}
-
-struct Parameters;
-
-impl<'de> Shape<'de> for Parameters {
-    type Out = bool;
-    fn fallback(self) -> bool {
-        false
-    }
-    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        let mut has_timeout = false;
-        while let Some(k) = key(&mut map)? {
-            match &*k {
-                "properties" => has_timeout = value(&mut map, Properties)?,
-                _ => skip(&mut map)?,
-            }
-        }
-        Ok(has_timeout)
-    }
-}
-
-struct Properties;
-
-impl<'de> Shape<'de> for Properties {
-    type Out = bool;
-    fn fallback(self) -> bool {
-        false
-    }
-    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        let mut has_timeout = false;
-        while let Some(k) = key(&mut map)? {
-            has_timeout |= k == "timeout";
-            skip(&mut map)?;
-        }
-        Ok(has_timeout)
+        Ok(tools)
     }
 }
 
@@ -618,18 +546,11 @@ struct ToolCallData<'de> {
 
 impl ToolCallData<'_> {
     fn into_event(self) -> ToolCall {
-        let questions = match (&self.name, self.arguments) {
-            (Some(name), Some(arguments)) if name == TOOL_NAME => {
-                // `arguments` must be a string holding JSON; any other value is unreadable.
-                crate::lenient::raw_string(arguments)
-                    .and_then(|text| questions_from_arguments(&text))
-            }
-            _ => None,
-        };
         ToolCall {
             call_id: self.call_id.map(|c| CallId::from(c.into_owned())),
             name: self.name.map(Cow::into_owned),
-            questions,
+            // The arguments text, when it is a string (any other value reads as none).
+            arguments: self.arguments.and_then(crate::lenient::raw_string),
             turn: self.turn,
             step: self.step,
         }
@@ -942,25 +863,17 @@ struct DispatchData<'de> {
 
 impl DispatchData<'_> {
     fn into_event(self, kind: DispatchKind) -> Dispatch {
-        let is_question = self.name.as_deref() == Some(TOOL_NAME);
-        let questions = match self.arguments {
-            // The arguments must be a JSON object; a string or any other value is unreadable.
-            Some(raw) if is_question && raw.get().starts_with('{') => {
-                questions_from_raw_object(raw)
-            }
-            _ => None,
-        };
         Dispatch {
             kind,
             sub_call_id: self.sub_call_id.map(|c| CallId::from(c.into_owned())),
             name: self.name.map(Cow::into_owned),
             is_error: self.is_error,
-            text: if is_question {
-                self.content.reading()
-            } else {
-                TextReading::default()
-            },
-            questions,
+            text: self.content.reading(),
+            // The arguments object's JSON text (a string or any other value reads as none).
+            arguments: self
+                .arguments
+                .filter(|raw| raw.get().starts_with('{'))
+                .map(|raw| raw.get().to_owned()),
         }
     }
 }

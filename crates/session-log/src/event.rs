@@ -3,17 +3,16 @@
 //! other type is kept as [`EventBody::Other`] with its type name.
 //!
 //! Bodies are normalised: the three `tool/result` layouts of §7.7 become one [`ToolResult`], and
-//! `tool/code-dispatch` reads exactly as `tool/ptc-dispatch`. Texts the fold interprets are read
-//! once, when the event is decoded (questions from `arguments`, pending JSON and answer batches
-//! from first text blocks), so applying an event to the fold does no parsing. The host's own
+//! `tool/code-dispatch` reads exactly as `tool/ptc-dispatch`. First text blocks are read once,
+//! when the event is decoded (pending JSON and answer batches), so applying a result to the fold
+//! does no parsing; what a tool list or a call's arguments declare for one tool (the timed
+//! `ask_user_question` schema, its questions) is kept as text for the projection to read. The host's own
 //! bookkeeping events (`turn/start`, `step/start`, `step/end`, `agent/inbox/spliced`) have typed
 //! bodies too, so resume repair and inbox restore read the same decoded events as the fold.
 
-use user_questions::{
-    CallId, ErrorCode, MessageSource, Provenance, Question, TOOL_NAME, UserMessage,
-};
+use user_questions::{CallId, ErrorCode, MessageSource, Provenance, UserMessage};
 
-use crate::readers::{TextReading, questions_from_arguments};
+use crate::readers::TextReading;
 
 /// One decoded log event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,7 +26,12 @@ pub struct SessionEvent {
 }
 
 /// The body of a [`SessionEvent`].
+///
+/// Non-exhaustive: most readers read a few kinds (the fold, late answers, inbox restore, resume
+/// repair), so a new kind touches only this crate and the readers that read it; every reader
+/// outside it matches what it needs and lets the rest go.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EventBody {
     /// `request/header`.
     RequestHeader(RequestHeader),
@@ -55,11 +59,13 @@ pub enum EventBody {
     Other(OtherEvent),
 }
 
-/// `request/header`, reduced to what the fold reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `request/header`, reduced to the tools the model was offered.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestHeader {
-    /// Whether `header.tools` declares the timed `ask_user_question` schema (§8.3).
-    pub timed: bool,
+    /// The JSON text of `header.tools` as logged (any JSON value; the last of a repeated key),
+    /// when present. What it declares (the timed `ask_user_question` schema, §8.3) is the
+    /// projection's to read.
+    pub tools: Option<String>,
 }
 
 /// `tool/call`, reduced to what the fold reads.
@@ -69,9 +75,10 @@ pub struct ToolCall {
     pub call_id: Option<CallId>,
     /// `name`, when it is a string.
     pub name: Option<String>,
-    /// For an `ask_user_question` call, the questions read from `arguments` (§8.5); `None` when
-    /// they are unreadable or the call is of another tool.
-    pub questions: Option<Vec<Question>>,
+    /// `arguments`, the text the model sent, when it is a string (escaped lone surrogates as
+    /// U+FFFD). What it asks is the reader's to parse: the projection reads an
+    /// `ask_user_question` call's questions from it (§8.5).
+    pub arguments: Option<String>,
     /// `turn`, when it is a non-negative integer.
     pub turn: Option<u64>,
     /// `step`, when it is a non-negative integer.
@@ -140,8 +147,8 @@ pub struct Dispatch {
     pub is_error: bool,
     /// What the first text block of `content` holds.
     pub text: TextReading,
-    /// For an `ask_user_question` sub-call, the questions read from the `arguments` object.
-    pub questions: Option<Vec<Question>>,
+    /// The JSON text of the `arguments` object, when it is an object.
+    pub arguments: Option<String>,
 }
 
 /// The record type of a [`Dispatch`].
@@ -318,22 +325,24 @@ impl SessionEvent {
         }
     }
 
-    /// A `request/header` event.
-    pub fn request_header(seq: u64, timed: bool) -> Self {
-        Self::new(seq, EventBody::RequestHeader(RequestHeader { timed }))
+    /// A `request/header` event offering `tools` (the JSON text of `header.tools`).
+    pub fn request_header(seq: u64, tools: &str) -> Self {
+        Self::new(
+            seq,
+            EventBody::RequestHeader(RequestHeader {
+                tools: Some(tools.to_owned()),
+            }),
+        )
     }
 
     /// A `tool/call` event; `arguments` is the raw JSON text the model sent.
     pub fn tool_call(seq: u64, call_id: &str, name: &str, arguments: &str) -> Self {
-        let questions = (name == TOOL_NAME)
-            .then(|| questions_from_arguments(arguments))
-            .flatten();
         Self::new(
             seq,
             EventBody::ToolCall(ToolCall {
                 call_id: Some(CallId::from(call_id)),
                 name: Some(name.to_owned()),
-                questions,
+                arguments: Some(arguments.to_owned()),
                 turn: None,
                 step: None,
             }),

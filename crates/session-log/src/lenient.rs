@@ -222,18 +222,19 @@ pub(crate) fn key<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de,
 
 /// The members of one JSON object as raw values, for small objects read in several steps.
 /// Lookups return the **last** value of a repeated key, as JavaScript does.
-pub(crate) struct RawObject<'a> {
+#[derive(Debug)]
+pub struct RawObject<'a> {
     entries: Vec<(Cow<'a, str>, &'a RawValue)>,
 }
 
 impl<'a> RawObject<'a> {
     /// Parses `raw` as an object; `None` when it is any other kind of value.
-    pub(crate) fn parse(raw: &'a RawValue) -> Option<Self> {
+    pub fn parse(raw: &'a RawValue) -> Option<Self> {
         Self::parse_str(raw.get())
     }
 
     /// Parses `text` as an object; `None` when it is not exactly one JSON object.
-    pub(crate) fn parse_str(text: &'a str) -> Option<Self> {
+    pub fn parse_str(text: &'a str) -> Option<Self> {
         let trimmed = text.trim_start_matches([' ', '\t', '\n', '\r']);
         if !trimmed.starts_with('{') {
             return None;
@@ -242,7 +243,7 @@ impl<'a> RawObject<'a> {
     }
 
     /// The last value of `key`.
-    pub(crate) fn get(&self, key: &str) -> Option<&'a RawValue> {
+    pub fn get(&self, key: &str) -> Option<&'a RawValue> {
         self.entries
             .iter()
             .rev()
@@ -250,8 +251,8 @@ impl<'a> RawObject<'a> {
             .map(|(_, v)| *v)
     }
 
-    /// The distinct keys.
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
+    /// The keys, in order (a repeated key once per occurrence).
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|(k, _)| k.as_ref())
     }
 }
@@ -277,7 +278,7 @@ impl<'de> Deserialize<'de> for RawObject<'de> {
 }
 
 /// The elements of a JSON array as raw values; `None` when `raw` is not an array.
-pub(crate) fn raw_array(raw: &RawValue) -> Option<Vec<&RawValue>> {
+pub fn raw_array(raw: &RawValue) -> Option<Vec<&RawValue>> {
     if !raw.get().starts_with('[') {
         return None;
     }
@@ -286,7 +287,7 @@ pub(crate) fn raw_array(raw: &RawValue) -> Option<Vec<&RawValue>> {
 
 /// Decodes a raw JSON string literal; `None` when `raw` is not a string. Escaped lone surrogates
 /// become U+FFFD.
-pub(crate) fn raw_string(raw: &RawValue) -> Option<String> {
+pub fn raw_string(raw: &RawValue) -> Option<String> {
     if !raw.get().starts_with('"') {
         return None;
     }
@@ -294,6 +295,6 @@ pub(crate) fn raw_string(raw: &RawValue) -> Option<String> {
 }
 
 /// Whether a raw value is the literal `true`.
-pub(crate) fn raw_is_true(raw: &RawValue) -> bool {
+pub fn raw_is_true(raw: &RawValue) -> bool {
     raw.get() == "true"
 }

@@ -41,6 +41,17 @@ mod store;
 mod text;
 mod unfinished;
 
+/// Lenient readers for JSON a record embeds (tool arguments, tool lists, text blocks), read the
+/// way this crate's decoder reads records: a repeated key's last value wins, any nesting depth
+/// is skipped without recursion, a value of the wrong type reads as absent, and escaped lone
+/// surrogates become U+FFFD (SPEC §7.8). The projection reads `ask_user_question`'s arguments and
+/// tool schemas with them.
+pub mod json {
+    pub use crate::lenient::{RawObject, raw_array, raw_is_true, raw_string};
+    pub use crate::text::fix_lone_surrogates;
+    pub use serde_json::value::RawValue;
+}
+
 pub use decode::{CHUNK_EVENT_TYPE, CorruptReason, DecodedRecord};
 pub use envelope::{LogEvent, NewSession, SESSION_FORMAT_VERSION, now_ms};
 pub use event::{
@@ -49,7 +60,7 @@ pub use event::{
     TurnEnd, TurnStart, UserMessageEvent,
 };
 pub use header::{CutRule, HeaderError, MAX_INHERITED_EVENT_COUNT, SessionHeader};
-pub use readers::{TextReading, questions_from_arguments};
+pub use readers::TextReading;
 pub use record::{
     AssistantMessage, AssistantMessageRecord, EndSeedRecord, ErrorRecord, InboxSpliceRecord,
     InboxTarget, Record, RequestHeaderRecord, RequestSnapshot, StepRecord, TextBlock,

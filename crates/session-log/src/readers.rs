@@ -1,96 +1,52 @@
-//! The readers of SPEC §8.5: questions from tool arguments, pending JSON and answer batches from a
-//! first text block, and provenance (§9.1). They are lenient where the reference is (extra keys,
-//! repeated keys with the last value winning, any nesting depth) and strict where it is (a present
-//! key of the wrong type, including `null`, makes the whole reading fail).
+//! The readers of SPEC §8.5 that every decoded text block and source gets: pending JSON and answer
+//! batches from a first text block, and provenance (§9.1). (What an `ask_user_question` call's
+//! arguments and a tool list declare is the projection's to read.) They are lenient where the
+//! reference is (extra keys, repeated keys with the last value winning, any nesting depth) and
+//! strict where it is (a present key of the wrong type, including `null`, makes the whole reading
+//! fail).
 
 use serde_json::value::RawValue;
-use user_questions::{AnswerItem, AnsweredBy, Provenance, Question, QuestionOption};
+use user_questions::{AnswerItem, AnsweredBy, Provenance};
 
 use crate::lenient::{RawObject, raw_array, raw_is_true, raw_string};
 use crate::text::{fix_lone_surrogates, is_json_ws};
 
-/// Reads the questions of an `ask_user_question` call from its `arguments` text (§8.5).
-/// `None` means unreadable: the call is not tracked.
-pub fn questions_from_arguments(arguments: &str) -> Option<Vec<Question>> {
-    let fixed = fix_lone_surrogates(arguments);
-    let object = RawObject::parse_str(&fixed)?;
-    questions_from_object(&object)
-}
-
-/// Reads the questions from an arguments object given as raw JSON (a programmatic dispatch).
-pub(crate) fn questions_from_raw_object(raw: &RawValue) -> Option<Vec<Question>> {
-    let fixed = fix_lone_surrogates(raw.get());
-    let object = RawObject::parse_str(&fixed)?;
-    questions_from_object(&object)
-}
-
-fn questions_from_object(object: &RawObject<'_>) -> Option<Vec<Question>> {
-    let items = raw_array(object.get("questions")?)?;
-    if items.is_empty() {
-        return None;
-    }
-    items.into_iter().map(question).collect()
-}
-
-fn question(raw: &RawValue) -> Option<Question> {
-    let object = RawObject::parse(raw)?;
-    let mut question = Question::new(
-        raw_string(object.get("id")?)?,
-        raw_string(object.get("question")?)?,
-    );
-    if let Some(header) = object.get("header") {
-        question.header = Some(raw_string(header)?);
-    }
-    if let Some(options) = object.get("options") {
-        let options = raw_array(options)?
-            .into_iter()
-            .map(option)
-            .collect::<Option<Vec<_>>>()?;
-        question.options = Some(options);
-    }
-    if let Some(multi) = object.get("multi_select") {
-        question.multi_select = Some(raw_bool(multi)?);
-    }
-    Some(question)
-}
-
-fn option(raw: &RawValue) -> Option<QuestionOption> {
-    let object = RawObject::parse(raw)?;
-    let mut option = QuestionOption::new(raw_string(object.get("label")?)?);
-    if let Some(description) = object.get("description") {
-        option.description = Some(raw_string(description)?);
-    }
-    Some(option)
-}
-
-fn raw_bool(raw: &RawValue) -> Option<bool> {
-    match raw.get() {
-        "true" => Some(true),
-        "false" => Some(false),
-        _ => None,
-    }
-}
-
 /// What the fold needs from a first text block (§8.5): whether it is pending JSON, and the answer
-/// batch it holds, if any. The default means "no text, or no JSON object".
+/// batch it holds, if any; and the text itself when it is a JSON object (the only texts anyone
+/// interprets: a pending result, an answer batch, a late reply). The default means "no text, or
+/// no JSON object".
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TextReading {
     /// The text parses as a JSON object whose `pending` is the boolean `true`.
     pub pending: bool,
     /// The text parses as a JSON object whose `answers` is an array of strict items.
     pub answers: Option<Vec<AnswerItem>>,
+    /// The text, when it parses as a JSON object (e.g. the `answer_to_pending_question` JSON a
+    /// model reads, or a tool's answers result).
+    pub json: Option<String>,
 }
 
 impl TextReading {
     /// Reads a decoded text block.
     pub fn read(text: &str) -> Self {
-        let fixed = fix_lone_surrogates(text);
-        let Some(object) = RawObject::parse_str(&fixed) else {
-            return Self::default();
+        Self::read_owned(text.to_owned())
+    }
+
+    fn read_owned(text: String) -> Self {
+        let (pending, answers) = {
+            let fixed = fix_lone_surrogates(&text);
+            let Some(object) = RawObject::parse_str(&fixed) else {
+                return Self::default();
+            };
+            (
+                object.get("pending").is_some_and(raw_is_true),
+                object.get("answers").and_then(answer_items),
+            )
         };
         Self {
-            pending: object.get("pending").is_some_and(raw_is_true),
-            answers: object.get("answers").and_then(answer_items),
+            pending,
+            answers,
+            json: Some(text),
         }
     }
 
@@ -115,7 +71,7 @@ impl TextReading {
                 _ => return Some(Self::default()),
             }
         }
-        Some(raw_string(raw).map_or_else(Self::default, |text| Self::read(&text)))
+        Some(raw_string(raw).map_or_else(Self::default, Self::read_owned))
     }
 }
 

@@ -18,7 +18,7 @@ pub(crate) fn may_have_surrogate_escape(text: &str) -> bool {
 ///
 /// The scan walks escapes from the start of the text, so it also sees escapes outside strings;
 /// those make the JSON invalid anyway, and the rewrite never turns invalid JSON into valid JSON.
-pub(crate) fn fix_lone_surrogates(text: &str) -> Cow<'_, str> {
+pub fn fix_lone_surrogates(text: &str) -> Cow<'_, str> {
     if !may_have_surrogate_escape(text) {
         return Cow::Borrowed(text);
     }

@@ -67,6 +67,16 @@ impl AskUserTool {
         self.config.mode
     }
 
+    /// Whether a call of this tool can end pending and take a late answer (the timed mode): a
+    /// host offers the way back to late answers (an MCP server's companion tool, say) only then.
+    /// The one place that decides it, so no host compares modes itself.
+    pub fn takes_late_answers(&self) -> bool {
+        match self.config.mode {
+            AskUserMode::Legacy => false,
+            AskUserMode::Timed => true,
+        }
+    }
+
     /// Registers this tool's definition (exactly one) on `registry`; dropping the guard
     /// unregisters it.
     pub fn register(&self, registry: &ToolRegistry) -> Result<ToolGuard, RegistryError> {

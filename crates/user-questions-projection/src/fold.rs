@@ -14,6 +14,8 @@ use crate::state::{
 };
 use session_log::{EventBody, ResultError, SessionEvent, SessionHeader, TextReading};
 
+use crate::readers::{declares_timed, questions_from_arguments, questions_from_object_text};
+
 /// The projection key (SPEC §1.7).
 pub const PROJECTION_KEY: &str = "userQuestions";
 
@@ -83,7 +85,7 @@ enum Change<'e> {
     /// Remove any active entry with this id and append it with these questions and state.
     Append {
         call_id: &'e CallId,
-        questions: &'e [Question],
+        questions: Vec<Question>,
         state: ActiveState,
     },
     Continue(usize),
@@ -103,15 +105,17 @@ fn plan<'e>(state: &UserQuestionsState, event: &'e SessionEvent) -> Option<Chang
     let position = |call_id: &CallId| active.iter().position(|a| a.call_id == *call_id);
     match &event.body {
         EventBody::RequestHeader(header) => {
-            (header.timed != state.timed()).then_some(Change::SetTimed(header.timed))
+            let timed = header.tools.as_deref().is_some_and(declares_timed);
+            (timed != state.timed()).then_some(Change::SetTimed(timed))
         }
         EventBody::ToolCall(call) => {
             if !state.timed() || call.name.as_deref() != Some(TOOL_NAME) {
                 return None;
             }
+            let call_id = call.call_id.as_ref()?;
             Some(Change::Append {
-                call_id: call.call_id.as_ref()?,
-                questions: call.questions.as_deref()?,
+                call_id,
+                questions: questions_from_arguments(call.arguments.as_deref()?)?,
                 state: ActiveState::Open,
             })
         }
@@ -142,9 +146,10 @@ fn plan<'e>(state: &UserQuestionsState, event: &'e SessionEvent) -> Option<Chang
             {
                 return None;
             }
+            let call_id = dispatch.sub_call_id.as_ref()?;
             Some(Change::Append {
-                call_id: dispatch.sub_call_id.as_ref()?,
-                questions: dispatch.questions.as_deref()?,
+                call_id,
+                questions: questions_from_object_text(dispatch.arguments.as_deref()?)?,
                 state: ActiveState::Continued,
             })
         }
@@ -156,13 +161,8 @@ fn plan<'e>(state: &UserQuestionsState, event: &'e SessionEvent) -> Option<Chang
                 provenance: message.source.as_ref()?.provenance.as_ref(),
             })
         }
-        EventBody::TurnStart(_)
-        | EventBody::StepStart(_)
-        | EventBody::StepEnd(_)
-        | EventBody::InboxSpliced(_)
-        | EventBody::TurnEnd(_)
-        | EventBody::EndSeed(_)
-        | EventBody::Other(_) => None,
+        // `turn/*`, `step/*`, inbox edits, seed markers, other tools and unknown types.
+        _ => None,
     }
 }
 
@@ -178,7 +178,7 @@ fn commit(state: &mut UserQuestionsState, change: Change<'_>) {
             view.active.retain(|a| a.call_id != *call_id);
             view.active.push(ActiveQuestion {
                 call_id: call_id.clone(),
-                questions: questions.to_vec(),
+                questions,
                 state: entry_state,
             });
         }

@@ -31,10 +31,12 @@
 #![warn(missing_docs)]
 
 mod fold;
+mod readers;
 mod replay;
 mod state;
 
 pub use fold::{Applied, PROJECTION_KEY, STATE_VERSION, apply, init, restore, view};
+pub use readers::{declares_timed, questions_from_arguments};
 pub use replay::{FoldedLog, Replay, fold_log, resume_fold};
 pub use state::{
     ActiveQuestion, ActiveState, RestoreError, SettledQuestion, UserQuestionsState,
@@ -49,7 +51,7 @@ pub use session_log::{
     MAX_INHERITED_EVENT_COUNT, OpenError, OtherEvent, RequestHeader, ResultError, ResultLayout,
     ScanPosition, ScanReport, Scanned, ScannedRecord, SeqGap, SessionEvent, SessionHeader,
     SourceInfo, SpliceEdit, StepRef, TextReading, ToolCall, ToolResult, TornTail, TurnEnd,
-    TurnStart, UserMessageEvent, questions_from_arguments, seq_after_record,
+    TurnStart, UserMessageEvent, seq_after_record,
 };
 
 #[doc = include_str!("../README.md")]

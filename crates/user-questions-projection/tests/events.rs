@@ -13,8 +13,11 @@ use serde_json::json;
 use user_questions::{ErrorCode, Provenance};
 use user_questions_projection::{
     Applied, DispatchKind, EventBody, LogScanner, OpenError, ResultError, ResultLayout,
-    SessionEvent, TurnEnd, UserQuestionsState, fold_log,
+    SessionEvent, TurnEnd, UserQuestionsState, fold_log, questions_from_arguments,
 };
+
+/// The tools of a `request/header` that offers the timed `ask_user_question` (SPEC §8.3).
+const TIMED_TOOLS: &str = r#"[{"name":"ask_user_question","parameters":{"type":"object","properties":{"questions":{"type":"array"},"timeout":{"type":"integer"}}}}]"#;
 
 #[track_caller]
 fn decode(line: &str, expected_seq: u64) -> SessionEvent {
@@ -105,13 +108,17 @@ fn decoded_bodies_are_normalised() {
         panic!("{event:?}")
     };
     assert_eq!(dispatch.kind, DispatchKind::Code);
-    assert_eq!(dispatch.questions, None);
+    assert_eq!(dispatch.arguments.as_deref(), Some("{}"));
 
     let event = decode(&call1(), 0);
     let EventBody::ToolCall(call) = &event.body else {
         panic!("{event:?}")
     };
-    assert_eq!(call.questions.as_deref(), Some(&call1_questions()[..]));
+    // The arguments text is kept as the model sent it; the projection reads the questions.
+    assert_eq!(
+        call.arguments.as_deref().and_then(questions_from_arguments),
+        Some(call1_questions())
+    );
 
     let other = decode(r#"{"type":"session/title","data":{"title":"x"}}"#, 2);
     assert_eq!(other.event_type(), "session/title");
@@ -125,8 +132,9 @@ fn constructors_build_what_decoding_builds() {
         SessionEvent::tool_call(1, "call_ask_1", "ask_user_question", &arguments).in_step(1, 1),
         decode(&call1(), 1)
     );
+    let tools = serde_json::to_string(&json!([bash_schema(), timed_schema()])).unwrap();
     assert_eq!(
-        SessionEvent::request_header(0, true),
+        SessionEvent::request_header(0, &tools),
         decode(&timed_header(), 0)
     );
     assert_eq!(
@@ -144,7 +152,7 @@ fn constructors_build_what_decoding_builds() {
     // A whole scenario from constructors alone.
     let mut state = UserQuestionsState::new(0);
     for event in [
-        SessionEvent::request_header(0, true),
+        SessionEvent::request_header(0, TIMED_TOOLS),
         SessionEvent::tool_call(1, "c1", "ask_user_question", &arguments),
         SessionEvent::tool_result(2, "c1", r#"{"pending":true,"callId":"c1"}"#, false),
     ] {

@@ -11,8 +11,8 @@ use serde_json::json;
 use user_questions::{AnsweredBy, MessageSource, Provenance, UserMessage};
 use user_questions_projection::{
     ActiveState, Applied, EventBody, PROJECTION_KEY, RestoreError, STATE_VERSION, SessionEvent,
-    SessionHeader, UserQuestionsState, apply, fold_log, init, questions_from_arguments, restore,
-    resume_fold, view,
+    SessionHeader, UserQuestionsState, apply, declares_timed, fold_log, init,
+    questions_from_arguments, restore, resume_fold, view,
 };
 
 #[track_caller]
@@ -26,14 +26,14 @@ fn header_is_timed(tools: serde_json::Value) -> bool {
         "request/header",
         json!({"header":{"config":{},"tools":tools},"reason":"initial"}),
     );
-    match SessionEvent::from_record(&line, 0)
+    match &SessionEvent::from_record(&line, 0)
         .unwrap()
         .event()
         .unwrap()
         .body
     {
-        EventBody::RequestHeader(h) => h.timed,
-        ref other => panic!("not a header: {other:?}"),
+        EventBody::RequestHeader(h) => h.tools.as_deref().is_some_and(declares_timed),
+        other => panic!("not a header: {other:?}"),
     }
 }
 

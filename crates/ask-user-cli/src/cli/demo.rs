@@ -356,7 +356,8 @@ fn open_session(
     config: tool_ask_user::AskUserConfig,
 ) -> Result<Session, CliError> {
     if let Some(url) = &args.pg.pg {
-        let (host, name, live) = super::pg::live_session(url, &args.pg.pg_schema, "demo", config)?;
+        let (host, name, live) =
+            super::pg::live_session(url, &args.pg.pg_schema, "demo", config, demo_model())?;
         // The connection string may hold a password: hints name it `<URL>`.
         let schema = if args.pg.pg_schema == "ask_user" {
             String::new()
@@ -375,12 +376,16 @@ fn open_session(
         .log
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("ask-user-demo-{}.jsonl", now_ms())));
-    let (host, _) = Host::open(HostOptions::new(
-        Some(config),
-        LogTarget::Create(path.clone()),
-    ))?;
+    let (host, _) = Host::open(
+        HostOptions::new(Some(config), LogTarget::Create(path.clone())).with_model(demo_model()),
+    )?;
     let session_arg = super::arg(path.display());
     Ok((host, path, session_arg, None))
+}
+
+/// The demo's model, as its `request/header` records it.
+fn demo_model() -> crate::host::ModelInfo {
+    crate::host::ModelInfo::new("ask-user-demo", "scripted")
 }
 
 /// What the scripted model decides from the answers.

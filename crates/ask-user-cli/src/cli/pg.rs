@@ -337,11 +337,15 @@ pub(super) fn live_session(
     schema: &str,
     prefix: &str,
     config: tool_ask_user::AskUserConfig,
+    model: crate::host::ModelInfo,
 ) -> Result<(crate::host::Host, String, (LiveLedger, HostRuntime)), CliError> {
     let store = connect(url, schema)?;
     let runtime = HostRuntime::new(store.clone(), Some(config))?;
     let name = format!("{prefix}-{}", crate::store::now_ms());
-    let host = runtime.create(&name, crate::host::SessionOptions::named(name.as_str()))?;
+    let host = runtime.create(
+        &name,
+        crate::host::SessionOptions::named(name.as_str()).with_model(model),
+    )?;
     let live = store.attach_live(url, &name, &host, Duration::from_secs(1));
     Ok((host, name, (live, runtime)))
 }
