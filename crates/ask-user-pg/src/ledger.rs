@@ -280,16 +280,16 @@ impl LedgerFold {
     }
 }
 
-/// Folds the open scan's records into the ledger's fold, beside the caller's visitor.
-pub(crate) struct FoldVisitor<'a> {
+/// Folds the open scan's records into the ledger's fold (the store's hold runs it beside the
+/// caller's visitor).
+#[derive(Default)]
+pub struct FoldVisitor {
     pub(crate) fold: Option<LedgerFold>,
-    pub(crate) inner: &'a mut dyn LogVisitor,
 }
 
-impl LogVisitor for FoldVisitor<'_> {
+impl LogVisitor for FoldVisitor {
     fn header(&mut self, header: &SessionHeader) {
         self.fold = Some(LedgerFold::new(header));
-        self.inner.header(header);
     }
 
     fn line(&mut self, scanned: &Scanned<'_>) {
@@ -298,7 +298,6 @@ impl LogVisitor for FoldVisitor<'_> {
         {
             fold.fold.observe(record.line, event, &mut HashMap::new());
         }
-        self.inner.line(scanned);
     }
 }
 

@@ -34,9 +34,10 @@ pub use answers::{AnswerError, LedgerAnswer, LedgerQuestion};
 pub use claims::Window;
 pub use desk::{CLAIM_LEASE, CLAIM_RENEW, LiveLedger, PgDesk, follow_ledger};
 pub use feed::LedgerFeed;
-pub use ledger::QuestionState;
+pub use ledger::{FoldVisitor, QuestionState};
+pub use lines::Lines;
 pub use schema::SCHEMA_VERSION;
-pub use store::{PgOptions, PgStore};
+pub use store::{PgHold, PgOptions, PgStore};
 pub use transfer::{ExportError, ImportReport};
 pub use worker::{AdmitError, Admitted, Worker, WorkerEvent, WorkerStop, admit_answers};
 

@@ -11,8 +11,9 @@ use crate::db::Db;
 /// About how many bytes one page of lines holds.
 pub(crate) const PAGE_BYTES: i64 = 4 << 20;
 
-/// The bytes of a log's lines after `after`, fetched page by page.
-pub(crate) struct Lines {
+/// The bytes of a log's lines after an offset, fetched page by page: what a
+/// [`PgStore`](crate::PgStore) reads a log through.
+pub struct Lines {
     db: Db,
     name: String,
     /// The byte offset the next page starts at.

@@ -17,14 +17,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 use std::time::Duration;
 
-use session_log::backend::{
-    advance, anchor_for, check_writable, encode_batch, open_report, resolve_anchor, scan_log,
-    scan_on,
-};
 use session_log::{
-    AnchorMismatch, Interrupted, LogAnchor, LogEvent, LogVisitor, NewSession, OpenReport,
-    RecordSpan, ScanPosition, ScanReport, SessionEvent, SessionHeader, SessionStore, SessionWriter,
-    StoreError, Tracker,
+    LogBackend, LogEvent, OwnedLog, ScanPosition, SessionEvent, SessionHeader, StoreError, TornTail,
 };
 use user_questions::sync::lock_unpoisoned as lock;
 
@@ -160,14 +154,14 @@ impl PgStore {
         Db::start(&self.inner.config, &self.inner.schema)
     }
 
-    fn fail(&self, op: &'static str, name: &str, error: PgError) -> StoreError {
-        StoreError::io(op, &self.location(name), io::Error::other(error))
+    fn fail(op: &'static str, name: &str, error: PgError) -> StoreError {
+        StoreError::io(op, &location(name), io::Error::other(error))
     }
 
-    fn not_found(&self, name: &str) -> StoreError {
+    fn not_found(name: &str) -> StoreError {
         StoreError::io(
             "open",
-            &self.location(name),
+            &location(name),
             io::Error::new(io::ErrorKind::NotFound, "no such session log"),
         )
     }
@@ -190,7 +184,7 @@ impl PgStore {
                     .map_err(PgError::Query)?;
                 Ok(row.as_ref().map(map))
             })
-            .map_err(|e| self.fail(op, name, e))
+            .map_err(|e| Self::fail(op, name, e))
     }
 
     /// The header line and byte length of the log `name`.
@@ -202,12 +196,12 @@ impl PgStore {
                 "SELECT header, byte_length FROM ask_user_sessions WHERE name = $1",
                 |row| (row.get::<_, Vec<u8>>(0), row.get::<_, i64>(1)),
             )?
-            .ok_or_else(|| self.not_found(name))?;
+            .ok_or_else(|| Self::not_found(name))?;
         Ok((header, u64::try_from(length).unwrap_or(0)))
     }
 
     /// The line that ends at `byte_end`, if one does.
-    fn line_ending_at(&self, name: &str, byte_end: u64) -> Result<Option<Vec<u8>>, PgError> {
+    fn line_ending(&self, name: &str, byte_end: u64) -> Result<Option<Vec<u8>>, PgError> {
         let key = name.to_owned();
         let end = i64::try_from(byte_end).unwrap_or(i64::MAX);
         self.inner.db.run(move |connection| {
@@ -261,17 +255,21 @@ impl PgStore {
                     .is_some();
                 Ok(exists.then_some(None))
             })
-            .map_err(|e| self.fail("open", name, e))?;
-        taken.ok_or_else(|| self.not_found(name))
+            .map_err(|e| Self::fail("open", name, e))?;
+        taken.ok_or_else(|| Self::not_found(name))
     }
 
     /// Writes every ledger row the log implies, fenced by the writer's `epoch`.
-    fn reconcile(&self, name: &str, epoch: i64, ledger: &LedgerFold) -> Result<(), StoreError> {
+    fn reconcile(
+        inner: &Inner,
+        name: &str,
+        epoch: i64,
+        ledger: &LedgerFold,
+    ) -> Result<(), StoreError> {
         let plan = ledger.snapshot();
         let key = name.to_owned();
-        let owner = self.inner.owner.clone();
-        let fenced = self
-            .inner
+        let owner = inner.owner.clone();
+        let fenced = inner
             .db
             .run(move |connection| {
                 let mut tx = connection.client()?.transaction().map_err(PgError::Query)?;
@@ -290,10 +288,10 @@ impl PgStore {
                 tx.commit().map_err(PgError::Commit)?;
                 Ok(false)
             })
-            .map_err(|e| self.fail("open", name, e))?;
+            .map_err(|e| StoreError::io("open", &location(name), io::Error::other(e)))?;
         if fenced {
             return Err(StoreError::Fenced {
-                path: self.location(name),
+                path: location(name),
             });
         }
         Ok(())
@@ -378,9 +376,17 @@ fn renew_leases(inner: &Weak<Inner>, db: &Db, stopped: &mpsc::Receiver<()>, ever
     }
 }
 
-impl SessionStore for PgStore {
+/// Where the log `name` lives, for messages: `pg:<name>`.
+fn location(name: &str) -> PathBuf {
+    PathBuf::from(format!("pg:{name}"))
+}
+
+impl LogBackend for PgStore {
+    type Owned = PgHold;
+    type Reader = Lines;
+
     fn location(&self, name: &str) -> PathBuf {
-        PathBuf::from(format!("pg:{name}"))
+        location(name)
     }
 
     fn exists(&self, name: &str) -> Result<bool, StoreError> {
@@ -403,13 +409,9 @@ impl SessionStore for PgStore {
         Ok(names)
     }
 
-    fn create(
-        &self,
-        name: &str,
-        session: &NewSession,
-    ) -> Result<Box<dyn SessionWriter>, StoreError> {
+    fn create(&self, name: &str, header_line: &[u8]) -> Result<(), StoreError> {
         let key = name.to_owned();
-        let header = session.header_line().into_bytes();
+        let header = header_line.to_vec();
         let created = self
             .inner
             .db
@@ -425,104 +427,64 @@ impl SessionStore for PgStore {
                     .map_err(PgError::Query)?;
                 Ok(rows == 1)
             })
-            .map_err(|e| self.fail("create", name, e))?;
-        if !created {
-            return Err(StoreError::Exists {
-                path: self.location(name),
-            });
+            .map_err(|e| Self::fail("create", name, e))?;
+        if created {
+            Ok(())
+        } else {
+            Err(StoreError::Exists {
+                path: location(name),
+            })
         }
-        let (writer, _) = self.open(name, &mut ())?;
-        Ok(writer)
     }
 
-    fn open(
-        &self,
-        name: &str,
-        visitor: &mut dyn LogVisitor,
-    ) -> Result<(Box<dyn SessionWriter>, OpenReport), StoreError> {
-        let location = self.location(name);
+    /// Takes the lease: [`StoreError::Locked`] while another writer holds it (one whose lease ran
+    /// out is taken over, and fenced).
+    fn acquire(&self, name: &str) -> Result<PgHold, StoreError> {
         let Some(epoch) = self.take_lease(name)? else {
-            return Err(StoreError::Locked { path: location });
+            return Err(StoreError::Locked {
+                path: location(name),
+            });
         };
         lock(&self.inner.live).insert(name.to_owned(), epoch);
-        // From here on this open owns the log; a failure or a panicking visitor gives it back.
-        let guard = LeaseGuard {
-            inner: &self.inner,
-            name,
-            epoch,
-            armed: true,
-        };
-        let (header_line, _) = self.head(name)?;
-        let lines = Lines::new(
-            self.inner.db.clone(),
-            name,
-            header_line.len() as u64,
-            header_line,
-        );
-        let mut tee = FoldVisitor {
-            fold: None,
-            inner: visitor,
-        };
-        let (header, scan, tracker) = scan_log(&location, lines, &mut tee)?;
-        let ledger = tee.fold.unwrap_or_else(|| LedgerFold::new(&header));
-        check_writable(&location, &header)?;
-        if let Some(torn) = scan.torn_tail {
-            // Appends are transactions: only a foreign writer can leave a line without its end.
-            return Err(StoreError::io(
-                "open",
-                &location,
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "the row at byte {} has no line end; remove or complete it",
-                        torn.byte_offset
-                    ),
-                ),
-            ));
-        }
-        // The ledger in line with the log (a log imported, or left by a crash between a commit
-        // and nothing else: the ledger is written with every append, so this changes nothing).
-        self.reconcile(name, epoch, &ledger)?;
-        let mut guard = guard;
-        guard.armed = false;
-        let report = open_report(&location, header.clone(), scan, &tracker, None, None);
-        let writer = PgWriter {
+        Ok(PgHold {
             inner: Arc::clone(&self.inner),
             name: name.to_owned(),
-            location,
-            header,
-            position: report.scan.end,
-            tracker,
+            location: location(name),
             epoch,
             state: WriterState::Live,
-            ledger,
-        };
-        Ok((Box::new(writer), report))
+            ledger: None,
+        })
     }
 
-    fn read(&self, name: &str, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
-        let location = self.location(name);
+    fn reader(&self, name: &str, offset: u64) -> Result<Lines, StoreError> {
         let (header_line, _) = self.head(name)?;
-        let lines = Lines::new(
-            self.inner.db.clone(),
-            name,
-            header_line.len() as u64,
-            header_line,
-        );
-        let (header, scan, tracker) = scan_log(&location, lines, visitor)?;
-        let report = open_report(&location, header, scan, &tracker, None, None);
-        Ok(report)
+        Ok(if offset == 0 {
+            Lines::new(
+                self.inner.db.clone(),
+                name,
+                header_line.len() as u64,
+                header_line,
+            )
+        } else {
+            Lines::new(self.inner.db.clone(), name, offset, Vec::new())
+        })
     }
 
-    fn scan_from(
+    fn head(&self, name: &str) -> Result<(Vec<u8>, u64), StoreError> {
+        PgStore::head(self, name)
+    }
+
+    fn line_ending_at(
         &self,
         name: &str,
-        at: ScanPosition,
-        visitor: &mut dyn LogVisitor,
-    ) -> Result<ScanReport, StoreError> {
-        self.head(name)?;
-        let lines = Lines::new(self.inner.db.clone(), name, at.byte_offset, Vec::new());
-        scan_on(&self.location(name), lines, at, visitor)
+        start: u64,
+        end: u64,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let line = self
+            .line_ending(name, end)
+            .map_err(|e| Self::fail("read", name, e))?;
+        // Rows are lines: the one ending at `end` starts where the line before it ended.
+        Ok(line.filter(|line| end - line.len() as u64 >= start))
     }
 
     fn line_of(&self, name: &str, byte_offset: u64) -> Result<u64, StoreError> {
@@ -542,7 +504,7 @@ impl SessionStore for PgStore {
                     .map_err(PgError::Query)?;
                 Ok(row.get::<_, i64>(0))
             })
-            .map_err(|e| self.fail("read", name, e))?;
+            .map_err(|e| Self::fail("read", name, e))?;
         let header_line = u64::from(byte_offset >= header.len() as u64);
         Ok(header_line + u64::try_from(after_header).unwrap_or(0))
     }
@@ -555,50 +517,7 @@ impl SessionStore for PgStore {
              FROM ask_user_sessions WHERE name = $1",
             |row| row.get::<_, bool>(0),
         )?
-        .ok_or_else(|| self.not_found(name))
-    }
-
-    fn resolve_anchor(
-        &self,
-        name: &str,
-        anchor: &LogAnchor,
-    ) -> Result<Result<(SessionHeader, ScanPosition), AnchorMismatch>, StoreError> {
-        let (header, length) = self.head(name)?;
-        resolve_anchor(&header, length, anchor, |_, end| {
-            self.line_ending_at(name, end).map_err(io::Error::other)
-        })
-        .map_err(|e| StoreError::io("read", &self.location(name), e))
-    }
-
-    fn anchor_at(
-        &self,
-        name: &str,
-        end: ScanPosition,
-        last: Option<RecordSpan>,
-    ) -> Result<Option<LogAnchor>, StoreError> {
-        let (header, _) = self.head(name)?;
-        let last_line = match last {
-            None => None,
-            Some(span) => {
-                let line = self
-                    .line_ending_at(name, span.byte_offset + span.len as u64)
-                    .map_err(|e| self.fail("read", name, e))?
-                    .filter(|line| line.len() == span.len)
-                    .ok_or_else(|| {
-                        StoreError::io(
-                            "read",
-                            &self.location(name),
-                            io::Error::new(
-                                io::ErrorKind::InvalidData,
-                                "no line of that span in the log",
-                            ),
-                        )
-                    })?;
-                Some(line)
-            }
-        };
-        anchor_for(&header, end, last_line.as_deref())
-            .map_err(|e| StoreError::io("read", &self.location(name), e))
+        .ok_or_else(|| Self::not_found(name))
     }
 
     fn load_checkpoint(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -608,7 +527,7 @@ impl SessionStore for PgStore {
             "SELECT checkpoint FROM ask_user_sessions WHERE name = $1",
             |row| row.get::<_, Option<Vec<u8>>>(0),
         )?
-        .ok_or_else(|| self.not_found(name))
+        .ok_or_else(|| Self::not_found(name))
     }
 
     fn save_checkpoint(&self, name: &str, document: &[u8]) -> Result<PathBuf, StoreError> {
@@ -626,27 +545,17 @@ impl SessionStore for PgStore {
                     )
                     .map_err(PgError::Query)
             })
-            .map_err(|e| self.fail("write", name, e))?;
+            .map_err(|e| Self::fail("write", name, e))?;
         if saved == 0 {
-            return Err(self.not_found(name));
+            return Err(Self::not_found(name));
         }
         Ok(PathBuf::from(format!("pg:{name}.checkpoint")))
     }
-}
 
-/// Gives the lease back when an open fails or its visitor panics, unless disarmed.
-struct LeaseGuard<'a> {
-    inner: &'a Inner,
-    name: &'a str,
-    epoch: i64,
-    armed: bool,
-}
-
-impl Drop for LeaseGuard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            PgStore::release(self.inner, self.name, self.epoch);
-        }
+    /// The ledger of a session is folded from its whole log when it is opened for write, so an
+    /// open never starts at a checkpoint.
+    fn resumes(&self) -> bool {
+        false
     }
 }
 
@@ -659,20 +568,28 @@ enum WriterState {
     Fenced,
 }
 
-/// The writer of one log: the holder of its lease at `epoch`.
-struct PgWriter {
+/// The hold of one log's writer: its lease at `epoch`, and the ledger folded from the log (once
+/// the open's scan is done). Dropping it gives the lease back, unless another writer took it.
+pub struct PgHold {
     inner: Arc<Inner>,
     name: String,
     location: PathBuf,
-    header: SessionHeader,
-    position: ScanPosition,
-    tracker: Tracker,
     epoch: i64,
     state: WriterState,
-    ledger: LedgerFold,
+    ledger: Option<LedgerFold>,
 }
 
-impl PgWriter {
+impl std::fmt::Debug for PgHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgHold")
+            .field("name", &self.name)
+            .field("epoch", &self.epoch)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgHold {
     /// Stops renewing this writer's lease (only if the store's live entry is this writer's).
     fn forget_lease(&self) {
         let mut live = lock(&self.inner.live);
@@ -682,7 +599,7 @@ impl PgWriter {
     }
 }
 
-impl Drop for PgWriter {
+impl Drop for PgHold {
     fn drop(&mut self) {
         if self.state != WriterState::Fenced {
             PgStore::release(&self.inner, &self.name, self.epoch);
@@ -726,33 +643,63 @@ enum Appended {
     Fenced,
 }
 
-impl SessionWriter for PgWriter {
-    fn append(&mut self, events: &[LogEvent]) -> Result<Vec<SessionEvent>, StoreError> {
-        match self.state {
-            WriterState::Live => {}
-            WriterState::Poisoned => {
-                return Err(StoreError::Poisoned {
-                    path: self.location.clone(),
-                });
-            }
-            WriterState::Fenced => {
-                return Err(StoreError::Fenced {
-                    path: self.location.clone(),
-                });
-            }
-        }
-        let Some((batch, written)) = encode_batch(self.position.expected_seq, events)? else {
-            return Ok(Vec::new());
+impl OwnedLog for PgHold {
+    type Fold = FoldVisitor;
+
+    fn fold(&self) -> FoldVisitor {
+        FoldVisitor::default()
+    }
+
+    /// The ledger in line with the log (a log imported, or left by a crash between a commit and
+    /// nothing else: the ledger is written with every append, so this changes nothing), fenced by
+    /// the writer's epoch.
+    fn opened(&mut self, header: &SessionHeader, fold: FoldVisitor) -> Result<(), StoreError> {
+        let ledger = fold.fold.unwrap_or_else(|| LedgerFold::new(header));
+        PgStore::reconcile(&self.inner, &self.name, self.epoch, &ledger)?;
+        self.ledger = Some(ledger);
+        Ok(())
+    }
+
+    /// Appends are transactions: only a foreign writer can leave a line without its end, and it
+    /// is never cut here.
+    fn cut_torn_tail(&mut self, torn: TornTail) -> Result<PathBuf, StoreError> {
+        Err(StoreError::io(
+            "open",
+            &self.location,
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the row at byte {} has no line end; remove or complete it",
+                    torn.byte_offset
+                ),
+            ),
+        ))
+    }
+
+    /// One transaction, fenced by the writer's epoch and the log's length: the lines, and the
+    /// ledger's changes the lines make.
+    fn append(
+        &mut self,
+        at: ScanPosition,
+        batch: &str,
+        events: &[LogEvent],
+        written: &[SessionEvent],
+    ) -> Result<(), StoreError> {
+        let Some(ledger_fold) = &mut self.ledger else {
+            return Err(StoreError::io(
+                "append to",
+                &self.location,
+                io::Error::other("the log was not opened"),
+            ));
         };
-        let rows = BatchRows::new(&batch, self.position, events);
-        let ledger = self.ledger.plan(self.position.line + 1, &written);
+        let rows = BatchRows::new(batch, at, events);
+        let ledger = ledger_fold.plan(at.line + 1, written);
         let name = self.name.clone();
         let owner = self.inner.owner.clone();
         let epoch = self.epoch;
         let lease = self.inner.lease_secs;
-        let old_length = i64::try_from(self.position.byte_offset).unwrap_or(i64::MAX);
-        let new_length =
-            i64::try_from(self.position.byte_offset + batch.len() as u64).unwrap_or(i64::MAX);
+        let old_length = i64::try_from(at.byte_offset).unwrap_or(i64::MAX);
+        let new_length = i64::try_from(at.byte_offset + batch.len() as u64).unwrap_or(i64::MAX);
         let outcome = self.inner.db.run(move |connection| {
             let fence = connection.statement(
                 "UPDATE ask_user_sessions
@@ -786,14 +733,17 @@ impl SessionWriter for PgWriter {
             Ok(Appended::Done)
         });
         match outcome {
-            Ok(Appended::Done) => {}
+            Ok(Appended::Done) => {
+                ledger_fold.commit();
+                Ok(())
+            }
             Ok(Appended::Fenced) => {
                 self.state = WriterState::Fenced;
                 self.forget_lease();
                 tracing::warn!(log = %self.location.display(), "writer fenced: the log was taken over");
-                return Err(StoreError::Fenced {
+                Err(StoreError::Fenced {
                     path: self.location.clone(),
-                });
+                })
             }
             Err(error) => {
                 // A failed commit may have committed (the reply was lost with the connection):
@@ -805,46 +755,26 @@ impl SessionWriter for PgWriter {
                     // may take the log over.
                     self.forget_lease();
                 }
-                return Err(StoreError::AppendFailed {
+                Err(StoreError::AppendFailed {
                     path: self.location.clone(),
                     source: io::Error::other(error),
                     rollback: ambiguous.then(|| {
                         io::Error::other("the commit's outcome is unknown; reopen the log")
                     }),
-                });
+                })
             }
         }
-        self.ledger.commit();
-        advance(
-            &mut self.position,
-            &mut self.tracker,
-            &written,
-            batch.len() as u64,
-        );
-        Ok(written)
     }
 
-    fn next_seq(&self) -> u64 {
-        self.position.expected_seq
-    }
-
-    fn position(&self) -> ScanPosition {
-        self.position
-    }
-
-    fn header(&self) -> &SessionHeader {
-        &self.header
-    }
-
-    fn location(&self) -> &Path {
-        &self.location
-    }
-
-    fn interrupted(&self) -> Interrupted {
-        self.tracker.interrupted()
-    }
-
-    fn is_poisoned(&self) -> bool {
-        self.state != WriterState::Live
+    fn refusal(&self) -> Option<StoreError> {
+        match self.state {
+            WriterState::Live => None,
+            WriterState::Poisoned => Some(StoreError::Poisoned {
+                path: self.location.clone(),
+            }),
+            WriterState::Fenced => Some(StoreError::Fenced {
+                path: self.location.clone(),
+            }),
+        }
     }
 }

@@ -36,14 +36,6 @@ pub enum ExportError {
     /// Reading the input or writing the output failed.
     #[error("{0}")]
     Io(#[from] io::Error),
-    /// The file to export to could not be created (it exists, say).
-    #[error("cannot create {}: {source}", path.display())]
-    Create {
-        /// The file.
-        path: std::path::PathBuf,
-        /// Why.
-        source: io::Error,
-    },
     /// The input's first line is not a session header.
     #[error("the input is not a session log: {0}")]
     Header(String),
@@ -70,7 +62,7 @@ impl ExportError {
     /// A stable code for messages and exit codes.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Io(_) | Self::Create { .. } => "LOG_IO",
+            Self::Io(_) => "LOG_IO",
             Self::Header(_) => "LOG_HEADER",
             Self::Exists(_) => "LOG_EXISTS",
             Self::LineTooLong { .. } => "LINE_TOO_LONG",
@@ -99,28 +91,6 @@ impl PgStore {
         let (header, _) = self.head(name)?;
         let mut lines = Lines::new(self.db().clone(), name, header.len() as u64, header);
         Ok(io::copy(&mut lines, out)?)
-    }
-
-    /// Writes the log `name` to a new file at `path` (refused if it exists) and syncs it; a file
-    /// that could not be written whole is removed, so a retry is not refused by it. Returns the
-    /// bytes written.
-    pub fn export_file(&self, name: &str, path: &std::path::Path) -> Result<u64, ExportError> {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|source| ExportError::Create {
-                path: path.to_owned(),
-                source,
-            })?;
-        let written = self
-            .export(name, &mut file)
-            .and_then(|bytes| Ok(file.sync_all().map(|()| bytes)?));
-        if written.is_err() {
-            drop(file);
-            let _ = std::fs::remove_file(path);
-        }
-        written
     }
 
     /// Imports a JSONL session log as the session `name`, in one transaction on a connection of

@@ -74,10 +74,11 @@ pub use scan::{
 };
 pub use store::backend;
 pub use store::{
-    AnchorMismatch, CHECKPOINT_SUFFIX, JsonlStore, LogAnchor, LogFile, LogVisitor, LogWriter,
-    MemoryStore, OpenFrom, OpenReport, RecordSpan, ResumePoint, SessionStore, SessionWriter,
-    StagedCheckpoint, StoreError, checkpoint_path, read_log, read_log_with, sha256_hex,
-    stage_checkpoint, write_checkpoint, writer_is_live,
+    AnchorMismatch, BackendWriter, CHECKPOINT_SUFFIX, FileLog, JsonlStore, LogAnchor, LogBackend,
+    LogFile, LogVisitor, LogWriter, MemoryHold, MemoryStore, OpenFrom, OpenReport, OwnedLog,
+    RecordSpan, ResumePoint, SessionStore, SessionWriter, StagedCheckpoint, StoreError,
+    checkpoint_path, read_log, read_log_with, sha256_hex, stage_checkpoint, write_checkpoint,
+    writer_is_live,
 };
 pub use unfinished::{Interrupted, OpenCall, Tracker, UnidentifiedCall};
 

@@ -228,14 +228,31 @@ pub(super) fn export(args: &ExportArgs) -> Result<Exit, CliError> {
             .map_err(|e| CliError::new("LOG_IO", e.to_string(), Exit::Log))?;
         return Ok(Exit::Ok);
     };
-    let bytes = store
-        .export_file(&args.session, path)
-        .map_err(|e| match e {
-            ask_user_pg::ExportError::Create { .. } => {
-                CliError::new(e.code(), e.to_string(), Exit::Log)
-            }
-            e => failed(e),
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| {
+            CliError::new(
+                "LOG_IO",
+                format!("cannot create {}: {e}", path.display()),
+                Exit::Log,
+            )
         })?;
+    let written = store
+        .export(&args.session, &mut file)
+        .map_err(failed)
+        .and_then(|bytes| {
+            file.sync_all()
+                .map(|()| bytes)
+                .map_err(|e| CliError::new("LOG_IO", e.to_string(), Exit::Log))
+        });
+    // No partial log is left behind (a retry would be refused by it).
+    if written.is_err() {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+    }
+    let bytes = written?;
     eprintln!("{bytes} bytes written to {}", path.display());
     Ok(Exit::Ok)
 }

@@ -1,11 +1,11 @@
 //! Checkpoint anchors (SPEC §9.6): what ties a checkpoint to one point of one log (the session id,
 //! the header's hash, the byte length and event count there, and the hash of the record that ends
-//! there), and how a store checks one against its bytes. The checks run over any `Read + Seek`,
-//! so the file store and the in-memory store share them.
+//! there), and how a store checks one against its bytes: from the header line, the log's length
+//! and the line that ends at a point, which every backend gives (`generic`).
 
 use std::cmp::Ordering;
 use std::fmt::Write as _;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -94,26 +94,6 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex
 }
 
-/// The header line (line end included).
-fn header_of<R: Read + Seek>(source: &mut R) -> io::Result<Vec<u8>> {
-    source.seek(SeekFrom::Start(0))?;
-    let mut line = Vec::new();
-    BufReader::new(&mut *source).read_until(b'\n', &mut line)?;
-    Ok(line)
-}
-
-/// Checks `anchor` against a log of `log_length` bytes read from `source`.
-pub(crate) fn resolve<R: Read + Seek>(
-    source: &mut R,
-    log_length: u64,
-    anchor: &LogAnchor,
-) -> io::Result<Result<(SessionHeader, ScanPosition), AnchorMismatch>> {
-    let header_line = header_of(source)?;
-    resolve_anchor(&header_line, log_length, anchor, |start, end| {
-        line_ending_at(source, start, end)
-    })
-}
-
 /// Checks `anchor` against a log (SPEC §9.6) from the parts a backend holds: the log's header
 /// line (line end included), its length in bytes, and `line_ending_at(header_end, byte_length)`,
 /// which gives the line (line end included) that ends exactly at `byte_length` and starts at or
@@ -186,25 +166,6 @@ pub fn resolve_anchor(
     )))
 }
 
-/// The anchor at `end`, whose last record is `last`.
-pub(crate) fn anchor_at<R: Read + Seek>(
-    source: &mut R,
-    end: ScanPosition,
-    last: Option<RecordSpan>,
-) -> io::Result<Option<LogAnchor>> {
-    let header_line = header_of(source)?;
-    let last_line = match last {
-        None => None,
-        Some(span) => {
-            let mut line = vec![0; span.len];
-            source.seek(SeekFrom::Start(span.byte_offset))?;
-            source.read_exact(&mut line)?;
-            Some(line)
-        }
-    };
-    anchor_for(&header_line, end, last_line.as_deref())
-}
-
 /// The anchor of a log at `end` (a scan's end position) from the parts a backend holds: the
 /// header line and `last_line`, the last record before `end` (line end included; `None`: no
 /// record after the header). `Ok(None)` when the position cannot be anchored (its last record
@@ -247,7 +208,7 @@ fn no_header() -> io::Error {
 /// The line that ends at `end` (its `\n` included), read backwards in blocks; `None` when the byte
 /// before `end` is not a `\n`. The line starts after the previous `\n`, and never before `start`
 /// (the end of the header).
-fn line_ending_at<R: Read + Seek>(
+pub(crate) fn line_ending_at<R: Read + Seek>(
     source: &mut R,
     start: u64,
     end: u64,

@@ -3,23 +3,17 @@
 //! checkpoint next to it, replaced atomically.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::anchor::{self, AnchorMismatch, LogAnchor, READ_BUFFER, RecordSpan};
+use super::anchor::{self, AnchorMismatch, LogAnchor, READ_BUFFER};
 use super::file::{self, LogFile};
-use super::{
-    LogVisitor, OpenFrom, OpenReport, ResumePoint, SessionStore, SessionWriter, StoreError,
-    backend::{
-        advance, check_writable, encode_batch, open_report, scan_at_resume_point, scan_log, scan_on,
-    },
-};
+use super::generic::{self, BackendWriter, LogBackend, OwnedLog};
+use super::{LogVisitor, OpenReport, ResumePoint, StoreError};
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
-use crate::header::SessionHeader;
 use crate::repair::{RepairReport, repair_interrupted};
-use crate::scan::{ScanPosition, ScanReport, TornTail};
-use crate::unfinished::{Interrupted, Tracker};
+use crate::scan::{ScanPosition, TornTail};
 
 /// The largest checkpoint document read (64 MiB): far more than any projection state.
 const MAX_CHECKPOINT_LEN: u64 = 64 << 20;
@@ -108,7 +102,10 @@ impl JsonlStore {
     }
 }
 
-impl SessionStore for JsonlStore {
+impl LogBackend for JsonlStore {
+    type Owned = FileLog<File>;
+    type Reader = BufReader<File>;
+
     fn location(&self, name: &str) -> PathBuf {
         self.path(name)
     }
@@ -127,60 +124,58 @@ impl SessionStore for JsonlStore {
         self.log_names()
     }
 
-    fn create(
-        &self,
-        name: &str,
-        session: &NewSession,
-    ) -> Result<Box<dyn SessionWriter>, StoreError> {
-        Ok(Box::new(LogWriter::create(&self.path(name), session)?))
+    /// Writes the header to a temporary file next to the log and `fsync`s it, links it to the
+    /// log's name without replacing anything ([`StoreError::Exists`] if a log is there), removes
+    /// the temporary name and `fsync`s the directory (SPEC §9.6). Temporary files left by an
+    /// interrupted create are removed first.
+    fn create(&self, name: &str, header_line: &[u8]) -> Result<(), StoreError> {
+        let path = self.path(name);
+        file::remove_leftover_temps(&path)
+            .map_err(|e| StoreError::io("remove leftover temporary files for", &path, e))?;
+        match file::publish_new(&path, header_line) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                Err(StoreError::Exists { path: path.clone() })
+            }
+            Err(e) => Err(StoreError::io("create", &path, e)),
+        }
     }
 
-    fn open(
-        &self,
-        name: &str,
-        visitor: &mut dyn LogVisitor,
-    ) -> Result<(Box<dyn SessionWriter>, OpenReport), StoreError> {
-        let (writer, report) = LogWriter::open_with(&self.path(name), visitor)?;
-        Ok((Box::new(writer), report))
+    fn acquire(&self, name: &str) -> Result<FileLog<File>, StoreError> {
+        let path = self.path(name);
+        Ok(FileLog {
+            file: lock_for_write(&path)?,
+            path,
+            poisoned: false,
+        })
     }
 
-    fn open_from(
-        &self,
-        name: &str,
-        anchor: &LogAnchor,
-        resume: &ResumePoint,
-        visitor: &mut dyn LogVisitor,
-    ) -> Result<OpenFrom, StoreError> {
-        Ok(
-            match LogWriter::open_from(&self.path(name), anchor, resume, visitor)? {
-                Ok((writer, report)) => OpenFrom::Resumed {
-                    writer: Box::new(writer),
-                    report,
-                },
-                Err(mismatch) => OpenFrom::Stale(mismatch),
-            },
-        )
-    }
-
-    fn read(&self, name: &str, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
-        read_log_with(&self.path(name), visitor)
-    }
-
-    fn scan_from(
-        &self,
-        name: &str,
-        at: ScanPosition,
-        visitor: &mut dyn LogVisitor,
-    ) -> Result<ScanReport, StoreError> {
+    fn reader(&self, name: &str, offset: u64) -> Result<BufReader<File>, StoreError> {
         let (mut file, path, _) = self.open_read(name)?;
-        file.seek(SeekFrom::Start(at.byte_offset))
-            .map_err(|e| StoreError::io("seek", &path, e))?;
-        scan_on(
-            &path,
-            BufReader::with_capacity(READ_BUFFER, &file),
-            at,
-            visitor,
-        )
+        if offset > 0 {
+            file.seek(SeekFrom::Start(offset))
+                .map_err(|e| StoreError::io("seek", &path, e))?;
+        }
+        Ok(BufReader::with_capacity(READ_BUFFER, file))
+    }
+
+    fn head(&self, name: &str) -> Result<(Vec<u8>, u64), StoreError> {
+        let (file, path, len) = self.open_read(name)?;
+        let mut line = Vec::new();
+        BufReader::new(file)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| StoreError::io("read", &path, e))?;
+        Ok((line, len))
+    }
+
+    fn line_ending_at(
+        &self,
+        name: &str,
+        start: u64,
+        end: u64,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let (mut file, path, _) = self.open_read(name)?;
+        anchor::line_ending_at(&mut file, start, end).map_err(|e| StoreError::io("read", &path, e))
     }
 
     fn line_of(&self, name: &str, byte_offset: u64) -> Result<u64, StoreError> {
@@ -190,25 +185,6 @@ impl SessionStore for JsonlStore {
 
     fn is_writing(&self, name: &str) -> Result<bool, StoreError> {
         writer_is_live(&self.path(name))
-    }
-
-    fn resolve_anchor(
-        &self,
-        name: &str,
-        anchor: &LogAnchor,
-    ) -> Result<Result<(SessionHeader, ScanPosition), AnchorMismatch>, StoreError> {
-        let (mut file, path, len) = self.open_read(name)?;
-        anchor::resolve(&mut file, len, anchor).map_err(|e| StoreError::io("read", &path, e))
-    }
-
-    fn anchor_at(
-        &self,
-        name: &str,
-        end: ScanPosition,
-        last: Option<RecordSpan>,
-    ) -> Result<Option<LogAnchor>, StoreError> {
-        let (mut file, path, _) = self.open_read(name)?;
-        anchor::anchor_at(&mut file, end, last).map_err(|e| StoreError::io("read", &path, e))
     }
 
     fn load_checkpoint(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -386,48 +362,85 @@ pub fn read_log(path: &Path) -> Result<OpenReport, StoreError> {
 
 /// [`read_log`], showing every line to `visitor` during the scan.
 pub fn read_log_with(path: &Path, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
-    regular_file(path)?;
-    let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
-    let (header, scan, tracker) =
-        scan_log(path, BufReader::with_capacity(READ_BUFFER, file), visitor)?;
-    let report = open_report(path, header, scan, &tracker, None, None);
-    Ok(report)
+    let (store, name) = JsonlStore::for_file(path)?;
+    generic::read(&store, &name, visitor)
 }
 
-/// The single writer of one log (SPEC §9.6). It holds an exclusive advisory lock on the log for as
-/// long as it lives; appends are durable (`sync_data`) before they are acknowledged.
-///
-/// `F` is the file it writes through: [`File`] unless [`LogWriter::map_file`] wrapped it.
+/// A JSONL log's hold for write: the file, open for appending, with its exclusive advisory lock
+/// (released when the file is closed). `F` is the file it writes through: [`File`] unless
+/// [`LogWriter::map_file`] wrapped it.
 #[derive(Debug)]
-pub struct LogWriter<F: LogFile = File> {
+pub struct FileLog<F: LogFile = File> {
     file: F,
     path: PathBuf,
-    header: SessionHeader,
-    position: ScanPosition,
-    tracker: Tracker,
     poisoned: bool,
 }
 
-impl LogWriter<File> {
+impl<F: LogFile> OwnedLog for FileLog<F> {
+    type Fold = ();
+
+    fn fold(&self) {}
+
+    fn cut_torn_tail(&mut self, torn: TornTail) -> Result<PathBuf, StoreError> {
+        cut_torn_tail(&self.path, &mut self.file, torn)
+    }
+
+    /// Writes the batch, then `sync_data`; only then is it acknowledged. If writing or syncing
+    /// fails, the file is truncated back to its length before the batch (and synced); if that
+    /// also fails, the hold is poisoned and refuses every later append, so that no `seq` can
+    /// ever be written twice.
+    fn append(
+        &mut self,
+        at: ScanPosition,
+        batch: &str,
+        _events: &[LogEvent],
+        _written: &[SessionEvent],
+    ) -> Result<(), StoreError> {
+        let Err(source) = self
+            .file
+            .write_all(batch.as_bytes())
+            .and_then(|()| self.file.sync_data())
+        else {
+            return Ok(());
+        };
+        let rollback = self
+            .file
+            .set_len(at.byte_offset)
+            .and_then(|()| self.file.sync_data());
+        let poisoned = rollback.is_err();
+        self.poisoned = poisoned;
+        tracing::error!(
+            path = %self.path.display(),
+            error = %source,
+            poisoned,
+            "appending to the session log failed"
+        );
+        Err(StoreError::AppendFailed {
+            path: self.path.clone(),
+            source,
+            rollback: rollback.err(),
+        })
+    }
+
+    fn refusal(&self) -> Option<StoreError> {
+        self.poisoned.then(|| StoreError::Poisoned {
+            path: self.path.clone(),
+        })
+    }
+}
+
+/// The single writer of one JSONL log (SPEC §9.6): it holds an exclusive advisory lock on the log
+/// for as long as it lives; appends are durable (`sync_data`) before they are acknowledged. The
+/// generic writer of [`JsonlStore`], with the file as its hold.
+pub type LogWriter<F = File> = BackendWriter<FileLog<F>>;
+
+impl BackendWriter<FileLog<File>> {
     /// Creates a new log whose only line is `session`'s header record (SPEC §9.6): the header is
-    /// written to a temporary file next to `path` and `fsync`ed, linked to `path` without
-    /// replacing anything ([`StoreError::Exists`] if a log is already there), the temporary name
-    /// removed and the directory `fsync`ed. Temporary files left by an interrupted create are
-    /// removed first. Returns the writer, holding the lock.
+    /// published without replacing anything ([`StoreError::Exists`] if a log is already there),
+    /// then opened. Returns the writer, holding the lock.
     pub fn create(path: &Path, session: &NewSession) -> Result<Self, StoreError> {
-        file::remove_leftover_temps(path)
-            .map_err(|e| StoreError::io("remove leftover temporary files for", path, e))?;
-        match file::publish_new(path, session.header_line().as_bytes()) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(StoreError::Exists {
-                    path: path.to_owned(),
-                });
-            }
-            Err(e) => return Err(StoreError::io("create", path, e)),
-        }
-        let (writer, _report) = Self::open(path)?;
-        Ok(writer)
+        let (store, name) = JsonlStore::for_file(path)?;
+        generic::create(&store, &name, session)
     }
 
     /// Opens a log for write (SPEC §9.6): takes the exclusive lock ([`StoreError::Locked`] when
@@ -446,76 +459,23 @@ impl LogWriter<File> {
         path: &Path,
         visitor: &mut dyn LogVisitor,
     ) -> Result<(Self, OpenReport), StoreError> {
-        let file = lock_for_write(path)?;
-        let (header, scan, tracker) =
-            scan_log(path, BufReader::with_capacity(READ_BUFFER, &file), visitor)?;
-        Self::opened(file, path, header, scan, tracker, None)
+        let (store, name) = JsonlStore::for_file(path)?;
+        generic::open(&store, &name, visitor)
     }
 
     /// Opens a log for write from a checkpointed point (SPEC §9.6): takes the lock, checks
     /// `anchor` against the log and `resume` against the anchor, and scans only the lines after
-    /// it, as [`SessionStore::open_from`] describes. `Ok(Err(_))` when they do not fit: the lock is
-    /// given back and nothing was changed.
+    /// it, as [`SessionStore::open_from`](super::SessionStore::open_from) describes. `Ok(Err(_))`
+    /// when they do not fit: the lock is given back and nothing was changed.
     pub fn open_from(
         path: &Path,
         anchor: &LogAnchor,
         resume: &ResumePoint,
         visitor: &mut dyn LogVisitor,
     ) -> Result<Result<(Self, OpenReport), AnchorMismatch>, StoreError> {
-        let file = lock_for_write(path)?;
-        let len = file
-            .metadata()
-            .map_err(|e| StoreError::io("stat", path, e))?
-            .len();
-        let resolved = anchor::resolve(&mut &file, len, anchor)
-            .map_err(|e| StoreError::io("read", path, e))?;
-        let tail = |at: ScanPosition| {
-            (&file)
-                .seek(SeekFrom::Start(at.byte_offset))
-                .map_err(|e| StoreError::io("seek", path, e))?;
-            Ok(BufReader::with_capacity(READ_BUFFER, &file))
-        };
-        let (header, scan, tracker, at) =
-            match scan_at_resume_point(path, resolved, resume, tail, visitor)? {
-                Ok(scanned) => scanned,
-                Err(mismatch) => return Ok(Err(mismatch)),
-            };
-        Self::opened(file, path, header, scan, tracker, Some(at)).map(Ok)
-    }
-
-    /// The writer of a log its open has just scanned (from the start, or resumed at
-    /// `resumed_at`): refuses a newer format, cuts a torn tail, reports.
-    fn opened(
-        file: File,
-        path: &Path,
-        header: SessionHeader,
-        scan: ScanReport,
-        tracker: Tracker,
-        resumed_at: Option<ScanPosition>,
-    ) -> Result<(Self, OpenReport), StoreError> {
-        // Before anything is changed (a torn tail cut): a newer writer's log is left as it is.
-        check_writable(path, &header)?;
-        let torn_tail_saved_to = match scan.torn_tail {
-            Some(torn) => Some(cut_torn_tail(path, &file, torn)?),
-            None => None,
-        };
-        let report = open_report(
-            path,
-            header.clone(),
-            scan,
-            &tracker,
-            torn_tail_saved_to,
-            resumed_at,
-        );
-        let writer = Self {
-            file,
-            path: path.to_owned(),
-            header,
-            position: report.scan.end,
-            tracker,
-            poisoned: false,
-        };
-        Ok((writer, report))
+        let (store, name) = JsonlStore::for_file(path)?;
+        Ok(generic::open_from(&store, &name, anchor, resume, visitor)?
+            .map(|opened| opened.unwrap_or_else(|| unreachable!("a JSONL log always resumes"))))
     }
 
     /// Opens a log for write and runs resume repair (SPEC §7.6) before returning: what a host does
@@ -527,112 +487,31 @@ impl LogWriter<File> {
     }
 }
 
-impl<F: LogFile> LogWriter<F> {
-    /// Appends `events` as one durable batch (SPEC §9.6). The first `seq` must be
-    /// [`LogWriter::next_seq`] and the batch contiguous; each event must be one JSON line that
-    /// reads back as itself. All lines are written, then `sync_data`; only then is the batch
-    /// acknowledged. If writing or syncing fails, the file is truncated back to its length before
-    /// the batch (and synced) and the error returned; if that also fails, the writer is poisoned
-    /// and refuses every later append, so that no `seq` can ever be written twice. An empty batch
-    /// writes nothing.
-    ///
-    /// Returns the appended events as the log reader decodes them, so a host can feed its live
-    /// projection exactly what a replay of the file would see.
-    pub fn append(&mut self, events: &[LogEvent]) -> Result<Vec<SessionEvent>, StoreError> {
-        if self.poisoned {
-            return Err(StoreError::Poisoned {
-                path: self.path.clone(),
-            });
-        }
-        let Some((batch, written)) = encode_batch(self.position.expected_seq, events)? else {
-            return Ok(Vec::new());
-        };
-        let before = self.position.byte_offset;
-        if let Err(source) = self
-            .file
-            .write_all(batch.as_bytes())
-            .and_then(|()| self.file.sync_data())
-        {
-            let rollback = self
-                .file
-                .set_len(before)
-                .and_then(|()| self.file.sync_data());
-            let poisoned = rollback.is_err();
-            self.poisoned = poisoned;
-            tracing::error!(
-                path = %self.path.display(),
-                error = %source,
-                poisoned,
-                "appending to the session log failed"
-            );
-            return Err(StoreError::AppendFailed {
-                path: self.path.clone(),
-                source,
-                rollback: rollback.err(),
-            });
-        }
-        advance(
-            &mut self.position,
-            &mut self.tracker,
-            &written,
-            batch.len() as u64,
-        );
-        Ok(written)
-    }
-
-    /// The `seq` the next appended event must carry: one past the last record read or written
-    /// (§7.3), which after skipped lines or gaps is not the number of events.
-    pub fn next_seq(&self) -> u64 {
-        self.position.expected_seq
-    }
-
-    /// Where the log ends: its length in bytes, its physical lines, the next `seq`, and the events
-    /// it holds (a packed row counts one per member).
-    pub fn position(&self) -> ScanPosition {
-        self.position
-    }
-
-    /// The log's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The header record.
-    pub fn header(&self) -> &SessionHeader {
-        &self.header
-    }
-
-    /// What the log leaves unfinished now (calls without results, open steps and turns),
-    /// counting what this writer appended.
-    pub fn interrupted(&self) -> Interrupted {
-        self.tracker.interrupted()
-    }
-
-    /// Whether a failed rollback poisoned the writer.
-    pub fn is_poisoned(&self) -> bool {
-        self.poisoned
-    }
-
+impl<F: LogFile> BackendWriter<FileLog<F>> {
     /// Wraps the file the writer writes through (to observe writes, or to inject faults); the
     /// lock, position and state carry over.
     pub fn map_file<G: LogFile>(self, wrap: impl FnOnce(F) -> G) -> LogWriter<G> {
-        LogWriter {
-            file: wrap(self.file),
-            path: self.path,
-            header: self.header,
-            position: self.position,
-            tracker: self.tracker,
-            poisoned: self.poisoned,
-        }
+        self.map_owned(|owned| FileLog {
+            file: wrap(owned.file),
+            path: owned.path,
+            poisoned: owned.poisoned,
+        })
     }
 }
 
 /// Saves the torn tail to its sidecar, then truncates the log to the last record boundary. The
 /// sidecar is durable (file and directory entry) before the log loses the bytes.
-fn cut_torn_tail(path: &Path, mut file: &File, torn: TornTail) -> Result<PathBuf, StoreError> {
+fn cut_torn_tail<F: LogFile>(
+    path: &Path,
+    file: &mut F,
+    torn: TornTail,
+) -> Result<PathBuf, StoreError> {
     let mut bytes = Vec::new();
-    file.seek(SeekFrom::Start(torn.byte_offset))
-        .and_then(|_| file.take(torn.len).read_to_end(&mut bytes))
+    File::open(path)
+        .and_then(|mut reader| {
+            reader.seek(SeekFrom::Start(torn.byte_offset))?;
+            reader.take(torn.len).read_to_end(&mut bytes)
+        })
         .map_err(|e| StoreError::io("read the torn tail of", path, e))?;
     if bytes.len() as u64 != torn.len {
         return Err(StoreError::io(
@@ -643,7 +522,7 @@ fn cut_torn_tail(path: &Path, mut file: &File, torn: TornTail) -> Result<PathBuf
     }
     let sidecar = save_sidecar(path, torn.byte_offset, &bytes)?;
     file.set_len(torn.byte_offset)
-        .and_then(|()| file.sync_all())
+        .and_then(|()| file.sync_data())
         .map_err(|e| StoreError::io("truncate the torn tail of", path, e))?;
     Ok(sidecar)
 }
@@ -679,34 +558,4 @@ fn save_sidecar(path: &Path, offset: u64, bytes: &[u8]) -> Result<PathBuf, Store
         path,
         io::Error::new(io::ErrorKind::AlreadyExists, "every sidecar name is taken"),
     ))
-}
-
-impl<F: LogFile + Send> SessionWriter for LogWriter<F> {
-    fn append(&mut self, events: &[LogEvent]) -> Result<Vec<SessionEvent>, StoreError> {
-        LogWriter::append(self, events)
-    }
-
-    fn next_seq(&self) -> u64 {
-        LogWriter::next_seq(self)
-    }
-
-    fn position(&self) -> ScanPosition {
-        LogWriter::position(self)
-    }
-
-    fn header(&self) -> &SessionHeader {
-        LogWriter::header(self)
-    }
-
-    fn location(&self) -> &Path {
-        LogWriter::path(self)
-    }
-
-    fn interrupted(&self) -> Interrupted {
-        LogWriter::interrupted(self)
-    }
-
-    fn is_poisoned(&self) -> bool {
-        LogWriter::is_poisoned(self)
-    }
 }

@@ -4,23 +4,16 @@
 //! process, which is what tests and throw-away sessions want.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::io::Cursor;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use super::anchor::{self, AnchorMismatch, LogAnchor, RecordSpan};
-use super::{
-    LogVisitor, OpenFrom, OpenReport, ResumePoint, SessionStore, SessionWriter, StoreError,
-    backend::{
-        advance, check_writable, encode_batch, open_report, scan_at_resume_point, scan_log, scan_on,
-    },
-};
-use crate::envelope::{LogEvent, NewSession};
+use super::StoreError;
+use super::anchor;
+use super::generic::{LogBackend, OwnedLog};
+use crate::envelope::LogEvent;
 use crate::event::SessionEvent;
-use crate::header::SessionHeader;
-use crate::scan::{ScanPosition, ScanReport};
-use crate::unfinished::{Interrupted, Tracker};
+use crate::scan::{ScanPosition, TornTail};
 
 /// Session logs in memory. Cloning gives another handle to the same logs. See the
 /// [module docs](self).
@@ -42,76 +35,6 @@ struct MemoryLog {
 use user_questions::sync::lock_unpoisoned as lock;
 
 impl MemoryStore {
-    /// Takes the log's ownership, runs `scan` over its bytes and makes the writer of what it
-    /// scanned; ownership is given back when `scan` fails, panics or finds the point stale.
-    #[allow(clippy::type_complexity)]
-    fn open_scanned<E>(
-        &self,
-        name: &str,
-        scan: impl FnOnce(
-            &Path,
-            &[u8],
-        ) -> Result<
-            Result<(SessionHeader, ScanReport, Tracker, Option<ScanPosition>), E>,
-            StoreError,
-        >,
-    ) -> Result<Result<(Box<dyn SessionWriter>, OpenReport), E>, StoreError> {
-        let log = self.existing(name)?;
-        let location = self.location(name);
-        let bytes = {
-            let mut guard = lock(&log);
-            if guard.writer {
-                return Err(StoreError::Locked { path: location });
-            }
-            guard.writer = true;
-            guard.bytes.clone()
-        };
-        // From here on this open owns the log; a failure gives the ownership back.
-        let release = |log: &Mutex<MemoryLog>| lock(log).writer = false;
-        // A visitor that panics unwinds through this guard, which gives the ownership back too.
-        let owned = OwnershipGuard(Some(&log));
-        let scanned = scan(&location, bytes.as_slice());
-        owned.keep();
-        let (header, scan, tracker, resumed_at) = match scanned.and_then(|scanned| match scanned {
-            Ok(scanned) => check_writable(&location, &scanned.0).map(|()| Ok(scanned)),
-            Err(stale) => Ok(Err(stale)),
-        }) {
-            Ok(Ok(scanned)) => scanned,
-            Ok(Err(mismatch)) => {
-                release(&log);
-                return Ok(Err(mismatch));
-            }
-            Err(error) => {
-                release(&log);
-                return Err(error);
-            }
-        };
-        let torn_tail_saved_to = scan.torn_tail.map(|torn| {
-            let mut guard = lock(&log);
-            let start = usize::try_from(torn.byte_offset)
-                .unwrap_or(usize::MAX)
-                .min(guard.bytes.len());
-            let tail = guard.bytes.split_off(start);
-            guard.torn_tails.push((torn.byte_offset, tail));
-            PathBuf::from(format!("memory:{name}.torn-{}", torn.byte_offset))
-        });
-        let report = open_report(
-            &location,
-            header.clone(),
-            scan,
-            &tracker,
-            torn_tail_saved_to,
-            resumed_at,
-        );
-        let writer = MemoryWriter {
-            log,
-            location,
-            header,
-            position: report.scan.end,
-            tracker,
-        };
-        Ok(Ok((Box::new(writer), report)))
-    }
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
@@ -154,7 +77,7 @@ impl MemoryStore {
         self.log(name).ok_or_else(|| {
             StoreError::io(
                 "open",
-                &self.location(name),
+                &LogBackend::location(self, name),
                 std::io::Error::new(std::io::ErrorKind::NotFound, "no such session log"),
             )
         })
@@ -164,11 +87,11 @@ impl MemoryStore {
     fn with_bytes<T>(
         &self,
         name: &str,
-        f: impl FnOnce(&Path, &[u8]) -> Result<T, StoreError>,
+        f: impl FnOnce(&[u8]) -> std::io::Result<T>,
     ) -> Result<T, StoreError> {
         let log = self.existing(name)?;
         let guard = lock(&log);
-        f(&self.location(name), &guard.bytes)
+        f(&guard.bytes).map_err(|e| StoreError::io("read", &self.location(name), e))
     }
 
     /// A copy of the log's bytes from `start` on, so that no lock is held while a visitor runs
@@ -183,7 +106,10 @@ impl MemoryStore {
     }
 }
 
-impl SessionStore for MemoryStore {
+impl LogBackend for MemoryStore {
+    type Owned = MemoryHold;
+    type Reader = Cursor<Vec<u8>>;
+
     fn location(&self, name: &str) -> PathBuf {
         PathBuf::from(format!("memory:{name}"))
     }
@@ -198,120 +124,70 @@ impl SessionStore for MemoryStore {
         Ok(names)
     }
 
-    fn create(
-        &self,
-        name: &str,
-        session: &NewSession,
-    ) -> Result<Box<dyn SessionWriter>, StoreError> {
+    fn create(&self, name: &str, header_line: &[u8]) -> Result<(), StoreError> {
+        let mut logs = lock(&self.logs);
+        if logs.contains_key(name) {
+            return Err(StoreError::Exists {
+                path: LogBackend::location(self, name),
+            });
+        }
+        let log = MemoryLog {
+            bytes: header_line.to_vec(),
+            ..MemoryLog::default()
+        };
+        logs.insert(name.to_owned(), Arc::new(Mutex::new(log)));
+        Ok(())
+    }
+
+    fn acquire(&self, name: &str) -> Result<MemoryHold, StoreError> {
+        let log = self.existing(name)?;
         {
-            let mut logs = lock(&self.logs);
-            if logs.contains_key(name) {
-                return Err(StoreError::Exists {
-                    path: self.location(name),
+            let mut guard = lock(&log);
+            if guard.writer {
+                return Err(StoreError::Locked {
+                    path: LogBackend::location(self, name),
                 });
             }
-            let log = MemoryLog {
-                bytes: session.header_line().into_bytes(),
-                ..MemoryLog::default()
-            };
-            logs.insert(name.to_owned(), Arc::new(Mutex::new(log)));
+            guard.writer = true;
         }
-        let (writer, _) = self.open(name, &mut ())?;
-        Ok(writer)
-    }
-
-    fn open(
-        &self,
-        name: &str,
-        visitor: &mut dyn LogVisitor,
-    ) -> Result<(Box<dyn SessionWriter>, OpenReport), StoreError> {
-        let opened = self.open_scanned(name, |location, bytes| {
-            let (header, scan, tracker) = scan_log(location, bytes, visitor)?;
-            Ok(Ok::<_, Infallible>((header, scan, tracker, None)))
-        })?;
-        // A scan from the start always fits.
-        Ok(match opened {
-            Ok(opened) => opened,
-            Err(never) => match never {},
+        Ok(MemoryHold {
+            log,
+            name: name.to_owned(),
         })
     }
 
-    fn open_from(
-        &self,
-        name: &str,
-        anchor: &LogAnchor,
-        resume: &ResumePoint,
-        visitor: &mut dyn LogVisitor,
-    ) -> Result<OpenFrom, StoreError> {
-        let opened = self.open_scanned(name, |location, bytes| {
-            let resolved = anchor::resolve(&mut Cursor::new(bytes), bytes.len() as u64, anchor)
-                .map_err(|e| StoreError::io("read", location, e))?;
-            let tail = |at: ScanPosition| {
-                Ok(bytes
-                    .get(usize::try_from(at.byte_offset).unwrap_or(usize::MAX)..)
-                    .unwrap_or_default())
-            };
-            Ok(
-                scan_at_resume_point(location, resolved, resume, tail, visitor)?
-                    .map(|(header, scan, tracker, at)| (header, scan, tracker, Some(at))),
-            )
-        })?;
-        Ok(match opened {
-            Ok((writer, report)) => OpenFrom::Resumed { writer, report },
-            Err(mismatch) => OpenFrom::Stale(mismatch),
+    /// A copy of the bytes from `offset` on, so that no lock is held while a visitor runs (a
+    /// visitor may append to the same store).
+    fn reader(&self, name: &str, offset: u64) -> Result<Cursor<Vec<u8>>, StoreError> {
+        self.copy_from(name, offset).map(Cursor::new)
+    }
+
+    fn head(&self, name: &str) -> Result<(Vec<u8>, u64), StoreError> {
+        self.with_bytes(name, |bytes| {
+            let end = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |at| at + 1);
+            Ok((bytes[..end].to_vec(), bytes.len() as u64))
         })
     }
 
-    fn read(&self, name: &str, visitor: &mut dyn LogVisitor) -> Result<OpenReport, StoreError> {
-        let bytes = self.copy_from(name, 0)?;
-        let location = self.location(name);
-        let (header, scan, tracker) = scan_log(&location, bytes.as_slice(), visitor)?;
-        let report = open_report(&location, header, scan, &tracker, None, None);
-        Ok(report)
-    }
-
-    fn scan_from(
+    fn line_ending_at(
         &self,
         name: &str,
-        at: ScanPosition,
-        visitor: &mut dyn LogVisitor,
-    ) -> Result<ScanReport, StoreError> {
-        let tail = self.copy_from(name, at.byte_offset)?;
-        scan_on(&self.location(name), tail.as_slice(), at, visitor)
+        start: u64,
+        end: u64,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        self.with_bytes(name, |bytes| {
+            anchor::line_ending_at(&mut Cursor::new(bytes), start, end)
+        })
     }
 
     fn line_of(&self, name: &str, byte_offset: u64) -> Result<u64, StoreError> {
-        self.with_bytes(name, |location, bytes| {
+        self.with_bytes(name, |bytes| {
             anchor::count_lines(&mut Cursor::new(bytes), byte_offset)
-                .map_err(|e| StoreError::io("read", location, e))
         })
     }
 
     fn is_writing(&self, name: &str) -> Result<bool, StoreError> {
         Ok(lock(&*self.existing(name)?).writer)
-    }
-
-    fn resolve_anchor(
-        &self,
-        name: &str,
-        anchor: &LogAnchor,
-    ) -> Result<Result<(SessionHeader, ScanPosition), AnchorMismatch>, StoreError> {
-        self.with_bytes(name, |location, bytes| {
-            anchor::resolve(&mut Cursor::new(bytes), bytes.len() as u64, anchor)
-                .map_err(|e| StoreError::io("read", location, e))
-        })
-    }
-
-    fn anchor_at(
-        &self,
-        name: &str,
-        end: ScanPosition,
-        last: Option<RecordSpan>,
-    ) -> Result<Option<LogAnchor>, StoreError> {
-        self.with_bytes(name, |location, bytes| {
-            anchor::anchor_at(&mut Cursor::new(bytes), end, last)
-                .map_err(|e| StoreError::io("read", location, e))
-        })
     }
 
     fn load_checkpoint(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -324,74 +200,49 @@ impl SessionStore for MemoryStore {
     }
 }
 
-/// Gives a log's ownership back when dropped, unless [`OwnershipGuard::keep`] disarmed it.
-struct OwnershipGuard<'a>(Option<&'a Mutex<MemoryLog>>);
-
-impl OwnershipGuard<'_> {
-    fn keep(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for OwnershipGuard<'_> {
-    fn drop(&mut self) {
-        if let Some(log) = self.0 {
-            lock(log).writer = false;
-        }
-    }
-}
-
-/// The writer of one in-memory log; dropping it gives up ownership.
-struct MemoryWriter {
+/// The ownership of one in-memory log; dropping it gives the ownership back.
+#[derive(Debug)]
+pub struct MemoryHold {
     log: Arc<Mutex<MemoryLog>>,
-    location: PathBuf,
-    header: SessionHeader,
-    position: ScanPosition,
-    tracker: Tracker,
+    name: String,
 }
 
-impl Drop for MemoryWriter {
+impl Drop for MemoryHold {
     fn drop(&mut self) {
         lock(&self.log).writer = false;
     }
 }
 
-impl SessionWriter for MemoryWriter {
-    fn append(&mut self, events: &[LogEvent]) -> Result<Vec<SessionEvent>, StoreError> {
-        let Some((batch, written)) = encode_batch(self.position.expected_seq, events)? else {
-            return Ok(Vec::new());
-        };
+impl OwnedLog for MemoryHold {
+    type Fold = ();
+
+    fn fold(&self) {}
+
+    fn cut_torn_tail(&mut self, torn: TornTail) -> Result<PathBuf, StoreError> {
+        let mut guard = lock(&self.log);
+        let start = usize::try_from(torn.byte_offset)
+            .unwrap_or(usize::MAX)
+            .min(guard.bytes.len());
+        let tail = guard.bytes.split_off(start);
+        guard.torn_tails.push((torn.byte_offset, tail));
+        Ok(PathBuf::from(format!(
+            "memory:{}.torn-{}",
+            self.name, torn.byte_offset
+        )))
+    }
+
+    fn append(
+        &mut self,
+        _at: ScanPosition,
+        batch: &str,
+        _events: &[LogEvent],
+        _written: &[SessionEvent],
+    ) -> Result<(), StoreError> {
         lock(&self.log).bytes.extend_from_slice(batch.as_bytes());
-        advance(
-            &mut self.position,
-            &mut self.tracker,
-            &written,
-            batch.len() as u64,
-        );
-        Ok(written)
+        Ok(())
     }
 
-    fn next_seq(&self) -> u64 {
-        self.position.expected_seq
-    }
-
-    fn position(&self) -> ScanPosition {
-        self.position
-    }
-
-    fn header(&self) -> &SessionHeader {
-        &self.header
-    }
-
-    fn location(&self) -> &Path {
-        &self.location
-    }
-
-    fn interrupted(&self) -> Interrupted {
-        self.tracker.interrupted()
-    }
-
-    fn is_poisoned(&self) -> bool {
-        false
+    fn refusal(&self) -> Option<StoreError> {
+        None
     }
 }

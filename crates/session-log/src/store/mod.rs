@@ -1,5 +1,8 @@
 //! The storage seam (SPEC §9.6): [`SessionStore`] holds session logs by name, and a
-//! [`SessionWriter`] is the single writer of one of them. Two implementations:
+//! [`SessionWriter`] is the single writer of one of them. Every [`LogBackend`] (the few
+//! operations on a store's bytes and a writer's hold) is a `SessionStore`: the scanning, the
+//! anchors, opens at a resume point, the batch check and the writer's bookkeeping are written
+//! once (`generic`). Two backends here:
 //!
 //! * [`JsonlStore`]: one JSONL file per session in a directory (format §7), with every durability
 //!   rule of §9.6: the header published atomically (temporary file, `fsync`, no-replace link,
@@ -13,8 +16,9 @@
 //! record, a `seq` and a finding are. A checkpoint is an opaque document to a store; what it
 //! checks is the [`LogAnchor`] the document names (the log's identity, length and last record).
 //!
-//! A new backend builds on [`backend`], which gives it the scan, the batch check and the anchor
-//! computations the two stores use, so that it never parses a record itself.
+//! A new backend implements [`LogBackend`] and [`OwnedLog`] and never parses a record itself;
+//! [`backend`] holds the helpers the generic store is built from (the scan, the batch check, the
+//! reports), for a store that needs them elsewhere (an import).
 //!
 //! The contract every implementation must meet is one test suite (`ask-user-testkit`'s
 //! `store_contract`), run against each store.
@@ -22,6 +26,7 @@
 mod anchor;
 pub mod backend;
 mod file;
+mod generic;
 mod jsonl;
 mod memory;
 
@@ -39,11 +44,12 @@ use crate::unfinished::Interrupted;
 
 pub use anchor::{AnchorMismatch, LogAnchor, RecordSpan, sha256_hex};
 pub use file::LogFile;
+pub use generic::{BackendWriter, LogBackend, OwnedLog};
 pub use jsonl::{
-    CHECKPOINT_SUFFIX, JsonlStore, LogWriter, StagedCheckpoint, checkpoint_path, read_log,
+    CHECKPOINT_SUFFIX, FileLog, JsonlStore, LogWriter, StagedCheckpoint, checkpoint_path, read_log,
     read_log_with, stage_checkpoint, write_checkpoint, writer_is_live,
 };
-pub use memory::MemoryStore;
+pub use memory::{MemoryHold, MemoryStore};
 
 /// Session logs by name. See the [module docs](self).
 ///
