@@ -161,7 +161,7 @@ fn start_worker(
 enum Attempt {
     /// Exit 0: this answer was accepted.
     Accepted,
-    /// Exit 5 (`REPLY_QUEUED`) or 3 (`ALREADY_SETTLED`): another answer was first (perhaps one
+    /// Exit 5 (`REPLY_QUEUED`) or 3 (`NOT_CONTINUED`: already settled): another answer was first (perhaps one
     /// of an earlier attempt that was killed after its commit).
     Queued,
     /// Killed, or failed for want of the database: whether it was accepted is unknown.

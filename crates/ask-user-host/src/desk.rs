@@ -139,7 +139,8 @@ pub type OpenHook = Box<dyn Fn(&str, &Resumed) + Send + Sync>;
 
 /// Session logs in stores, read without a lock, and opened for write only to take an answer:
 /// the answer is queued and admitted in a turn of its own ([`Accepted::Admitted`]), so the
-/// question is settled when [`answer`](QuestionDesk::answer) returns. This is what a command or a
+/// question is settled when [`answer`](QuestionDesk::answer) returns. A log that cannot be read
+/// is left out of a listing of several (with a warning) and is the error of a listing of one. This is what a command or a
 /// page does with logs no process runs (`ask-user answer`, `ask-user serve LOG…`).
 ///
 /// Opening a log for write runs resume repair first, so a call its host left open (a crash in the
@@ -353,46 +354,82 @@ impl LogDesk {
     }
 }
 
-impl QuestionDesk for LogDesk {
-    fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
-        let mut sessions = Vec::new();
-        for log in self.logs()? {
-            match Self::session_of(&log) {
-                Ok(session) => sessions.push(session),
-                // One log that cannot be read does not hide the others of a whole store.
-                Err(error) if matches!(self.source, Source::Store(_)) => {
-                    tracing::warn!(%error, log = %log.label, "a session log cannot be read");
-                }
-                Err(error) => return Err(error),
+/// Runs `read` over each of `logs`: with one log, its error is the error; with several, a log that
+/// cannot be read (gone, unreadable, of a newer format) is left out with a warning, so it does not
+/// hide the others.
+fn each_log<T>(
+    logs: Vec<DeskLog>,
+    mut read: impl FnMut(DeskLog) -> Result<T, DeskError>,
+) -> Result<Vec<T>, DeskError> {
+    let single = logs.len() == 1;
+    let mut read_all = Vec::new();
+    for log in logs {
+        let label = log.label.clone();
+        match read(log) {
+            Ok(value) => read_all.push(value),
+            Err(error) if !single => {
+                tracing::warn!(%error, log = %label, "a session log cannot be read; left out");
             }
+            Err(error) => return Err(error),
         }
-        Ok(sessions)
+    }
+    Ok(read_all)
+}
+
+/// The projection of a log from its checkpoint and the lines after it (a refold when the
+/// checkpoint does not verify), read only.
+fn load(log: &DeskLog) -> Result<UserQuestionsState, DeskError> {
+    load_projection(&*log.store, &log.name, CheckpointPolicy::ReadOnly)
+        .map(|load| load.state)
+        .map_err(|e| DeskError::from_error(e.code(), e))
+}
+
+impl QuestionDesk for LogDesk {
+    /// One read-only scan of each log (the calls' ages and which open calls were interrupted
+    /// need every line).
+    fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+        each_log(self.logs()?, |log| Self::session_of(&log))
+    }
+
+    /// The continued questions of each log, from its checkpoint and the lines after it: what a
+    /// page looks up on every connect costs the lines since the checkpoint, not the whole log.
+    fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
+        let per_log = each_log(self.logs()?, |log| {
+            let state = load(&log)?;
+            Ok(state
+                .view()
+                .active
+                .iter()
+                .filter(|active| active.state == ActiveState::Continued)
+                .map(|active| DeskQuestion {
+                    session: log.label.clone(),
+                    call_id: active.call_id.clone(),
+                    questions: active.questions.clone(),
+                    state: DeskState::Continued,
+                    answerable: true,
+                    interrupted: false,
+                    answered: false,
+                    asked_at_ms: None,
+                })
+                .collect::<Vec<_>>())
+        })?;
+        Ok(per_log.into_iter().flatten().collect())
     }
 
     fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
-        let logs = self.logs()?;
-        if let Some(session) = session
-            && !logs.iter().any(|log| log.label == session)
-        {
-            return Err(unknown_session(session));
-        }
-        let mut views = Vec::new();
-        for log in logs {
-            if session.is_some_and(|s| s != log.label) {
-                continue;
-            }
-            match load_projection(&*log.store, &log.name, CheckpointPolicy::ReadOnly) {
-                Ok(load) => views.push(SessionView {
-                    session: log.label,
-                    view: load.state.view().clone(),
-                }),
-                Err(error) if matches!(self.source, Source::Store(_)) => {
-                    tracing::warn!(%error, log = %log.label, "a session log cannot be read");
-                }
-                Err(error) => return Err(DeskError::from_error(error.code(), error)),
+        let mut logs = self.logs()?;
+        if let Some(session) = session {
+            logs.retain(|log| log.label == session);
+            if logs.is_empty() {
+                return Err(unknown_session(session));
             }
         }
-        Ok(views)
+        each_log(logs, |log| {
+            Ok(SessionView {
+                view: load(&log)?.view().clone(),
+                session: log.label,
+            })
+        })
     }
 
     fn answer(

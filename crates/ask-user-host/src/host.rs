@@ -676,7 +676,7 @@ impl Host {
         self.agent
             .queued_messages()
             .into_iter()
-            .find(|message| message.reply_call_id() == Some(call_id))
+            .find(|message| pending_answer::is_reply_for(message, call_id))
     }
 
     /// Admits the reply queued for `call_id` in a turn of its own ([`Host::admit_in_own_turn`]);
@@ -692,11 +692,7 @@ impl Host {
     /// Whether `call_id` is settled in the session's projection (answered in its window, or by
     /// an admitted late reply).
     pub fn is_settled(&self, call_id: &CallId) -> bool {
-        self.projection()
-            .view()
-            .settled
-            .iter()
-            .any(|settled| &settled.call_id == call_id)
+        self.projection().is_settled(call_id.as_str())
     }
 
     /// Queues a late answer to the continued call `call_id` ([`LateAnswers::answer`] with this

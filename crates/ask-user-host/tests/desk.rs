@@ -175,7 +175,7 @@ async fn a_bad_answer_and_an_unknown_session_are_refused_and_change_nothing() {
     ));
     // Still continued: the refusals left it answerable.
     assert_eq!(
-        desk.questions().unwrap()[0].state,
+        desk.answerable().unwrap()[0].state,
         DeskState::Continued,
         "a-1 is still continued"
     );
@@ -218,7 +218,7 @@ async fn a_live_desk_queues_for_the_running_session_to_admit() {
     let call = CallId::from("s1-1");
     ask_unanswered(&host, &call).await;
     let desk = LiveDesk::of([&host]);
-    let listed = desk.questions().unwrap();
+    let listed = desk.answerable().unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(
         (
@@ -236,7 +236,7 @@ async fn a_live_desk_queues_for_the_running_session_to_admit() {
     };
     assert_eq!(host.queued_reply(&call).unwrap().id, queued.message_id);
     assert!(
-        desk.questions().unwrap()[0].answered,
+        desk.answerable().unwrap()[0].answered,
         "the reply is in flight"
     );
     assert!(!host.is_settled(&call));
@@ -244,7 +244,7 @@ async fn a_live_desk_queues_for_the_running_session_to_admit() {
     let admitted = host.admit_queued(&call).unwrap().unwrap();
     assert_eq!(admitted.id, queued.message_id);
     assert!(host.is_settled(&call));
-    assert!(desk.questions().unwrap().is_empty());
+    assert!(desk.answerable().unwrap().is_empty());
     // A session that ended leaves the desk.
     drop(host);
     assert!(desk.sessions().unwrap().is_empty());
@@ -270,4 +270,73 @@ async fn an_open_announces_the_calls_its_repair_continued() {
     // And it takes a late answer now.
     host.answer_late(&call, scope("Tool only"), shell())
         .unwrap();
+}
+
+/// `a.jsonl` (continued `a-1`) in `dir`, beside `broken.jsonl`, whose header
+/// is not a header.
+async fn files_with_a_broken_one(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let store: Arc<dyn SessionStore> = Arc::new(session_log::JsonlStore::new(dir));
+    let runtime = runtime(Arc::clone(&store));
+    let a = runtime
+        .create("a.jsonl", SessionOptions::named("a"))
+        .unwrap();
+    ask_unanswered(&a, &CallId::from("a-1")).await;
+    drop(a);
+    std::fs::write(dir.join("broken.jsonl"), "not a header\n").unwrap();
+    vec![dir.join("a.jsonl"), dir.join("broken.jsonl")]
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_log_that_cannot_be_read_is_left_out_of_several_and_is_the_error_of_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = files_with_a_broken_one(dir.path()).await;
+    let desk = LogDesk::files(&paths).unwrap();
+    let sessions = desk.sessions().unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert!(sessions[0].session.ends_with("a.jsonl"));
+    let answerable = desk.answerable().unwrap();
+    assert_eq!(answerable.len(), 1);
+    assert_eq!(answerable[0].call_id.as_str(), "a-1");
+    assert_eq!(desk.views(None).unwrap().len(), 1);
+
+    let alone = LogDesk::files(&paths[1..]).unwrap();
+    assert!(alone.sessions().is_err());
+    assert!(alone.answerable().is_err());
+    assert!(alone.views(None).is_err());
+    // Nothing was written to either.
+    assert_eq!(
+        std::fs::read_to_string(&paths[1]).unwrap(),
+        "not a header\n"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_answerable_questions_come_from_the_checkpoint_and_the_lines_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn SessionStore> = Arc::new(session_log::JsonlStore::new(dir.path()));
+    let runtime = runtime(Arc::clone(&store));
+    let host = runtime
+        .create("s.jsonl", SessionOptions::named("s"))
+        .unwrap();
+    ask_unanswered(&host, &CallId::from("s-1")).await;
+    host.checkpoint_if_behind(0).unwrap();
+    // A second continued call after the checkpoint.
+    ask_unanswered(&host, &CallId::from("s-2")).await;
+    drop(host);
+    let desk = LogDesk::store(Arc::clone(&store));
+    let calls: Vec<String> = desk
+        .answerable()
+        .unwrap()
+        .into_iter()
+        .map(|q| q.call_id.as_str().to_owned())
+        .collect();
+    assert_eq!(calls, ["s-1", "s-2"]);
+    // The same as a full scan sees.
+    let scanned: Vec<String> = desk.sessions().unwrap()[0]
+        .questions
+        .iter()
+        .filter(|q| q.answerable)
+        .map(|q| q.call_id.as_str().to_owned())
+        .collect();
+    assert_eq!(calls, scanned);
 }

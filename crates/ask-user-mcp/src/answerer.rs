@@ -114,7 +114,7 @@ impl Answerer for FormAnswerer {
                 call_id: call_id.clone(),
                 questions: request.questions.clone(),
                 provenance: Provenance::human(self.name.clone()),
-                events: seam.subscribe(),
+                events: timed.is_some().then(|| seam.subscribe()),
             },
         ));
         let window = claim
@@ -200,8 +200,9 @@ struct LateRoute {
     questions: Vec<Question>,
     provenance: Provenance,
     /// The seam's lifecycle events, subscribed while the form's window was still open: the call's
-    /// continuation (its pending result durable) cannot be missed.
-    events: QuestionEvents,
+    /// continuation (its pending result durable) cannot be missed. `None` for a call that cannot
+    /// go pending (a blocking one): its form goes when its request ends.
+    events: Option<QuestionEvents>,
 }
 
 /// What the seam's events told of the form's call so far.
@@ -213,15 +214,65 @@ enum Told {
     Continued,
     /// Ended otherwise (answered, cancelled): no late answer is taken.
     Ended,
+    /// Events were lost: the session's own check decides what an answer meets.
+    Unknown,
 }
 
 impl From<Continuation> for Told {
     fn from(continuation: Continuation) -> Self {
         match continuation {
-            // Lost events: the session's own check decides.
-            Continuation::Continued | Continuation::Unknown => Self::Continued,
+            Continuation::Continued => Self::Continued,
             Continuation::Ended => Self::Ended,
+            Continuation::Unknown => Self::Unknown,
         }
+    }
+}
+
+/// What the events already received say of the call, without waiting: read once the request is
+/// over, since the host announces a continued call before its request ends.
+fn told_by_now(
+    events: &mut Option<QuestionEvents>,
+    session: &user_questions::SessionId,
+    call_id: &user_questions::CallId,
+) -> Told {
+    let Some(events) = events else {
+        return Told::Nothing;
+    };
+    let mut told = Told::Nothing;
+    while let Some(received) = events.try_recv() {
+        let event = match received {
+            user_questions::Received::Event(event) => event,
+            user_questions::Received::Missed(_) => {
+                told = Told::Unknown;
+                continue;
+            }
+        };
+        if event.call_id.as_ref() != Some(call_id) || event.session_id.as_ref() != Some(session) {
+            continue;
+        }
+        match event.kind {
+            user_questions::QuestionEventKind::Continued => return Told::Continued,
+            user_questions::QuestionEventKind::Answered { .. }
+            | user_questions::QuestionEventKind::Cancelled { .. } => return Told::Ended,
+            user_questions::QuestionEventKind::Opened { .. }
+            | user_questions::QuestionEventKind::Claimed { .. }
+            | user_questions::QuestionEventKind::Pending => {}
+        }
+    }
+    told
+}
+
+/// What the seam's events tell next of the call: never, for a call that cannot go pending.
+async fn next_told(
+    events: &mut Option<QuestionEvents>,
+    session: &user_questions::SessionId,
+    call_id: &user_questions::CallId,
+) -> Told {
+    match events {
+        Some(events) => pending_answer::continued(events, Some(session), call_id)
+            .await
+            .into(),
+        None => std::future::pending().await,
     }
 }
 
@@ -248,16 +299,26 @@ async fn form_task(
         tokio::select! {
             biased;
             outcome = &mut response => break Some(outcome),
-            continuation = pending_answer::continued(&mut late.events, Some(&session), &call_id),
-                if told == Told::Nothing =>
-            {
-                told = continuation.into();
+            next = next_told(&mut late.events, &session, &call_id), if told == Told::Nothing => {
+                told = next;
                 if told == Told::Ended {
                     break None;
                 }
             }
-            // The request is over: the announcement, if the call was continued, came before it.
-            () = over, if told == Told::Nothing => break None,
+            // The request is over. A continued call was announced before that: look at what
+            // came in meanwhile, then keep the form only for a continued call (or when events
+            // were lost, for the session's own check to decide its answer).
+            () = over, if told != Told::Continued => {
+                if told == Told::Nothing {
+                    told = told_by_now(&mut late.events, &session, &call_id);
+                }
+                match told {
+                    Told::Continued | Told::Unknown => {}
+                    Told::Nothing | Told::Ended => break None,
+                }
+                // Nothing more will tell: wait for the client alone.
+                break Some((&mut response).await);
+            }
         }
     };
     let Some(outcome) = outcome else {
@@ -295,15 +356,18 @@ async fn form_task(
     if told == Told::Nothing {
         tokio::select! {
             biased;
-            continuation = pending_answer::continued(&mut late.events, Some(&session), &call_id) => {
-                told = continuation.into();
+            next = next_told(&mut late.events, &session, &call_id) => told = next,
+            () = late.in_flight.done.cancelled() => {
+                told = told_by_now(&mut late.events, &session, &call_id);
             }
-            () = late.in_flight.done.cancelled() => {}
         }
     }
-    if told == Told::Ended {
-        tracing::warn!(call_id = %late.call_id, "the form was answered after its call ended; the answer is not used");
-        return;
+    match told {
+        Told::Continued | Told::Unknown => {}
+        Told::Nothing | Told::Ended => {
+            tracing::warn!(call_id = %late.call_id, "the form was answered after its call ended; the answer is not used");
+            return;
+        }
     }
     late.conn
         .submit_late(late.call_id, batch, late.provenance)

@@ -19,7 +19,6 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
-use session_log::StoreError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tool_ask_user::ToolOutcome;
@@ -216,9 +215,10 @@ impl Conn {
     /// Submits a late answer to a call of this session: the reply waits in the session's durable
     /// inbox until the companion tool admits it. Queuing it opens the session's log when no
     /// request holds it, but no turn: only the inbox edit is logged. The person has closed the
-    /// form, so an answer is not given up when another process holds the log: the open is tried
-    /// again while the log is locked, for up to [`LOCKED_FOR`]. (That the call is continued was
-    /// awaited before: the form task submits only after the host announced it.)
+    /// form, so an answer is not given up when the log cannot be opened at once (another process
+    /// holds it, the database is down for a moment): the open is tried again, with a growing
+    /// pause, for up to [`LOG_WAIT`]. (That the call is continued was awaited before: the form
+    /// task submits only after the host announced it.)
     async fn submit_late_now(
         self: &Arc<Self>,
         call_id: &CallId,
@@ -230,9 +230,8 @@ impl Conn {
         let active = loop {
             match self.enter(false) {
                 Ok(active) => break active,
-                Err(HostError::Store(StoreError::Locked { .. }))
-                    if started.elapsed() < LOCKED_FOR =>
-                {
+                Err(error) if started.elapsed() < LOG_WAIT => {
+                    tracing::debug!(%error, %call_id, "the session log cannot be opened yet; the late answer waits");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(std::time::Duration::from_secs(5));
                 }
@@ -304,10 +303,11 @@ impl Conn {
     }
 }
 
-/// How long a late form answer waits for a session log another process holds for write (an
-/// `ask-user answer` in another shell, a page admitting an answer). A file lock's release wakes
-/// nobody in another process, so the open is tried again, with a growing pause.
-pub const LOCKED_FOR: std::time::Duration = std::time::Duration::from_mins(10);
+/// How long a late form answer waits for a session log that cannot be opened (another process
+/// holds it for write, `ask-user answer` in another shell say; a database down for a moment). A
+/// file lock's release or a database's return wakes nobody here, so the open is tried again,
+/// with a growing pause.
+pub const LOG_WAIT: std::time::Duration = std::time::Duration::from_mins(10);
 
 /// A client name fit for a provenance name: visible characters only, at most 64.
 fn client_label(name: &str) -> String {

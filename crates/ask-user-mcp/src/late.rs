@@ -41,10 +41,7 @@ pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult 
     }
     let state = host.projection();
     if state.continued(call_id.as_str()).is_some() {
-        return CallToolResult::success(vec![
-            ContentBlock::text(ToolOutcome::pending(call_id).text),
-            ContentBlock::text(LATE_ANSWER_HINT),
-        ]);
+        return pending_result(call_id);
     }
     if state.active(call_id.as_str()).is_some() {
         return error_result(&format!(
@@ -56,10 +53,10 @@ pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult 
     ))
 }
 
-/// The companion's result for a call of another session in the state directory (a session of an
-/// earlier server process), found by the session UUID the call id carries. A settled question is
-/// answered from a read-only load of that log; only a pending one, whose reply may wait in the
-/// log's inbox, has the session opened, served like [`fetch`] in a turn of its own, and given up.
+/// The companion's result for a call of another session in the store (a session of an earlier
+/// server process), found by the session UUID the call id carries. A settled question is answered
+/// from a read-only load of that log; only a pending one, whose reply may wait in the log's inbox,
+/// has the session opened, its queued reply admitted in a turn of its own, and given up.
 pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToolResult {
     let runtime = server.runtime();
     let store = runtime.store();
@@ -79,7 +76,7 @@ pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToo
             ));
         }
     };
-    if state.view().settled.iter().any(|s| &s.call_id == call_id) {
+    if state.is_settled(call_id.as_str()) {
         return settled_result(&**store, &log, call_id);
     }
     if state.continued(call_id.as_str()).is_none() {
@@ -94,20 +91,19 @@ pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToo
             ));
         }
     };
-    let result = host
-        .begin_turn_keeping_inbox()
-        .and_then(|()| host.begin_step())
-        .map(|()| fetch(&host, call_id, &log));
-    let ended = host.end_turn("completed");
+    // A reply waiting in that session's inbox is admitted in a turn of its own, which settles
+    // the question; else the question is still pending.
+    let result = match host.admit_queued(call_id) {
+        Ok(Some(reply)) => reply_result(&reply),
+        Ok(None) => pending_result(call_id),
+        Err(error) => error_result(&format!(
+            "the session log of call {call_id} failed: {error}"
+        )),
+    };
     if let Err(error) = host.checkpoint() {
         tracing::warn!(%error, %log, "the checkpoint could not be refreshed");
     }
-    match (result, ended) {
-        (Ok(result), Ok(())) => result,
-        (Err(error), _) | (Ok(_), Err(error)) => error_result(&format!(
-            "the session log of call {call_id} failed: {error}"
-        )),
-    }
+    result
 }
 
 /// The log of the session whose UUID `call_id` carries (`call_<uuid>_<n>`): the state
@@ -133,6 +129,14 @@ fn settled_result(store: &dyn SessionStore, log: &str, call_id: &CallId) -> Call
     }
 }
 
+/// The pending result again, with where the answer comes from here.
+fn pending_result(call_id: &CallId) -> CallToolResult {
+    CallToolResult::success(vec![
+        ContentBlock::text(ToolOutcome::pending(call_id).text),
+        ContentBlock::text(LATE_ANSWER_HINT),
+    ])
+}
+
 fn reply_result(message: &user_questions::UserMessage) -> CallToolResult {
     let text = message
         .content
@@ -148,6 +152,9 @@ fn reply_result(message: &user_questions::UserMessage) -> CallToolResult {
 fn admitted_text(store: &dyn SessionStore, log: &str, call_id: &CallId) -> Option<String> {
     struct Find<'a> {
         call_id: &'a CallId,
+        /// Whether a reply for the call was seen; the first one settled it.
+        replied: bool,
+        /// The JSON text of that first reply, if it holds one.
         reply: Option<String>,
         result: Option<String>,
     }
@@ -161,8 +168,9 @@ fn admitted_text(store: &dyn SessionStore, log: &str, call_id: &CallId) -> Optio
             };
             match &event.body {
                 EventBody::UserMessage(message)
-                    if message.reply_call_id() == Some(self.call_id) && self.reply.is_none() =>
+                    if message.reply_call_id() == Some(self.call_id) && !self.replied =>
                 {
+                    self.replied = true;
                     self.reply.clone_from(&message.text.json);
                 }
                 EventBody::ToolResult(result) if result.call_id.as_ref() == Some(self.call_id) => {
@@ -174,9 +182,16 @@ fn admitted_text(store: &dyn SessionStore, log: &str, call_id: &CallId) -> Optio
     }
     let mut find = Find {
         call_id,
+        replied: false,
         reply: None,
         result: None,
     };
     store.read(log, &mut find).ok()?;
-    find.reply.or(find.result)
+    // A reply settled it: its text, or nothing when it holds no JSON (never the pending result
+    // its call ended with).
+    if find.replied {
+        find.reply
+    } else {
+        find.result
+    }
 }

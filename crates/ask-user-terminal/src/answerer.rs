@@ -81,6 +81,11 @@ impl TerminalOptions {
     /// card closes; when it refuses, the card stays open and shows the refusal's message to the
     /// person. The sink is called on the answerer's task, so it must return promptly.
     ///
+    /// An answer is submitted once the host has announced the call continued (the seam's
+    /// `continued` event, which `LateAnswers` publishes when the pending result is in the log);
+    /// one given before is held until then, or for at most 10 s, after which it goes anyway and
+    /// the sink decides. A host with a sink of its own announces it too.
+    ///
     /// Without a sink, a card whose window closes is taken down with a one-line note, and the
     /// question is left to other surfaces.
     #[must_use]

@@ -104,8 +104,9 @@ enum Kind {
         agent: Option<AgentHandle>,
         /// The host announced the call continued: its late answer is taken now.
         continued: bool,
-        /// An answer submitted before that, sent once the announcement comes.
-        held: Option<AnswerBatch>,
+        /// An answer submitted before that, sent once the announcement comes, or at the instant
+        /// given (a host that never announces: the sink's own check then decides).
+        held: Option<(AnswerBatch, Instant)>,
     },
 }
 
@@ -150,6 +151,11 @@ impl Card {
 }
 
 type Settling = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The longest a late answer given as the window closed waits for the host's announcement that
+/// its call is continued (the pending result durable; it normally follows within milliseconds).
+/// Past it the answer goes anyway, and the sink's own check decides.
+const CONTINUED_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The desk task's state.
 pub(crate) struct Desk {
@@ -218,6 +224,17 @@ impl Desk {
                 .iter()
                 .filter_map(|c| c.countdown().and_then(|cd| cd.next_tick(now)))
                 .min();
+            let overdue = self
+                .cards
+                .iter()
+                .filter_map(|c| match &c.kind {
+                    Kind::Late {
+                        held: Some((_, due)),
+                        ..
+                    } => Some(*due),
+                    Kind::Late { .. } | Kind::Foreground { .. } => None,
+                })
+                .min();
             tokio::select! {
                 biased;
                 command = self.commands.recv() => match command {
@@ -227,6 +244,7 @@ impl Desk {
                 input = next_input(&mut self.screen) => self.input(input),
                 () = sleep_until_some(due) => self.expire(),
                 () = sleep_until_some(tick) => {}
+                () = sleep_until_some(overdue) => self.send_overdue(),
                 Some(()) = self.settling.next(), if !self.settling.is_empty() => {}
                 event = next_event(&mut self.events) => self.seam_event(event),
             }
@@ -388,7 +406,7 @@ impl Desk {
             } else {
                 // The window closed a moment ago and the host has not made the pending result
                 // durable yet: the answer goes as soon as it has.
-                *held = Some(batch);
+                *held = Some((batch, Instant::now() + CONTINUED_WITHIN));
                 self.cards[at]
                     .state
                     .set_notice("Sending your answer as soon as the question is saved as pending…");
@@ -491,8 +509,25 @@ impl Desk {
             }
             Kind::Foreground { .. } => None,
         };
-        if let Some(batch) = held {
+        if let Some((batch, _)) = held {
             self.send_late(at, batch);
+        }
+    }
+
+    /// Held answers whose announcement did not come in time go now: the sink says whether the
+    /// question still waits.
+    fn send_overdue(&mut self) {
+        let now = Instant::now();
+        while let Some(at) = self.cards.iter().position(
+            |card| matches!(&card.kind, Kind::Late { held: Some((_, due)), .. } if *due <= now),
+        ) {
+            let batch = match &mut self.cards[at].kind {
+                Kind::Late { held, .. } => held.take().map(|(batch, _)| batch),
+                Kind::Foreground { .. } => None,
+            };
+            if let Some(batch) = batch {
+                self.send_late(at, batch);
+            }
         }
     }
 

@@ -430,17 +430,23 @@ async fn a_late_submission_goes_to_the_late_answer_handler() {
     assert!(!host.vt.is_open());
 }
 
-#[tokio::test(start_paused = true)]
-async fn an_answer_as_the_window_closes_waits_for_the_continuation() {
+/// A timed question whose window closed with no announcement yet that it is continued (the host
+/// logs the pending result a while later), answered on its card in between: the answer is held.
+async fn answered_before_it_is_continued() -> Host {
     let host = host();
-    // The host logs the pending result a while after the window closed.
     let ask = host.ask_timed_announced(vec![confirm()], 1000, None, false);
     see(&host.vt, "closes in").await;
     assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
     see(&host.vt, "pending: answer any time").await;
-    // The person answers before the call is continued: nothing is refused, the answer waits.
     host.press(&[Key::Char('1'), Key::Enter]);
     see(&host.vt, "as soon as the question is saved as pending").await;
+    host
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_as_the_window_closes_waits_for_the_continuation() {
+    // The person answers before the call is continued: nothing is refused, the answer waits.
+    let host = answered_before_it_is_continued().await;
     settle().await;
     assert!(host.late.lock().unwrap().is_empty());
     assert_eq!(host.terminal.late_calls(), vec![CallId::from("ask-timed")]);
@@ -454,6 +460,19 @@ async fn an_answer_as_the_window_closes_waits_for_the_continuation() {
         AnswerBatch::new([AnswerItem::selected("confirm", ["yes"])])
     );
     assert!(host.terminal.late_calls().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_answer_goes_anyway_when_no_announcement_comes() {
+    // A host that never says the call is continued (its log failed, say).
+    let host = answered_before_it_is_continued().await;
+    advance(Duration::from_millis(9_999)).await;
+    settle().await;
+    assert!(host.late.lock().unwrap().is_empty(), "still held");
+    // Ten seconds on, it goes: the sink decides (here it takes it) and the card closes.
+    advance(Duration::from_millis(1)).await;
+    cleared(&host.vt).await;
+    assert_eq!(host.late.lock().unwrap().len(), 1);
 }
 
 #[tokio::test(start_paused = true)]

@@ -340,6 +340,7 @@ impl Hub {
         let Some(claims) = self.remove_open(key) else {
             return;
         };
+        self.changed.notify_waiters();
         if by.is_some() && !claims.is_empty() {
             // SPEC §4.7: claims are kept until the seam has taken the outcome (the wait ends),
             // so an overdue window cannot close between the answer and the seam.
@@ -416,10 +417,7 @@ impl Hub {
                     &json!({"session": key.session, "callId": key.call_id, "by": provenance.answerer}),
                 );
             }
-            QuestionEventKind::Cancelled { .. } => {
-                self.foreground_over(&key, None);
-                self.changed.notify_waiters();
-            }
+            QuestionEventKind::Cancelled { .. } => self.foreground_over(&key, None),
             QuestionEventKind::Opened { .. } | QuestionEventKind::Claimed { .. } => {}
         }
     }
@@ -494,34 +492,10 @@ impl Hub {
             if continued.contains(&key) {
                 self.continued(&key);
             } else {
+                // A card whose pending result is not logged yet stays: its announcement (or the
+                // bound of an answer waiting for it) decides.
                 self.foreground_over(&key, None);
-                self.drop_continued(&key);
             }
-        }
-    }
-
-    /// Takes down a continued card the desk no longer lists.
-    fn drop_continued(&self, key: &CardKey) {
-        let removed = {
-            let mut state = lock(&self.state);
-            let continued = matches!(
-                state.cards.get(key),
-                Some(Card {
-                    phase: Phase::Continued { .. },
-                    ..
-                })
-            );
-            if continued {
-                state.cards.remove(key);
-            }
-            continued
-        };
-        if removed {
-            self.changed.notify_waiters();
-            self.publish(
-                "expired",
-                &json!({"session": key.session, "callId": key.call_id}),
-            );
         }
     }
 
@@ -691,12 +665,9 @@ impl Hub {
         let Some(desk) = self.desk.clone() else {
             return Vec::new();
         };
-        let listed = tokio::task::spawn_blocking(move || desk.questions()).await;
+        let listed = tokio::task::spawn_blocking(move || desk.answerable()).await;
         match listed {
-            Ok(Ok(questions)) => questions
-                .into_iter()
-                .filter(|q| q.state == DeskState::Continued || q.answerable)
-                .collect(),
+            Ok(Ok(questions)) => questions,
             Ok(Err(error)) => {
                 tracing::warn!(%error, "the questions cannot be listed");
                 Vec::new()

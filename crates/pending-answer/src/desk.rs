@@ -11,10 +11,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use user_questions::{AnswerBatch, BoxError, CallId, Provenance, Question, UserMessage};
+use user_questions::{AnswerBatch, CallId, Provenance, Question, UserMessage};
 use user_questions_projection::UserQuestionsView;
 
-use crate::sink::{LateRefusal, Queued};
+use crate::outcome::{DeskError, LateRefusal, Queued};
 
 /// Where a question a desk shows stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,45 +106,6 @@ pub enum Accepted {
     },
 }
 
-/// A desk could not list its questions or reach a session's store: the code is stable (e.g.
-/// `LOG_IO`, `LOG_LOCKED`, `DB_UNAVAILABLE`), the message is for a person.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct DeskError {
-    code: &'static str,
-    message: String,
-    #[source]
-    source: Option<BoxError>,
-}
-
-impl DeskError {
-    /// An error with a code and a message.
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            source: None,
-        }
-    }
-
-    /// An error with `code` whose message is `error`'s, kept as the source.
-    pub fn from_error(
-        code: &'static str,
-        error: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        Self {
-            code,
-            message: error.to_string(),
-            source: Some(Box::new(error)),
-        }
-    }
-
-    /// The stable code.
-    pub fn code(&self) -> &'static str {
-        self.code
-    }
-}
-
 /// The questions a person can see and the way to answer them. See the [module docs](self).
 ///
 /// The methods may block (they read logs or ask a database): async callers run them off their
@@ -153,13 +114,17 @@ pub trait QuestionDesk: Send + Sync {
     /// Every session of the desk with its open and continued questions, oldest session first.
     fn sessions(&self) -> Result<Vec<DeskSession>, DeskError>;
 
-    /// The open and continued questions of every session, in the order of
+    /// The questions an answer given on this desk reaches, across every session: the continued
+    /// ones, and open ones whose host takes answers from where the desk puts them
+    /// ([`DeskQuestion::answerable`]). What a surface shows beside its own cards, asked often, so a
+    /// desk answers it as cheaply as it can (from checkpoints, say). The default filters
     /// [`sessions`](Self::sessions).
-    fn questions(&self) -> Result<Vec<DeskQuestion>, DeskError> {
+    fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
         Ok(self
             .sessions()?
             .into_iter()
             .flat_map(|session| session.questions)
+            .filter(|q| q.state == DeskState::Continued || q.answerable)
             .collect())
     }
 
@@ -168,9 +133,9 @@ pub trait QuestionDesk: Send + Sync {
     /// [`sessions`](Self::sessions) where a checkpoint answers.
     fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError>;
 
-    /// The questions `call_id` of `session` asked, if the session tracks the call (open,
-    /// continued or settled); for a command that builds an answer from flags. The default reads
-    /// [`views`](Self::views) of the session.
+    /// The questions `call_id` of `session` asked, if the call is open or continued there; for a
+    /// command that builds an answer from flags. The default reads [`views`](Self::views) of the
+    /// session.
     fn questions_of(
         &self,
         session: &str,
@@ -201,8 +166,8 @@ impl<T: QuestionDesk + ?Sized> QuestionDesk for Arc<T> {
         (**self).sessions()
     }
 
-    fn questions(&self) -> Result<Vec<DeskQuestion>, DeskError> {
-        (**self).questions()
+    fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
+        (**self).answerable()
     }
 
     fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {

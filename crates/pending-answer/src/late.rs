@@ -12,8 +12,8 @@ use user_questions::{
 use user_questions_projection::{EventBody, TurnEnd, UserMessageEvent};
 
 use crate::host::{HostEvent, ProjectionHost};
+use crate::outcome::{LateRefusal, NotWaiting, Queued};
 use crate::reply::{is_reply_for, new_message_id, reply_message};
-use crate::sink::{LateRefusal, NotWaiting, Queued};
 use crate::util::{SessionSlot, lock, now_unix_ms, session_key};
 
 /// The answerer named in a late `answered` event when the admitted reply's source carries no
@@ -187,7 +187,7 @@ impl LateAnswers {
         let Some(entry) = state.continued(call_id.as_str()) else {
             let why = if state.active(call_id.as_str()).is_some() {
                 NotWaiting::Open
-            } else if state.view().settled.iter().any(|s| &s.call_id == call_id) {
+            } else if state.is_settled(call_id.as_str()) {
                 NotWaiting::Settled
             } else {
                 NotWaiting::Unknown

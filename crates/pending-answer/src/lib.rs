@@ -28,21 +28,21 @@ mod continued;
 mod desk;
 mod host;
 mod late;
+mod outcome;
 mod reply;
 mod sink;
 mod util;
 
 pub use continued::{Continuation, continued};
-pub use desk::{
-    Accepted, DeskError, DeskQuestion, DeskSession, DeskState, QuestionDesk, SessionView,
-};
+pub use desk::{Accepted, DeskQuestion, DeskSession, DeskState, QuestionDesk, SessionView};
 pub use host::{HostEvent, InMemoryProjectionHost, ProjectionHost};
 pub use late::{LateAnswers, Reservation, UNKNOWN_ANSWERER};
+pub use outcome::{DeskError, LateRefusal, NotWaiting, Queued};
 pub use reply::{
     LateReply, REPLY_OUTCOME, REPLY_TEXT_KIND, is_reply_for, new_message_id, read_reply,
     reply_message, reply_text,
 };
-pub use sink::{LateAnswerSink, LateRefusal, LateSubmission, NotWaiting, Queued};
+pub use sink::{LateAnswerSink, LateSubmission};
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

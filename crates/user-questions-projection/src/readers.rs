@@ -11,7 +11,10 @@ use user_questions::{Question, QuestionOption, TOOL_NAME};
 /// schema (§8.3): an array holding an object whose `name` is the string `ask_user_question` and
 /// whose `parameters` is an object whose `properties` is an object with the key `timeout`.
 pub fn declares_timed(tools: &str) -> bool {
-    let Ok(tools) = serde_json::from_str::<&RawValue>(tools) else {
+    // Escaped lone surrogates (in a property name, say) read as U+FFFD, as the record reader
+    // reads them.
+    let fixed = fix_lone_surrogates(tools);
+    let Ok(tools) = serde_json::from_str::<&RawValue>(&fixed) else {
         return false;
     };
     raw_array(tools).is_some_and(|tools| tools.into_iter().any(timed_schema))

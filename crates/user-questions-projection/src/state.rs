@@ -127,6 +127,14 @@ impl UserQuestionsState {
             .filter(|a| a.state == ActiveState::Continued)
     }
 
+    /// Whether `call_id` was settled (it may have been asked again since, and be active too).
+    pub fn is_settled(&self, call_id: &str) -> bool {
+        self.questions
+            .settled
+            .iter()
+            .any(|s| s.call_id.as_str() == call_id)
+    }
+
     /// The state as compact JSON.
     pub fn to_json(&self) -> String {
         // Serialising plain strings, booleans and integers cannot fail.

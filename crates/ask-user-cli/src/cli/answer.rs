@@ -12,7 +12,7 @@ use ask_user_terminal::sanitize::visible;
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
-use pending_answer::{Accepted, LateRefusal, NotWaiting};
+use pending_answer::{Accepted, LateRefusal, NotWaiting, Queued};
 use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, Question, UserMessage};
 
 use super::desk::{Access, Picked};
@@ -67,15 +67,15 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
             print_admitted(&call_id, &reply, settled);
             Ok(Exit::Ok)
         }
-        Ok(Accepted::Queued(queued)) => {
-            eprintln!(
-                "call {}: reply {} queued; the session's host admits it",
-                visible(call_id.as_str()),
-                visible(&queued.message_id)
-            );
-            Ok(Exit::Ok)
-        }
-        Ok(Accepted::Recorded { answer_id }) => {
+        // Queued for a live session (no desk of a command does that) or recorded in a ledger:
+        // whoever runs the session admits it.
+        Ok(
+            Accepted::Queued(Queued {
+                message_id: answer_id,
+                ..
+            })
+            | Accepted::Recorded { answer_id },
+        ) => {
             eprintln!(
                 "call {}: answer {} accepted",
                 visible(call_id.as_str()),
@@ -89,7 +89,16 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
             }
             Ok(Exit::Ok)
         }
-        Err(refusal) => Err(refused(refusal, &call_id, questions.as_deref(), &submitted)),
+        Err(refusal) => {
+            let in_database = matches!(picked, Picked::Database(_));
+            Err(refused(
+                refusal,
+                &call_id,
+                in_database,
+                questions.as_deref(),
+                &submitted,
+            ))
+        }
     }
 }
 
@@ -117,19 +126,28 @@ fn print_admitted(call_id: &CallId, reply: &UserMessage, settled: bool) {
 fn refused(
     refusal: LateRefusal,
     call_id: &CallId,
+    in_database: bool,
     questions: Option<&[Question]>,
     submitted: &AnswerBatch,
 ) -> CliError {
     match refusal {
         LateRefusal::NotWaiting(why) => {
-            let legacy = if why == NotWaiting::Unknown {
-                " (legacy calls never take late answers)"
+            let unknown = if in_database {
+                " of this session (legacy calls never take late answers)"
             } else {
-                ""
+                " in this log (legacy calls never take late answers)"
             };
             CliError::new(
                 "NOT_CONTINUED",
-                format!("call {call_id} {}{legacy}", why.reason()),
+                format!(
+                    "call {call_id} {}{}",
+                    why.reason(),
+                    if why == NotWaiting::Unknown {
+                        unknown
+                    } else {
+                        ""
+                    }
+                ),
                 Exit::NotContinued,
             )
         }
@@ -162,7 +180,10 @@ fn refused(
         }
         LateRefusal::UnknownSession(session) => CliError::new(
             "UNKNOWN_SESSION",
-            format!("no session {session:?}"),
+            format!(
+                "no session {session:?}{}",
+                if in_database { " in the database" } else { "" }
+            ),
             Exit::Log,
         ),
         LateRefusal::NotLive(error) => CliError::new(error.code(), error.message(), Exit::Failure),

@@ -50,12 +50,6 @@ pub struct PgRequired {
     pub pg_schema: String,
 }
 
-impl PgRequired {
-    fn connect(&self) -> Result<PgStore, CliError> {
-        connect(&self.pg, &self.pg_schema)
-    }
-}
-
 /// Connects and migrates.
 pub(super) fn connect(url: &str, schema: &str) -> Result<PgStore, CliError> {
     let options = PgOptions::in_schema(schema);
@@ -286,7 +280,7 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
             Exit::Log,
         )
     })?;
-    let store = args.pg.connect()?;
+    let store = connect(&args.pg.pg, &args.pg.pg_schema)?;
     let report = store
         .import(&name, &mut BufReader::new(file))
         .map_err(|e| {
@@ -368,25 +362,37 @@ pub(super) fn live_session(
 }
 
 /// `serve --pg`: keeps the pages' cards in step with the ledger, and claims the questions open
-/// elsewhere while a page looks, until `stop` fires (it releases its claims on the way out).
+/// elsewhere while a page looks, until `stop` fires (it releases its claims on the way out). The
+/// pages get a fresh snapshot after each change, one refresh at a time.
 pub(super) fn follow(
     store: PgStore,
     surface: &WebSurface,
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     let client = format!("serve-{}-{}", std::process::id(), crate::store::now_ms());
-    let (looking, changed) = (surface.clone(), surface.clone());
-    tokio::spawn(follow_ledger(
-        store,
-        client,
-        Duration::from_secs(1),
-        move || looking.clients() > 0,
-        move || {
-            let surface = changed.clone();
-            tokio::spawn(async move { surface.refresh().await });
-        },
-        stop,
-    ))
+    let changed = std::sync::Arc::new(tokio::sync::Notify::new());
+    let refresher = {
+        let (surface, changed) = (surface.clone(), std::sync::Arc::clone(&changed));
+        super::AbortOnDrop(tokio::spawn(async move {
+            loop {
+                changed.notified().await;
+                surface.refresh().await;
+            }
+        }))
+    };
+    let looking = surface.clone();
+    tokio::spawn(async move {
+        follow_ledger(
+            store,
+            client,
+            Duration::from_secs(1),
+            move || looking.clients() > 0,
+            move || changed.notify_one(),
+            stop,
+        )
+        .await;
+        drop(refresher);
+    })
 }
 
 /// `mcp --pg`: an MCP server whose sessions live in the database. While a request has a

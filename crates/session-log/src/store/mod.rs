@@ -70,7 +70,9 @@ pub trait SessionStore: Send + Sync {
     /// Whether a log of this name exists.
     fn exists(&self, name: &str) -> Result<bool, StoreError>;
 
-    /// The names of every log the store holds, sorted. A checkpoint or a sidecar is not a log.
+    /// The names of every log the store holds, sorted. A checkpoint or a sidecar is not a log;
+    /// [`JsonlStore`](crate::JsonlStore) lists the regular files named `*.jsonl` of its directory
+    /// (a log created under another name is read and written, but not listed).
     fn list(&self) -> Result<Vec<String>, StoreError>;
 
     /// Creates a new log whose only line is `session`'s header record and returns its writer
