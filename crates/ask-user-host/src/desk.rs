@@ -14,7 +14,7 @@ use pending_answer::{
 };
 use session_log::{EventBody, JsonlStore, LogVisitor, Scanned, SessionHeader, SessionStore};
 use user_questions::sync::lock_unpoisoned;
-use user_questions::{AnswerBatch, CallId, InMemoryAgentRegistry, Provenance};
+use user_questions::{AnswerBatch, CallId, InMemoryAgentRegistry, Provenance, Question};
 use user_questions_projection::{ActiveState, Replay, UserQuestionsState};
 
 use crate::checkpoint::{CHECKPOINT_LAG, CheckpointPolicy, load_projection};
@@ -293,11 +293,13 @@ impl LogDesk {
         })
     }
 
+    /// Opens `log` for write (one read of it) and answers with the batch `compose` makes from the
+    /// call's questions there.
     fn answer_in(
         &self,
         log: &DeskLog,
         call_id: &CallId,
-        answers: AnswerBatch,
+        compose: &mut dyn FnMut(Option<&[Question]>) -> AnswerBatch,
         provenance: Provenance,
     ) -> Result<Accepted, LateRefusal> {
         let runtime =
@@ -309,6 +311,11 @@ impl LogDesk {
         if let Some(hook) = &self.on_open {
             hook(&log.label, &resumed);
         }
+        let questions = host
+            .projection()
+            .active(call_id.as_str())
+            .map(|active| active.questions.clone());
+        let answers = compose(questions.as_deref());
         let outcome = match host.answer_late(call_id, answers, provenance) {
             // Nobody else runs this session: admit the reply now, so the question settles.
             Ok(queued) => match host.admit_in_own_turn(&queued.message_id) {
@@ -439,8 +446,25 @@ impl QuestionDesk for LogDesk {
         answers: AnswerBatch,
         provenance: Provenance,
     ) -> Result<Accepted, LateRefusal> {
+        let mut answers = Some(answers);
         let log = self.log(session)?;
-        self.answer_in(&log, call_id, answers, provenance)
+        self.answer_in(
+            &log,
+            call_id,
+            &mut |_| answers.take().unwrap_or_default(),
+            provenance,
+        )
+    }
+
+    fn answer_with(
+        &self,
+        session: &str,
+        call_id: &CallId,
+        compose: &mut dyn FnMut(Option<&[Question]>) -> AnswerBatch,
+        provenance: Provenance,
+    ) -> Result<Accepted, LateRefusal> {
+        let log = self.log(session)?;
+        self.answer_in(&log, call_id, compose, provenance)
     }
 }
 

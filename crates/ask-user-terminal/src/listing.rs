@@ -1,10 +1,36 @@
 //! Plain text for a terminal that is not a card: the table of open and continued questions
-//! `ask-user pending` prints, ages, and compact JSON wrapped under a label. Every text from a
-//! model or a log goes through the sanitiser first.
+//! `ask-user pending` prints, ages, compact JSON wrapped under a label, model-facing text, and
+//! words quoted for a shell in a printed hint. Every text from a model or a log goes through the
+//! sanitiser first.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use crate::sanitize::visible;
+use crate::sanitize::{json_visible, visible};
+
+/// Model-facing text for a terminal: JSON with its hidden characters as JSON escapes (the same
+/// value), anything else (an `Error: …` text) with them shown as escapes.
+pub fn model_text(text: &str) -> Cow<'_, str> {
+    if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
+        json_visible(text)
+    } else {
+        visible(text)
+    }
+}
+
+/// A word as a POSIX shell reads it back, for a hint a person may paste: as it is when it is
+/// plain, else single-quoted (so a label or a path from a model runs nothing).
+pub fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
 
 /// A question and, under it, its labels as `--pick ID=LABEL` takes them. Ids, questions and
 /// labels come from a model through the log: never raw on a terminal.
@@ -123,7 +149,22 @@ pub fn json_line(label: &str, json: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{JSON_WIDTH, format_age, json_line};
+    use super::{JSON_WIDTH, format_age, json_line, model_text, shell_word};
+
+    #[test]
+    fn shell_words_read_back_as_given() {
+        assert_eq!(shell_word("call_demo_1"), "call_demo_1");
+        assert_eq!(shell_word(""), "''");
+        assert_eq!(shell_word("a b"), "'a b'");
+        assert_eq!(shell_word("it's $(rm -rf ~)"), r"'it'\''s $(rm -rf ~)'");
+    }
+
+    #[test]
+    fn model_text_keeps_json_values_and_shows_hidden_characters() {
+        // A raw bidi override is valid JSON: it becomes its JSON escape, the value unchanged.
+        assert_eq!(model_text("{\"a\":\"x\u{202e}y\"}"), r#"{"a":"x\u202ey"}"#);
+        assert_eq!(model_text("Error: x\u{1b}y"), r"Error: x\u{1b}y");
+    }
 
     #[test]
     fn ages_read_naturally() {

@@ -159,6 +159,27 @@ pub trait QuestionDesk: Send + Sync {
         answers: AnswerBatch,
         provenance: Provenance,
     ) -> Result<Accepted, LateRefusal>;
+
+    /// [`answer`](Self::answer) with the batch `compose` makes, once, from the questions the call
+    /// asked (`None` when it is not open or continued there): for a command that orders the
+    /// items of flags by the stored questions, so a desk that must read the whole session to
+    /// answer reads it once. The default asks [`questions_of`](Self::questions_of), then answers.
+    fn answer_with(
+        &self,
+        session: &str,
+        call_id: &CallId,
+        compose: &mut dyn FnMut(Option<&[Question]>) -> AnswerBatch,
+        provenance: Provenance,
+    ) -> Result<Accepted, LateRefusal> {
+        let questions = self.questions_of(session, call_id).map_err(|error| {
+            if error.code() == "UNKNOWN_SESSION" {
+                LateRefusal::UnknownSession(session.to_owned())
+            } else {
+                LateRefusal::Unavailable(error)
+            }
+        })?;
+        self.answer(session, call_id, compose(questions.as_deref()), provenance)
+    }
 }
 
 impl<T: QuestionDesk + ?Sized> QuestionDesk for Arc<T> {
@@ -190,6 +211,16 @@ impl<T: QuestionDesk + ?Sized> QuestionDesk for Arc<T> {
         provenance: Provenance,
     ) -> Result<Accepted, LateRefusal> {
         (**self).answer(session, call_id, answers, provenance)
+    }
+
+    fn answer_with(
+        &self,
+        session: &str,
+        call_id: &CallId,
+        compose: &mut dyn FnMut(Option<&[Question]>) -> AnswerBatch,
+        provenance: Provenance,
+    ) -> Result<Accepted, LateRefusal> {
+        (**self).answer_with(session, call_id, compose, provenance)
     }
 }
 

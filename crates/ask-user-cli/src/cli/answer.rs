@@ -16,9 +16,9 @@ use pending_answer::{Accepted, LateRefusal, NotWaiting, Queued};
 use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, Question, UserMessage};
 
 use super::desk::{Access, Picked};
-use super::model_text;
 use super::{CliError, Exit, read_input};
 use crate::host::JournalError;
+use ask_user_terminal::listing::model_text;
 
 /// The provenance name of answers given with this command.
 pub const ANSWERER: &str = "ask-user-cli";
@@ -54,15 +54,28 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
     let call_id = CallId::from(args.call_id.as_str());
     let session = args.log.display().to_string();
     let picked = super::desk::pick(&args.pg, std::slice::from_ref(&args.log), Access::Write)?;
-    let desk = picked.desk();
-    // The call's questions order the flags' items and name every problem of a bad answer.
-    let questions = desk.questions_of(&session, &call_id)?;
     let batch = match &args.answers {
         Some(path) => batch_from_file(&read_input(path)?)?,
-        None => batch_from_flags(args, questions.as_deref().unwrap_or_default())?,
+        None => batch_from_flags(args)?,
     };
-    let submitted = batch.clone();
-    match desk.answer(&session, &call_id, batch, Provenance::human(ANSWERER)) {
+    // The call's questions, as the desk read them, order the flags' items and name every problem
+    // of a bad answer.
+    let (mut questions, mut submitted) = (None, batch.clone());
+    let answered = picked.desk().answer_with(
+        &session,
+        &call_id,
+        &mut |stored| {
+            questions = stored.map(<[Question]>::to_vec);
+            if let Some(stored) = stored
+                && args.answers.is_none()
+            {
+                submitted = in_question_order(&batch, stored);
+            }
+            submitted.clone()
+        },
+        Provenance::human(ANSWERER),
+    );
+    match answered {
         Ok(Accepted::Admitted { reply, settled }) => {
             print_admitted(&call_id, &reply, settled);
             Ok(Exit::Ok)
@@ -237,7 +250,7 @@ fn check_batch(
             AnswerViolation::Missing { id } => {
                 format!(
                     "{violation} (or skip it with --skip {})",
-                    super::shell_word(id)
+                    ask_user_terminal::listing::shell_word(id)
                 )
             }
             AnswerViolation::UnknownId { .. } => {
@@ -293,18 +306,11 @@ fn split(pair: &str, flag: &str) -> Result<(String, String), CliError> {
         })
 }
 
-/// Builds the batch from `--pick`, `--custom` and `--skip`, items in the order of the stored
-/// questions, then any other ids in the order given (the seam's validator names those).
-fn batch_from_flags(args: &AnswerArgs, questions: &[Question]) -> Result<AnswerBatch, CliError> {
-    let mut items: Vec<AnswerItem> = questions
-        .iter()
-        .map(|q| AnswerItem::skipped(q.id.clone()))
-        .collect();
-    let mut mentioned: Vec<String> = Vec::new();
-    let mut item = |id: &str, items: &mut Vec<AnswerItem>| -> usize {
-        if !mentioned.iter().any(|m| m == id) {
-            mentioned.push(id.to_owned());
-        }
+/// The batch of `--pick`, `--custom` and `--skip`, one item per question id, in the order the ids
+/// are first given.
+fn batch_from_flags(args: &AnswerArgs) -> Result<AnswerBatch, CliError> {
+    let mut items: Vec<AnswerItem> = Vec::new();
+    let item = |id: &str, items: &mut Vec<AnswerItem>| -> usize {
         if let Some(at) = items.iter().position(|i| i.id == id) {
             at
         } else {
@@ -338,7 +344,19 @@ fn batch_from_flags(args: &AnswerArgs, questions: &[Question]) -> Result<AnswerB
             ));
         }
     }
-    // Questions nobody mentioned stay out, so the validator reports them as unanswered.
-    items.retain(|i| mentioned.contains(&i.id));
     Ok(AnswerBatch { answers: items })
+}
+
+/// The items of `batch` in the order of the stored questions, then those of any other ids in the
+/// order given (the seam's validator names those). Questions nobody mentioned stay out, so the
+/// validator reports them as unanswered.
+fn in_question_order(batch: &AnswerBatch, questions: &[Question]) -> AnswerBatch {
+    let mut answers = batch.answers.clone();
+    answers.sort_by_key(|item| {
+        questions
+            .iter()
+            .position(|q| q.id == item.id)
+            .unwrap_or(questions.len())
+    });
+    AnswerBatch { answers }
 }

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use clap::Args;
 use user_questions::{CallId, CancellationToken, RegisterOptions, ScriptedAnswerer};
 
-use super::{AbortOnDrop, model_text};
+use super::AbortOnDrop;
 use super::{CliError, Exit, ToolArgs, read_input, report_resume};
 use crate::host::{Host, HostOptions, LogTarget};
 use crate::terminal::{TerminalAnswerer, TerminalOptions};
+use ask_user_terminal::listing::model_text;
 
 /// Arguments of `ask`.
 #[derive(Debug, Args)]

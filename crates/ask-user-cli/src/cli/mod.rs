@@ -16,7 +16,8 @@ mod web;
 
 use std::path::PathBuf;
 
-use ask_user_terminal::sanitize::{json_visible, visible};
+use ask_user_terminal::listing::shell_word;
+use ask_user_terminal::sanitize::visible;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tool_ask_user::AskUserConfig;
 
@@ -348,19 +349,6 @@ pub(crate) fn invoked() -> String {
     }
 }
 
-/// A word as a POSIX shell reads it back: as it is when it is plain, else single-quoted.
-pub(crate) fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
-
 /// A hint's argument: a path or an id, shell-quoted when it needs it.
 pub(crate) fn arg(word: impl std::fmt::Display) -> String {
     shell_word(&word.to_string())
@@ -385,15 +373,5 @@ pub(crate) fn report_resume(resumed: &crate::host::Resumed) {
             "note: {} queued message(s) restored from the log",
             resumed.restored_inbox
         );
-    }
-}
-
-/// Model-facing text for a terminal: JSON with its hidden characters as JSON escapes (the same
-/// value), anything else (an `Error: …` text) with them shown as escapes.
-pub(crate) fn model_text(text: &str) -> std::borrow::Cow<'_, str> {
-    if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
-        json_visible(text)
-    } else {
-        visible(text)
     }
 }
