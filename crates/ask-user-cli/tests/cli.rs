@@ -396,9 +396,12 @@ fn ask_timed_answered_by_script_in_time_settles_with_scripted_provenance() {
 
 // --- pending, then answered late ------------------------------------------------------------
 
-/// `answer --help`'s example works, as printed, against the demo's own log.
+/// The demo's hint and `answer --help`'s example never answer for the person: placeholders where
+/// they must choose, the choices listed (the recommended option is one of them, not pre-filled).
+/// Pasted unchanged, the hint is refused and the question stays waiting; with the person's
+/// choices in place of the placeholders, the help's example answers the demo's own log.
 #[test]
-fn the_answer_help_example_answers_the_demo() {
+fn hints_and_help_never_answer_for_the_person() {
     let s = Session::new();
     // Headless, the demo needs a script: one that does not answer lets the window pass.
     let script = fixture(TIME_OUT);
@@ -412,6 +415,31 @@ fn the_answer_help_example_answers_the_demo() {
         script.to_str().unwrap(),
     ]);
     assert_eq!(demo.code, Some(0), "{demo:#?}");
+    let printed = format!("{}{}", demo.stdout, demo.stderr);
+    assert!(!printed.contains("--pick db='PostgreSQL"), "{printed}");
+    let hint = printed
+        .lines()
+        .map(str::trim)
+        .find(|l| l.contains(" answer demo.jsonl call_demo_1 "))
+        .unwrap_or_else(|| panic!("no hint: {printed}"));
+    assert!(
+        hint.ends_with("--pick db=LABEL --pick checks=LABEL…"),
+        "{hint}"
+    );
+    assert!(
+        printed.contains("db: pick one: 'PostgreSQL (Recommended)' | SQLite | DynamoDB"),
+        "{printed}"
+    );
+    assert!(printed.contains("checks: pick any (repeat --pick): 'Unit tests' | Lint"));
+    let pasted = Command::new("sh")
+        .arg("-c")
+        .arg(hint)
+        .current_dir(s.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(pasted.status.code(), Some(4), "{pasted:#?}");
+    assert_eq!(s.view("demo.jsonl")["active"][0]["state"], "continued");
+
     let help = s.run(&["answer", "--help"]);
     let example = help
         .ok()
@@ -419,24 +447,32 @@ fn the_answer_help_example_answers_the_demo() {
         .find(|l| l.trim_start().starts_with("ask-user answer demo.jsonl"))
         .unwrap_or_else(|| panic!("no example: {help:#?}"))
         .trim()
+        .to_owned();
+    assert!(!example.contains("PostgreSQL"), "{example}");
+    let chosen = example
         .replacen(
             "ask-user",
             &format!("'{}'", env!("CARGO_BIN_EXE_ask-user")),
             1,
-        );
+        )
+        .replacen("db=LABEL", "db=SQLite", 1)
+        .replacen("checks=LABEL", "checks='Unit tests'", 1)
+        .replacen("checks=LABEL", "checks=Lint", 1)
+        .replacen("checks=TEXT", "checks='fuzzing too'", 1);
     let ran = Command::new("sh")
         .arg("-c")
-        .arg(&example)
+        .arg(&chosen)
         .current_dir(s.dir.path())
         .output()
         .unwrap();
     assert!(
         ran.status.success(),
-        "{example}: {}",
+        "{chosen}: {}",
         String::from_utf8_lossy(&ran.stderr)
     );
     let settled = &s.view("demo.jsonl")["settled"][0];
     assert_eq!(settled["callId"], "call_demo_1");
+    assert_eq!(settled["answers"][0]["selected"], json!(["SQLite"]));
     assert_eq!(
         settled["answers"][1]["selected"],
         json!(["Unit tests", "Lint"])
@@ -457,10 +493,16 @@ fn the_pending_hint_runs_as_printed() {
         .lines()
         .find(|l| l.starts_with("pending: answer later with `"))
         .unwrap_or_else(|| panic!("no hint: {out:#?}"));
-    let command = hint.split('`').nth(1).unwrap().replace(
-        "--pick ID=LABEL …",
-        "--pick scope=Everything --skip targets",
+    let command = hint.split('`').nth(1).unwrap();
+    // The hint chooses nothing: the person puts their choices in for the placeholders.
+    assert!(
+        command.ends_with(" --pick scope=LABEL --pick targets=LABEL…"),
+        "{command}"
     );
+    let command = command
+        .replace("--pick scope=LABEL", "--pick scope=Everything")
+        .replace("--pick targets=LABEL…", "--skip targets");
+    assert!(out.stderr.contains("  targets: pick any"), "{out:#?}");
     assert!(
         command.starts_with(&format!("'{}' answer", env!("CARGO_BIN_EXE_ask-user")))
             || command.starts_with(&format!("{} answer", env!("CARGO_BIN_EXE_ask-user"))),
@@ -1127,6 +1169,14 @@ fn exit_2_on_bad_usage() {
         &["timeout 0"],
     );
     check(s, &["demo"], 2, "NO_TERMINAL", &["--answers"]);
+    // A timed question nobody could answer late: without a log the session ends with `ask`.
+    check(
+        s,
+        &["ask", "--mode", "timed", args],
+        2,
+        "BAD_USAGE",
+        &["needs --log FILE"],
+    );
 }
 
 #[test]
@@ -1382,6 +1432,16 @@ fn help_on_every_command_shows_an_example() {
         // The help of `help` is the same page.
         assert_eq!(s.run(&["help", command]).ok(), text, "{command}");
     }
+    // `mcp` has no log argument for `--pg` to turn into a session name.
+    let mcp = s.run(&["mcp", "--help"]);
+    assert!(
+        !mcp.ok().contains("a session is named, not a path"),
+        "{mcp:#?}"
+    );
+    assert!(
+        mcp.ok()
+            .contains("instead of log files in the state directory")
+    );
 }
 
 /// A log path that leads to a device or a FIFO fails at once with a clear error: `pending` on a

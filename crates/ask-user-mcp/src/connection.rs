@@ -204,7 +204,11 @@ impl Conn {
             .map(|info| info.client_info.name.clone())
             .unwrap_or_default();
         *lock_unpoisoned(&self.client) = Some(client_label(&client));
-        let name = format!("mcp-elicitation:{}", client_label(&client));
+        let name = format!(
+            "{}{}",
+            user_questions::surface_names::FORM_PREFIX,
+            client_label(&client)
+        );
         let seam = self.server.runtime().seam();
         let session: std::sync::Weak<Conn> = Arc::downgrade(self);
         let form = FormAnswerer::new(session, seam, name.clone());

@@ -28,6 +28,7 @@ mod inflight;
 mod late;
 mod server;
 mod state;
+mod stdio;
 mod util;
 
 pub use answerer::{ASK_DECLINED, declined};

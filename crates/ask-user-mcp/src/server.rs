@@ -125,18 +125,31 @@ impl AskUserMcp {
         McpConnection::new(Arc::clone(&self.inner))
     }
 
-    /// Serves one MCP session on stdin and stdout until the client goes away.
+    /// Serves one MCP session on stdin and stdout until the client goes away. A request sent
+    /// before `initialize` without the per-request metadata of the 2026-07-28 revision is
+    /// answered "initialize first".
     pub async fn serve_stdio(&self) -> Result<(), ServeError> {
-        let running = self
-            .connection()
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| ServeError::Transport(e.to_string()))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| ServeError::Transport(e.to_string()))?;
-        Ok(())
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// [`serve_stdio`](Self::serve_stdio) on any byte streams (a pipe, a socket, a test's
+    /// in-memory pair), one JSON-RPC message a line.
+    pub async fn serve_io<R, W>(&self, input: R, output: W) -> Result<(), ServeError>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (transport, pumps) = crate::stdio::transport(input, output);
+        let served = match self.connection().serve(transport).await {
+            Ok(running) => running
+                .waiting()
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        pumps.finish().await;
+        served.map_err(ServeError::Transport)
     }
 
     /// The streamable HTTP service at [`HTTP_PATH`], one MCP session per client session. It

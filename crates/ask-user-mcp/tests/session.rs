@@ -510,3 +510,48 @@ async fn a_client_of_protocol_2025_06_18_gets_a_form_of_primitive_fields() {
     let forms = harness.handler.forms.lock().unwrap().clone();
     insta::assert_json_snapshot!("form_protocol_2025_06_18", form_schema_json(&forms[0]));
 }
+
+/// A request sent before `initialize` (a person trying `tools/list` by hand) is told to initialize
+/// first, not about the 2026-07-28 revision's per-request metadata; the session then goes on as
+/// usual.
+#[tokio::test]
+async fn a_request_before_initialize_is_told_to_initialize_first() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let server = ask_user_mcp::AskUserMcp::new(ask_user_mcp::McpOptions::new(dir.path())).unwrap();
+    let (client, server_io) = tokio::io::duplex(1 << 16);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    let serving = tokio::spawn(async move { server.serve_io(server_read, server_write).await });
+    let (client_read, mut client_write) = tokio::io::split(client);
+    let mut replies = tokio::io::BufReader::new(client_read).lines();
+    let mut send = async |line: Value| {
+        client_write
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    };
+    send(json!({"jsonrpc":"2.0","id":1,"method":"tools/list"})).await;
+    let early: Value = serde_json::from_str(&replies.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(early["id"], 1);
+    assert_eq!(
+        early["error"]["message"],
+        r#"the server is not initialized: send initialize before "tools/list""#
+    );
+    send(
+        json!({"jsonrpc":"2.0","id":2,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},
+        "clientInfo":{"name":"by-hand","version":"1"}}}),
+    )
+    .await;
+    let initialized: Value =
+        serde_json::from_str(&replies.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(initialized["result"]["protocolVersion"], "2025-06-18");
+    send(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+    send(json!({"jsonrpc":"2.0","id":3,"method":"tools/list"})).await;
+    let listed: Value = serde_json::from_str(&replies.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(listed["id"], 3);
+    assert_eq!(listed["result"]["tools"][0]["name"], "ask_user_question");
+    // The client closes its end: the session ends, and so does the server.
+    client_write.shutdown().await.unwrap();
+    serving.await.unwrap().unwrap();
+}

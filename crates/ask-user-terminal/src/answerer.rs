@@ -28,7 +28,7 @@ pub struct TerminalOptions {
 impl Default for TerminalOptions {
     fn default() -> Self {
         Self {
-            name: "terminal".to_owned(),
+            name: user_questions::surface_names::TERMINAL.to_owned(),
             display: Display::terminal(),
             on_late_answer: None,
         }
@@ -174,6 +174,18 @@ impl TerminalAnswerer {
                 }
             }
             None => self.display.print(&line),
+        }
+    }
+
+    /// Sets the status line shown under every card and under the reminder of hidden cards, for
+    /// as long as cards are on screen: where else the questions can be answered (the page's
+    /// URL, say), so it stays in reach while a card has the screen. `None` removes it. The line
+    /// is shown through [`sanitize::visible_lines`](crate::sanitize::visible_lines).
+    pub fn set_status(&self, line: Option<String>) {
+        let line = line.map(|line| crate::sanitize::visible_lines(&line).into_owned());
+        *user_questions::sync::lock_unpoisoned(&self.shared.status) = line;
+        if let Some(commands) = self.running_desk() {
+            let _ = commands.send(Command::Redraw);
         }
     }
 

@@ -16,8 +16,8 @@ use pending_answer::{LateAnswerSink, LateSubmission};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 use user_questions::{
-    AgentHandle, AnswerBatch, CallId, Provenance, Question, QuestionEventKind, QuestionEvents,
-    QuestionLimits, Received, SessionId, WaitClaim,
+    AgentHandle, AgentId, AnswerBatch, CallId, Provenance, Question, QuestionEvent,
+    QuestionEventKind, QuestionEvents, QuestionLimits, Received, SessionId, WaitClaim,
 };
 
 use crate::card::{CardAction, CardState};
@@ -73,6 +73,8 @@ pub(crate) enum Command {
     },
     Note(String),
     Withdraw(CallId),
+    /// The status line changed ([`Shared::status`]): draw again.
+    Redraw,
 }
 
 /// State shared with the answerer.
@@ -80,6 +82,8 @@ pub(crate) enum Command {
 pub(crate) struct Shared {
     /// Calls whose pending question is on this desk and can still be answered.
     pub(crate) late: Mutex<Vec<CallId>>,
+    /// The host's status line under every card and the reminder.
+    pub(crate) status: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -157,6 +161,19 @@ type Settling = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// Past it the answer goes anyway, and the sink's own check decides.
 const CONTINUED_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How long a card taken down by the end of its request waits for the seam's word on how the
+/// request ended (who answered), before its note says only that it was closed.
+const ENDED_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A card taken down because its request ended without it: its note waits for the seam's event
+/// that says how (the event follows the end of the request at once).
+struct Closed {
+    call_id: Option<CallId>,
+    agent: Option<AgentId>,
+    /// The note goes without the event's word then.
+    due: Instant,
+}
+
 /// The desk task's state.
 pub(crate) struct Desk {
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
@@ -176,6 +193,8 @@ pub(crate) struct Desk {
     /// The seam's lifecycle events: a pending card takes its late answer once its call is
     /// announced continued, and goes when it is answered elsewhere. `None` without a seam.
     events: Option<QuestionEvents>,
+    /// Cards taken down whose note waits for the word on who answered.
+    closed: Vec<Closed>,
 }
 
 impl Desk {
@@ -199,6 +218,7 @@ impl Desk {
             notes: Vec::new(),
             settling: FuturesUnordered::new(),
             events: None,
+            closed: Vec::new(),
         }
     }
 
@@ -235,6 +255,7 @@ impl Desk {
                     Kind::Late { .. } | Kind::Foreground { .. } => None,
                 })
                 .min();
+            let unexplained = self.closed.iter().map(|c| c.due).min();
             tokio::select! {
                 biased;
                 command = self.commands.recv() => match command {
@@ -245,6 +266,7 @@ impl Desk {
                 () = sleep_until_some(due) => self.expire(),
                 () = sleep_until_some(tick) => {}
                 () = sleep_until_some(overdue) => self.send_overdue(),
+                () = sleep_until_some(unexplained) => self.closed_unexplained(),
                 Some(()) = self.settling.next(), if !self.settling.is_empty() => {}
                 event = next_event(&mut self.events) => self.seam_event(event),
             }
@@ -279,18 +301,23 @@ impl Desk {
                     .position(|c| c.id == id && c.is_foreground())
                 {
                     // The request ended without this card (another surface answered, it was
-                    // cancelled, or the seam shut down):
-                    // dropping the card releases its claim.
+                    // cancelled, or the seam shut down): dropping the card releases its claim.
+                    // The seam's event says how, at once; the note waits for it.
                     let card = self.cards.remove(at);
-                    if !card.hidden {
-                        self.note(
-                            "The question was closed here: answered elsewhere, or withdrawn."
-                                .to_owned(),
-                        );
+                    if !card.hidden
+                        && let Kind::Foreground { call_id, agent, .. } = card.kind
+                    {
+                        self.closed.push(Closed {
+                            call_id,
+                            agent: agent.map(|a| a.id().clone()),
+                            due: Instant::now() + ENDED_WITHIN,
+                        });
                     }
                 }
             }
             Command::Note(line) => self.note(line),
+            // The loop draws again before it waits.
+            Command::Redraw => {}
             Command::Withdraw(call_id) => {
                 let cards = std::mem::take(&mut self.cards);
                 for card in cards {
@@ -467,16 +494,62 @@ impl Desk {
                 return;
             }
         };
+        self.explain_closed(&event);
         let Some(call_id) = &event.call_id else {
             return;
         };
-        match event.kind {
+        match &event.kind {
             QuestionEventKind::Continued => self.late_continued(call_id, event.session_id.as_ref()),
-            QuestionEventKind::Answered { .. } => self.command(Command::Withdraw(call_id.clone())),
+            QuestionEventKind::Answered { provenance, .. } => {
+                let shown = self
+                    .cards
+                    .iter()
+                    .any(|c| !c.hidden && c.late_call() == Some(call_id));
+                self.command(Command::Withdraw(call_id.clone()));
+                if shown {
+                    self.note(format!(
+                        "The question was answered {}.",
+                        provenance.described()
+                    ));
+                }
+            }
             QuestionEventKind::Opened { .. }
             | QuestionEventKind::Claimed { .. }
             | QuestionEventKind::Pending
             | QuestionEventKind::Cancelled { .. } => {}
+        }
+    }
+
+    /// The note of a card taken down by the end of its request, once the seam says how the
+    /// request ended: who answered, or that it was withdrawn.
+    fn explain_closed(&mut self, event: &QuestionEvent) {
+        let line = match &event.kind {
+            QuestionEventKind::Answered { provenance, .. } => format!(
+                "The question was answered {}, and closed here.",
+                provenance.described()
+            ),
+            QuestionEventKind::Cancelled { .. } => {
+                "The question was withdrawn, and closed here.".to_owned()
+            }
+            _ => return,
+        };
+        // A keyed card by its call id; an unkeyed one by its agent.
+        let Some(at) = self.closed.iter().position(|c| {
+            c.call_id == event.call_id && (c.call_id.is_some() || c.agent == event.agent_id)
+        }) else {
+            return;
+        };
+        self.closed.remove(at);
+        self.note(line);
+    }
+
+    /// Cards taken down whose request's end the seam never explained (it shut down, say).
+    fn closed_unexplained(&mut self) {
+        let now = Instant::now();
+        let before = self.closed.len();
+        self.closed.retain(|c| c.due > now);
+        for _ in self.closed.len()..before {
+            self.note("The question was closed here: answered elsewhere, or withdrawn.".to_owned());
         }
     }
 
@@ -630,7 +703,8 @@ impl Desk {
             }
         }
         let now = Instant::now();
-        let scene = scene(&self.cards, now);
+        let status = user_questions::sync::lock_unpoisoned(&self.shared.status).clone();
+        let scene = scene(&self.cards, now, status.as_deref());
         let drawn = match (&mut self.screen, scene) {
             (Some(screen), Some(scene)) => screen.draw(&scene, &self.notes),
             (None, _) | (_, None) => Ok(()),
@@ -701,7 +775,7 @@ fn visible(cards: &[Card]) -> Option<usize> {
         .or_else(|| cards.iter().position(|c| !c.hidden))
 }
 
-fn scene(cards: &[Card], now: Instant) -> Option<Scene<'_>> {
+fn scene<'a>(cards: &'a [Card], now: Instant, status: Option<&'a str>) -> Option<Scene<'a>> {
     if cards.is_empty() {
         return None;
     }
@@ -714,6 +788,7 @@ fn scene(cards: &[Card], now: Instant) -> Option<Scene<'_>> {
         return Some(Scene::Reminder(ReminderView {
             hidden: cards.len(),
             soonest_secs,
+            status,
         }));
     };
     let card = &cards[at];
@@ -746,6 +821,7 @@ fn scene(cards: &[Card], now: Instant) -> Option<Scene<'_>> {
         clock,
         close,
         waiting: cards.len() - 1,
+        status,
     }))
 }
 

@@ -1,10 +1,12 @@
 //! Plain text for a terminal that is not a card: the table of open and continued questions
 //! `ask-user pending` prints, ages, compact JSON wrapped under a label, model-facing text, and
-//! words quoted for a shell in a printed hint. Every text from a model or a log goes through the
+//! the hints that say how to answer later, with words quoted for a shell. Every text from a model or a log goes through the
 //! sanitiser first.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+
+use user_questions::Question;
 
 use crate::sanitize::{json_visible, visible};
 
@@ -34,7 +36,7 @@ pub fn shell_word(word: &str) -> String {
 
 /// A question and, under it, its labels as `--pick ID=LABEL` takes them. Ids, questions and
 /// labels come from a model through the log: never raw on a terminal.
-pub fn question_cell(q: &user_questions::Question) -> String {
+pub fn question_cell(q: &Question) -> String {
     let mut cell = format!("{}: {}", visible(&q.id), visible(&q.question));
     let labels: Vec<String> = q
         .options()
@@ -112,44 +114,126 @@ pub fn table(header: [&str; 4], rows: &[[String; 4]]) -> String {
 /// The width [`json_line`] wraps to.
 pub const JSON_WIDTH: usize = 78;
 
-/// `label` then compact JSON, wrapped at JSON boundaries (after a `,` outside strings) so no line
-/// passes [`JSON_WIDTH`] columns unless one value is longer; continuation lines are indented under
-/// the JSON's first character.
-pub fn json_line(label: &str, json: &str) -> String {
-    let indent = label.chars().count();
-    let mut pieces = Vec::new();
-    let (mut start, mut in_string, mut escaped) = (0, false, false);
-    for (at, c) in json.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if in_string => escaped = true,
-            '"' => in_string = !in_string,
-            ',' if !in_string => {
-                pieces.push(&json[start..=at]);
-                start = at + 1;
-            }
-            _ => {}
+/// The command that answers `questions` late, as a hint a person pastes once they have chosen:
+/// `COMMAND --pick ID=LABEL …` with a placeholder wherever the person must choose (a hint never
+/// answers for them, not even with a recommended option), and under it each question's choices,
+/// quoted as the shell takes them. Ids and labels come from a model: shell-quoted, then shown
+/// through the sanitiser.
+pub fn answer_hint(command: &str, questions: &[Question]) -> String {
+    let word = |text: &str| visible(&shell_word(text)).into_owned();
+    let mut hint = command.to_owned();
+    let mut choices = String::new();
+    for q in questions {
+        let id = word(&q.id);
+        let labels: Vec<String> = q.options().iter().map(|o| word(&o.label)).collect();
+        if labels.is_empty() {
+            let _ = write!(hint, " --custom {id}=TEXT");
+            let _ = write!(choices, "\n  {id}: in your own words");
+        } else {
+            let (flag, kind) = if q.is_multi_select() {
+                ("LABEL…", "pick any (repeat --pick)")
+            } else {
+                ("LABEL", "pick one")
+            };
+            let _ = write!(hint, " --pick {id}={flag}");
+            let _ = write!(choices, "\n  {id}: {kind}: {}", labels.join(" | "));
         }
     }
-    pieces.push(&json[start..]);
+    hint.push_str(&choices);
+    hint.push_str("\n  (--custom ID=TEXT adds your own words, --skip ID leaves a question out)");
+    hint
+}
+
+/// `label` then compact JSON, wrapped at JSON boundaries (after a `,` outside strings) so no line
+/// passes [`JSON_WIDTH`] columns; a value too long for a line of its own is wrapped after the
+/// spaces inside its strings, so a terminal never breaks a word. Continuation lines are indented
+/// under the JSON's first character, and the lines without that indentation put back together
+/// are the JSON, unchanged. Only a word longer than a line passes the width.
+pub fn json_line(label: &str, json: &str) -> String {
+    let indent = label.chars().count();
+    let room = JSON_WIDTH.saturating_sub(indent).max(1);
     let mut out = String::from(label);
     let mut column = indent;
-    for piece in pieces.into_iter().filter(|p| !p.is_empty()) {
+    // A piece goes on the line when it fits (or the line is empty), else on a new one; `own`
+    // starts a new line anyway (a long value is not begun at the end of a line).
+    let mut put = |piece: &str, own: bool, out: &mut String| {
         let len = piece.chars().count();
-        if column > indent && column + len > JSON_WIDTH {
+        if column > indent && (own || column + len > JSON_WIDTH) {
             out.push('\n');
             out.extend(std::iter::repeat_n(' ', indent));
             column = indent;
         }
         out.push_str(piece);
         column += len;
+    };
+    for piece in split_after(json, |c, in_string| c == ',' && !in_string) {
+        if piece.chars().count() <= room {
+            put(piece, false, &mut out);
+        } else {
+            let words = split_after(piece, |c, in_string| c == ' ' && in_string);
+            for (at, word) in words.into_iter().enumerate() {
+                put(word, at == 0, &mut out);
+            }
+        }
     }
     out
 }
 
+/// `json` cut after each character `at` picks (given whether it is inside a string), tracking
+/// strings and escapes from the start of `json`; empty pieces are left out.
+fn split_after(json: &str, at: impl Fn(char, bool) -> bool) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let (mut start, mut in_string, mut escaped) = (0, false, false);
+    for (i, c) in json.char_indices() {
+        let inside = in_string;
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            _ => {}
+        }
+        if at(c, inside) {
+            pieces.push(&json[start..i + c.len_utf8()]);
+            start = i + c.len_utf8();
+        }
+    }
+    pieces.push(&json[start..]);
+    pieces.retain(|p| !p.is_empty());
+    pieces
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{JSON_WIDTH, format_age, json_line, model_text, shell_word};
+    use super::{JSON_WIDTH, answer_hint, format_age, json_line, model_text, shell_word};
+    use user_questions::{Question, QuestionOption};
+
+    #[test]
+    fn an_answer_hint_has_placeholders_and_lists_the_choices() {
+        let questions = [
+            Question::new("db", "Which database?").with_options([
+                QuestionOption::new("PostgreSQL (Recommended)"),
+                QuestionOption::new("SQLite"),
+            ]),
+            Question::new("checks", "Which checks?")
+                .with_options([
+                    QuestionOption::new("Unit tests"),
+                    QuestionOption::new("Lint"),
+                ])
+                .with_multi_select(true),
+            Question::new("why", "Why?"),
+            Question::new("odd id", "?").with_options([QuestionOption::new("a\u{1b}[2Jb")]),
+        ];
+        assert_eq!(
+            answer_hint("ask-user answer demo.jsonl call_demo_1", &questions),
+            "ask-user answer demo.jsonl call_demo_1 --pick db=LABEL --pick checks=LABEL… \
+             --custom why=TEXT --pick 'odd id'=LABEL\n  \
+             db: pick one: 'PostgreSQL (Recommended)' | SQLite\n  \
+             checks: pick any (repeat --pick): 'Unit tests' | Lint\n  \
+             why: in your own words\n  \
+             'odd id': pick one: 'a\\u{1b}[2Jb'\n  \
+             (--custom ID=TEXT adds your own words, --skip ID leaves a question out)"
+        );
+    }
 
     #[test]
     fn shell_words_read_back_as_given() {
@@ -186,25 +270,43 @@ mod tests {
         );
         assert!(lines[1].starts_with(r#"              "message":"No answer yet, not skipped"#));
         // The lines put back together are the JSON, unchanged.
-        let label = "tool  → model ";
-        let indent = " ".repeat(label.chars().count());
-        let joined: String = lines
-            .iter()
-            .map(|l| {
-                l.strip_prefix(label)
-                    .or_else(|| l.strip_prefix(&indent))
-                    .unwrap()
-            })
-            .collect();
-        assert_eq!(joined, json);
+        assert_eq!(unwrapped("tool  → model ", &text), json);
         // A comma inside a string is not a boundary.
         let tight = json_line(
             "x ",
             r#"{"a":"1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9"}"#,
         );
         assert_eq!(tight.lines().count(), 1);
-        // The first line fits; the second is one value longer than the width, kept whole.
-        assert!(lines[0].chars().count() <= JSON_WIDTH);
-        assert_eq!(lines.len(), 2);
+        // A value longer than a line is wrapped after the spaces inside its string: every line
+        // fits, and no word is cut.
+        assert!(
+            lines.iter().all(|l| l.chars().count() <= JSON_WIDTH),
+            "{text}"
+        );
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[1].ends_with(' ') && lines[2].starts_with("              "));
+    }
+
+    #[test]
+    fn the_demo_pending_result_fits_a_line_everywhere() {
+        let json = r#"{"pending":true,"callId":"call_demo_1","message":"No answer yet: not skipped, not permission. Do only independent work; any late answer arrives as a user message (answer_to_pending_question) with this callId and the questions."}"#;
+        let label = "tool  → model ";
+        let text = json_line(label, json);
+        for line in text.lines() {
+            assert!(line.chars().count() <= JSON_WIDTH, "{line:?}");
+        }
+        assert_eq!(unwrapped(label, &text), json);
+    }
+
+    /// `json_line`'s lines without the label and the indentation under it.
+    fn unwrapped(label: &str, text: &str) -> String {
+        let indent = " ".repeat(label.chars().count());
+        text.lines()
+            .map(|l| {
+                l.strip_prefix(label)
+                    .or_else(|| l.strip_prefix(&indent))
+                    .unwrap()
+            })
+            .collect()
     }
 }

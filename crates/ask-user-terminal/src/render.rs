@@ -50,15 +50,20 @@ pub struct CardView<'a> {
     pub close: CloseMode,
     /// How many other cards are waiting behind this one.
     pub waiting: usize,
+    /// The host's status line under the key hints (where else the question can be answered,
+    /// say), already sanitised.
+    pub status: Option<&'a str>,
 }
 
-/// The one-line reminder shown while every card is hidden.
+/// The one-line reminder shown while every card is hidden, with the host's status line under it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReminderView {
+pub struct ReminderView<'a> {
     /// How many cards are hidden.
     pub hidden: usize,
     /// Seconds until the soonest hidden timed question's window closes, if one is counting down.
     pub soonest_secs: Option<u64>,
+    /// The host's status line, already sanitised.
+    pub status: Option<&'a str>,
 }
 
 /// What the terminal shows.
@@ -67,7 +72,7 @@ pub enum Scene<'a> {
     /// A card.
     Card(CardView<'a>),
     /// Every card is hidden.
-    Reminder(ReminderView),
+    Reminder(ReminderView<'a>),
 }
 
 impl Scene<'_> {
@@ -78,7 +83,11 @@ impl Scene<'_> {
                 let layout = CardLayout::new(view, inner_width(width));
                 saturate(layout.body.len() + layout.footer.len() + 2)
             }
-            Scene::Reminder(_) => 1,
+            Scene::Reminder(view) => saturate(
+                1 + view
+                    .status
+                    .map_or(0, |status| wrap(status, usize::from(width).max(1)).len()),
+            ),
         }
     }
 
@@ -177,7 +186,7 @@ fn dim() -> Style {
     Style::new().add_modifier(Modifier::DIM)
 }
 
-fn render_reminder(view: ReminderView, area: Rect, buf: &mut Buffer) {
+fn render_reminder(view: ReminderView<'_>, area: Rect, buf: &mut Buffer) {
     let count = if view.hidden == 1 {
         "1 question waiting".to_owned()
     } else {
@@ -191,7 +200,15 @@ fn render_reminder(view: ReminderView, area: Rect, buf: &mut Buffer) {
         Span::styled(" ? ", Style::new().black().on_cyan().bold()),
         Span::raw(format!(" {count}{clock} · Enter: open · Ctrl-C: quit")),
     ]);
-    Paragraph::new(line).render(area, buf);
+    let mut lines = vec![line];
+    if let Some(status) = view.status {
+        lines.extend(
+            wrap(status, usize::from(area.width).max(1))
+                .into_iter()
+                .map(|l| Line::styled(l, dim())),
+        );
+    }
+    Paragraph::new(lines).render(area, buf);
 }
 
 fn render_card(view: &CardView<'_>, area: Rect, buf: &mut Buffer) {
@@ -307,6 +324,13 @@ impl CardLayout {
                 .into_iter()
                 .map(|line| Line::styled(line, dim())),
         );
+        if let Some(status) = view.status {
+            layout.footer.extend(
+                wrap(status, width)
+                    .into_iter()
+                    .map(|l| Line::styled(l, dim())),
+            );
+        }
         layout
     }
 

@@ -295,6 +295,36 @@ async fn blocking_card_answers_as_a_human_at_the_terminal() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_status_line_stays_under_the_card_and_follows_set_status() {
+    let host = host();
+    host.terminal.set_status(Some(
+        "also on the page: http://127.0.0.1:8080/#t=abc".to_owned(),
+    ));
+    let ask = host.ask(AskRequest::new([scope()]));
+    let screen = see(&host.vt, "Which scope?").await;
+    assert!(
+        screen.contains("also on the page: http://127.0.0.1:8080/#t=abc"),
+        "{screen}"
+    );
+    // A status with control bytes is shown escaped, and replacing it redraws the open card.
+    host.terminal
+        .set_status(Some("moved to \u{1b}[31mhttp://127.0.0.1:9090/".to_owned()));
+    let screen = see(&host.vt, "moved to").await;
+    assert!(!screen.contains("8080"), "{screen}");
+    assert!(
+        screen.contains("moved to \\u{1b}[31mhttp://127.0.0.1:9090/"),
+        "{screen}"
+    );
+    host.terminal.set_status(None);
+    settle().await;
+    let screen = host.vt.screen();
+    assert!(!screen.contains("moved to"), "{screen}");
+    assert!(screen.contains("Which scope?"), "{screen}");
+    host.press(&[Key::Enter]);
+    answered(finish(ask).await);
+}
+
+#[tokio::test(start_paused = true)]
 async fn closing_an_unkeyed_card_cancels_the_request() {
     let host = host();
     let ask = host.ask(AskRequest::new([scope()]));
@@ -774,4 +804,124 @@ async fn dropping_the_seam_gives_the_screen_back() {
     cleared(&vt).await;
     settle().await;
     assert!(!vt.is_open());
+}
+
+/// Another surface ahead of the terminal in the waterfall (a page, a phone's button): it races the
+/// card and answers when told to, under its registration name.
+struct Racing {
+    answer: tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<AnswerBatch>>>,
+}
+
+#[user_questions::async_trait]
+impl user_questions::Answerer for Racing {
+    async fn answer(
+        &self,
+        _request: &user_questions::AnswerRequest,
+        next: user_questions::Next<'_>,
+    ) -> Result<user_questions::Answered, user_questions::AnswererError> {
+        let Some(answer) = self.answer.lock().await.take() else {
+            return next.run().await;
+        };
+        tokio::select! {
+            rest = next.run() => rest,
+            Ok(batch) = answer => Ok(user_questions::Answered::human(batch)),
+        }
+    }
+}
+
+/// A racing surface named `name`, registered ahead of the terminal; send the batch it answers.
+fn racing(host: &Host, name: &str) -> (tokio::sync::oneshot::Sender<AnswerBatch>, AnswererGuard) {
+    let (send, answer) = tokio::sync::oneshot::channel();
+    let guard = host.seam.register(
+        Arc::new(Racing {
+            answer: tokio::sync::Mutex::new(Some(answer)),
+        }),
+        user_questions::RegisterOptions::global(name).prepended(),
+    );
+    (send, guard)
+}
+
+/// When another surface answers first, the card says which one ("on the page", "with a
+/// notification's answer button"), not only that it was answered elsewhere or withdrawn.
+#[tokio::test(start_paused = true)]
+async fn a_card_says_which_surface_answered_first() {
+    for (name, says) in [
+        (
+            "web",
+            "The question was answered on the page, and closed here.",
+        ),
+        (
+            "web-button",
+            "The question was answered with a notification's answer button, and closed here.",
+        ),
+        ("mcp-elicitation:codex", "answered in the codex form"),
+        ("ask-user-cli", "answered from the shell"),
+    ] {
+        let host = host();
+        let (answer, _racing) = racing(&host, name);
+        let ask = host.ask_timed(vec![scope()], 5000);
+        see(&host.vt, "closes in").await;
+        answer
+            .send(AnswerBatch::new([AnswerItem::selected(
+                "scope",
+                ["Everything"],
+            )]))
+            .unwrap();
+        let (_, provenance) = answered(finish(ask).await);
+        assert_eq!(provenance.answerer, name);
+        cleared(&host.vt).await;
+        settle().await;
+        let printed = host.vt.printed().join("\n");
+        assert!(printed.contains(says), "{name}: {printed}");
+        assert!(!printed.contains("or withdrawn"), "{printed}");
+    }
+}
+
+/// An unkeyed card's request cancelled by its caller: the card says the question was withdrawn.
+#[tokio::test(start_paused = true)]
+async fn a_card_whose_request_was_withdrawn_says_so() {
+    let host = host();
+    let cancel = CancellationToken::new();
+    let mut request = AskRequest::new([scope()]);
+    request.agent = Some(Arc::clone(&host.agent));
+    request.cancel = Some(cancel.clone());
+    let ask = host.ask(request);
+    see(&host.vt, "Which scope?").await;
+    cancel.cancel();
+    assert_eq!(error_code(finish(ask).await), "ASK_ABORTED");
+    cleared(&host.vt).await;
+    settle().await;
+    let printed = host.vt.printed().join("\n");
+    assert!(
+        printed.contains("The question was withdrawn, and closed here."),
+        "{printed}"
+    );
+}
+
+/// A pending card answered late on another surface says so as it goes.
+#[tokio::test(start_paused = true)]
+async fn a_pending_card_answered_on_the_page_says_so() {
+    let host = host();
+    let ask = host.ask_timed(vec![confirm()], 1000);
+    see(&host.vt, "closes in").await;
+    assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
+    see(&host.vt, "pending: answer any time").await;
+    host.seam.publish(QuestionEvent {
+        ask_id: None,
+        call_id: Some(CallId::from("ask-timed")),
+        agent_id: None,
+        session_id: Some(SessionId::from("s1")),
+        at_ms: 0,
+        kind: QuestionEventKind::Answered {
+            path: user_questions::AnswerPath::Late,
+            provenance: Provenance::human("web"),
+        },
+    });
+    cleared(&host.vt).await;
+    settle().await;
+    let printed = host.vt.printed().join("\n");
+    assert!(
+        printed.contains("The question was answered on the page."),
+        "{printed}"
+    );
 }

@@ -47,6 +47,7 @@ fn view(card: &CardState, clock: Clock, close: CloseMode) -> CardView<'_> {
         clock,
         close,
         waiting: 0,
+        status: None,
     }
 }
 
@@ -132,6 +133,7 @@ fn pending_question_answered_late_with_a_refusal() {
         clock: Clock::Late,
         close: CloseMode::Hide,
         waiting: 1,
+        status: None,
     });
     assert_snapshot!(draw(&scene, 72));
 }
@@ -148,6 +150,7 @@ fn reminder_of_hidden_cards() {
     let scene = Scene::Reminder(ReminderView {
         hidden: 2,
         soonest_secs: Some(12),
+        status: None,
     });
     assert_snapshot!(screen(&scene, &[], 72, 3));
 }
@@ -253,4 +256,23 @@ fn an_option_called_other_is_not_confused_with_the_free_text_row() {
         text.contains("Your own answer: type your own answer"),
         "{text}"
     );
+}
+
+/// The host's status line (the page's address, say) stays under the card and under the reminder
+/// of hidden cards, so it is in reach while a card has the screen.
+#[test]
+fn the_status_line_under_a_card_and_the_reminder() {
+    let card = card(vec![targets()], &[]);
+    let status = "also on the page: http://127.0.0.1:8766/?token=0123456789abcdef";
+    let scene = Scene::Card(CardView {
+        status: Some(status),
+        ..view(&card, Clock::Countdown { secs: 42 }, CloseMode::Hide)
+    });
+    assert_snapshot!(draw(&scene, 72));
+    let reminder = Scene::Reminder(ReminderView {
+        hidden: 1,
+        soonest_secs: None,
+        status: Some(status),
+    });
+    assert_snapshot!(screen(&reminder, &[], 72, 3));
 }

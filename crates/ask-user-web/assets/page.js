@@ -18,6 +18,7 @@
   const empty = document.getElementById("empty");
   const cards = new Map();
   let source = null;
+  let ended = false;
 
   const el = (tag, props, ...children) => {
     const node = document.createElement(tag);
@@ -273,7 +274,7 @@
       const card = cards.get(keyOf(data));
       // This page's own answer is told by its reply, not as someone else's.
       if (!card || card.done || card.submitting) return;
-      finish(card, `Answered elsewhere (${visible(data.by)}).`, true, null);
+      finish(card, data.answered ? `Answered ${visible(data.answered)}.` : `Answered elsewhere (${visible(data.by)}).`, true, null);
       removeLater(card);
     },
     expired(data) {
@@ -281,6 +282,13 @@
       if (!card || card.done) return;
       finish(card, "This question was closed without an answer.", false, null);
       removeLater(card);
+    },
+    ended() {
+      // The host stopped serving: nothing more will come, so the page stops reconnecting.
+      ended = true;
+      if (source) { source.close(); source = null; }
+      statusLine.textContent = "The session has ended: nothing more will come to this page.";
+      empty.textContent = "No question is waiting.";
     },
     queued(data) {
       const card = cards.get(keyOf(data));
@@ -301,7 +309,7 @@
     }
     source.addEventListener("open", refresh);
     source.addEventListener("error", (event) => {
-      if (event.target !== source) return;
+      if (ended || event.target !== source) return;
       statusLine.textContent = event.target.readyState === EventSource.CLOSED
         ? "Disconnected: reload the page (the link needs its token)."
         : "Connection lost: reconnecting…";
@@ -322,7 +330,7 @@
     }
     navigator.sendBeacon(withToken(path("clients", client, "bye")));
   });
-  addEventListener("pageshow", (event) => { if (event.persisted) connect(); });
+  addEventListener("pageshow", (event) => { if (event.persisted && !ended) connect(); });
 
   if (!token) {
     statusLine.textContent = "This link has no token: open the URL ask-user printed.";

@@ -33,7 +33,7 @@ struct Ticket<'a> {
 
 impl Ticket<'_> {
     /// The request was answered by `by`.
-    fn answered(&mut self, by: &str) {
+    fn answered(&mut self, by: &user_questions::Provenance) {
         self.over = true;
         self.hub.foreground_over(&self.key, Some(by));
     }
@@ -79,10 +79,19 @@ impl Answerer for WebAnswerer {
                 biased;
                 answer = &mut submitted, if !pages_gone => match answer {
                     Ok(answer) => {
-                        ticket.answered(&hub.options.name);
+                        let mut answered = Answered::human(answer.batch);
+                        if let Some(name) = answer.answerer {
+                            // Set, so the seam does not stamp the registration name over it.
+                            answered.provenance.answerer = name;
+                        }
+                        let mut by = answered.provenance.clone();
+                        if by.answerer.is_empty() {
+                            by.answerer.clone_from(&hub.options.name);
+                        }
+                        ticket.answered(&by);
                         // Acknowledged before it is returned: nothing can come between.
                         let _ = answer.ack.send(());
-                        return Ok(Answered::human(answer.batch));
+                        return Ok(answered);
                     }
                     // The card was taken down (its call settled elsewhere); the rest decides.
                     Err(_) => pages_gone = true,
@@ -92,7 +101,7 @@ impl Answerer for WebAnswerer {
                 }
                 result = &mut rest, if !rest_done => match result {
                     Ok(answered) => {
-                        ticket.answered(&answered.provenance.answerer);
+                        ticket.answered(&answered.provenance);
                         return Ok(answered);
                     }
                     Err(error) if leaves_it_to_the_pages(&error) && !pages_gone => rest_done = true,

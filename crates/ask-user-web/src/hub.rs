@@ -40,7 +40,26 @@ use user_questions::sync::lock_unpoisoned as lock;
 /// answerer sends once the answer is the one it returns.
 pub(crate) struct Submitted {
     pub(crate) batch: AnswerBatch,
+    /// The provenance name, when it is not the surface's registration name (a button's).
+    pub(crate) answerer: Option<String>,
     pub(crate) ack: oneshot::Sender<()>,
+}
+
+/// The `settled` event: `by` names the answerer, `answered` says where in words
+/// ([`Provenance::described`]: "on the page", "at the terminal", …).
+fn settled_data(key: &CardKey, by: &Provenance) -> Value {
+    json!({"session": key.session, "callId": key.call_id, "by": by.answerer, "answered": by.described()})
+}
+
+/// How an answer reached the surface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// A page's form.
+    Page,
+    /// A notification's one-time answer button: its provenance name is the surface's with
+    /// [`BUTTON_SUFFIX`](user_questions::surface_names::BUTTON_SUFFIX), so a card elsewhere can say
+    /// a phone answered.
+    Button,
 }
 
 struct Card {
@@ -331,10 +350,10 @@ impl Hub {
     }
 
     /// The answerer stopped waiting: its answer, another answerer's, or an error ended the
-    /// request (`by` names who answered; `None` for an error).
-    pub(crate) fn foreground_over(&self, key: &CardKey, by: Option<&str>) {
+    /// request (`by` says who answered; `None` for an error).
+    pub(crate) fn foreground_over(&self, key: &CardKey, by: Option<&Provenance>) {
         let data = match by {
-            Some(by) => json!({"session": key.session, "callId": key.call_id, "by": by}),
+            Some(by) => settled_data(key, by),
             None => json!({"session": key.session, "callId": key.call_id}),
         };
         let Some(claims) = self.remove_open(key) else {
@@ -412,10 +431,7 @@ impl Hub {
                 }
                 self.drop_claims_on(&key);
                 self.changed.notify_waiters();
-                self.publish(
-                    "settled",
-                    &json!({"session": key.session, "callId": key.call_id, "by": provenance.answerer}),
-                );
+                self.publish("settled", &settled_data(&key, provenance));
             }
             QuestionEventKind::Cancelled { .. } => self.foreground_over(&key, None),
             QuestionEventKind::Opened { .. } | QuestionEventKind::Claimed { .. } => {}
@@ -735,7 +751,15 @@ impl Hub {
         call_id: &CallId,
         session: Option<&str>,
         batch: AnswerBatch,
+        via: Via,
     ) -> Result<AnswerPath, AnswerRefused> {
+        let answerer = (via == Via::Button).then(|| {
+            format!(
+                "{}{}",
+                self.options.name,
+                user_questions::surface_names::BUTTON_SUFFIX
+            )
+        });
         let seam = self.seam.upgrade().ok_or(AnswerRefused::NotWaiting)?;
         let found = {
             let mut state = lock(&self.state);
@@ -794,6 +818,7 @@ impl Hub {
                 let (ack, acked) = oneshot::channel();
                 let handed = sender.send(Submitted {
                     batch: batch.clone(),
+                    answerer: answerer.clone(),
                     ack,
                 });
                 if handed.is_ok() && acked.await.is_ok() {
@@ -801,11 +826,11 @@ impl Hub {
                 }
                 // The window closed just as the answer came: if the call goes pending, the
                 // answer is a late one, taken once the host announces the call continued.
-                self.answer_late(key, batch).await?;
+                self.answer_late(key, batch, answerer).await?;
                 Ok(AnswerPath::Late)
             }
             Target::Late { key, batch } => {
-                self.answer_late(key, batch).await?;
+                self.answer_late(key, batch, answerer).await?;
                 Ok(AnswerPath::Late)
             }
         }
@@ -835,11 +860,16 @@ impl Hub {
         }
     }
 
-    async fn answer_late(&self, key: CardKey, batch: AnswerBatch) -> Result<(), AnswerRefused> {
+    async fn answer_late(
+        &self,
+        key: CardKey,
+        batch: AnswerBatch,
+        answerer: Option<String>,
+    ) -> Result<(), AnswerRefused> {
         let desk = self.desk.clone().ok_or(AnswerRefused::NotWaiting)?;
         self.until_durable(&key).await?;
         let (session, call_id) = (key.session.clone(), key.call_id.clone());
-        let provenance = Provenance::human(self.options.name.clone());
+        let provenance = Provenance::human(answerer.unwrap_or_else(|| self.options.name.clone()));
         let answers = batch.clone();
         // The desk may open a log or ask a database: off the async threads.
         tokio::task::spawn_blocking(move || desk.answer(&session, &call_id, answers, provenance))

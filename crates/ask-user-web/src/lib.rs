@@ -3,6 +3,7 @@
 mod answerer;
 mod grants;
 mod hub;
+mod links;
 pub mod page;
 mod routes;
 mod sessions;
@@ -170,6 +171,8 @@ impl WebSurface {
             stop.clone(),
         );
         let wait = stop.clone();
+        let stopped = CancellationToken::new();
+        let done = stopped.clone();
         tokio::spawn(async move {
             let served = axum::serve(listener, router)
                 .with_graceful_shutdown(async move { wait.cancelled().await })
@@ -177,10 +180,13 @@ impl WebSurface {
             if let Err(error) = served {
                 tracing::warn!(%error, "the web surface stopped serving");
             }
+            done.cancel();
         });
         Ok(WebServer {
             addr,
             token: Arc::clone(&self.token),
+            stop: stop.clone(),
+            stopped,
             _stop: stop.drop_guard(),
         })
     }
@@ -213,8 +219,14 @@ pub struct GrantLink {
 pub struct WebServer {
     addr: SocketAddr,
     token: Arc<str>,
+    stop: CancellationToken,
+    /// Cancelled once the server task ended.
+    stopped: CancellationToken,
     _stop: tokio_util::sync::DropGuard,
 }
+
+/// How long [`WebServer::stop`] waits for the pages to be told.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl fmt::Debug for WebServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -238,5 +250,15 @@ impl WebServer {
     /// The page's URL with its token, to print for the person.
     pub fn url(&self) -> String {
         format!("http://{}/?token={}", self.addr, self.token)
+    }
+
+    /// Stops serving, and tells every open page first: its event stream ends with an `ended`
+    /// event, on which the page says that the session has ended and nothing more will come, and
+    /// stops reconnecting. Waits until the server has stopped (at most 2 s, so a page that does
+    /// not read does not hold the host up). Dropping the server stops it too, without waiting:
+    /// the pages may then miss the word.
+    pub async fn stop(&self) {
+        self.stop.cancel();
+        let _ = tokio::time::timeout(STOP_GRACE, self.stopped.cancelled()).await;
     }
 }

@@ -20,7 +20,7 @@ use tokio::sync::broadcast;
 use user_questions::{AnswerBatch, AnswerItem, CallId, CancellationToken};
 
 use crate::grants::{GrantRefused, Grants};
-use crate::hub::{AnswerPath, AnswerRefused, ConnectRefused, Hub, StreamGuard};
+use crate::hub::{AnswerPath, AnswerRefused, ConnectRefused, Hub, StreamGuard, Via};
 use crate::page;
 use crate::token;
 
@@ -332,6 +332,7 @@ fn card_stream(
         updates: broadcast::Receiver<crate::hub::Push>,
         stop: CancellationToken,
         first: bool,
+        ended: bool,
     }
     let feed = Feed {
         hub,
@@ -339,6 +340,7 @@ fn card_stream(
         updates,
         stop,
         first: true,
+        ended: false,
     };
     futures::stream::unfold(feed, |mut feed| async move {
         if feed.first {
@@ -346,8 +348,16 @@ fn card_stream(
             let event = snapshot(&feed.hub).await;
             return Some((Ok(event), feed));
         }
+        if feed.ended {
+            return None;
+        }
         let update = tokio::select! {
-            () = feed.stop.cancelled() => return None,
+            () = feed.stop.cancelled() => {
+                // The server stops: the page is told nothing more will come, and stops
+                // reconnecting.
+                feed.ended = true;
+                return Some((Ok(Event::default().event("ended").data("{}")), feed));
+            }
             update = feed.updates.recv() => update,
         };
         let event = match update {
@@ -468,7 +478,7 @@ async fn answer(
     }
     answered(
         app.hub
-            .answer(&call_id, body.session.as_deref(), batch)
+            .answer(&call_id, body.session.as_deref(), batch, Via::Page)
             .await,
     )
 }
@@ -501,7 +511,10 @@ async fn answer_by_grant(app: &App, token: &str, call_id: &CallId, batch: Answer
     if !same_card {
         return refused(AnswerRefused::NotWaiting);
     }
-    let result = app.hub.answer(call_id, Some(&grant.session), batch).await;
+    let result = app
+        .hub
+        .answer(call_id, Some(&grant.session), batch, Via::Button)
+        .await;
     match &result {
         Err(AnswerRefused::Undelivered(_)) => app.grants.restore(token.to_owned(), grant),
         Ok(_) => app.grants.revoke_call(&grant.session, call_id),

@@ -35,7 +35,7 @@ pub struct WebOptions {
 impl Default for WebOptions {
     fn default() -> Self {
         Self {
-            name: "web".to_owned(),
+            name: user_questions::surface_names::WEB.to_owned(),
             retry: Duration::from_secs(2),
             reconnect_grace: Duration::from_secs(4),
             keep_alive: Duration::from_secs(5),

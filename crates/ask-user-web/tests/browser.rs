@@ -524,10 +524,13 @@ async fn terminal_and_browser_race_and_exactly_one_answer_wins() {
         answers_of(&outcome).unwrap()[0]["selected"][0],
         "PostgreSQL"
     );
-    let text = browser
-        .wait_text("article[data-call-id=\"call-2\"]", "Answered elsewhere")
+    // The page says which surface won.
+    browser
+        .wait_text(
+            "article[data-call-id=\"call-2\"]",
+            "Answered at the terminal.",
+        )
         .await;
-    assert!(text.contains("terminal"), "{text}");
     let (status, body) = answer_over_http(&server, fx.web.token(), "call-2").await;
     assert_eq!((status, body["code"].as_str()), (410, Some("NOT_WAITING")));
     let results: Vec<Value> = outcome_texts(&fx);
@@ -589,6 +592,37 @@ async fn model_text_is_shown_as_text_never_run() {
 }
 
 /// A late answer over plain HTTP, as a second front end would send it.
+/// When the host stops serving, the page says the session has ended (nothing more will come)
+/// and stays so, instead of reconnecting forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_says_when_its_session_has_ended() {
+    let Some(Scene {
+        browser,
+        fx,
+        server,
+        _one,
+    }) = scene(120).await
+    else {
+        return;
+    };
+    let call = fx.ask("call-1", common::DEMO_QUESTIONS);
+    browser.client.goto(&server.url()).await.unwrap();
+    browser.card("call-1", "open").await;
+    browser.click(r#"input[name="q0"][value="SQLite"]"#).await;
+    browser.click(r#"input[name="q1"][value="Lint"]"#).await;
+    browser.click("button.submit").await;
+    finished(call).await;
+    browser.wait_text("#status", "Connected").await;
+    server.stop().await;
+    let ended = "The session has ended: nothing more will come to this page.";
+    browser.wait_text("#status", ended).await;
+    // Past the page's reconnect delay, it still says so: it does not try again.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(browser.text("#status").await, ended);
+    drop(server);
+    browser.quit().await;
+}
+
 async fn answer_over_http(server: &WebServer, token: &str, call_id: &str) -> (u16, Value) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let body = json!({"answers": [{"id": "db", "selected": ["SQLite"]}]}).to_string();

@@ -353,6 +353,7 @@ async fn an_answer_from_the_page_in_the_window_answers_the_call_as_web() {
     );
     let settled = page.until("settled", "call-1").await;
     assert_eq!(settled["by"], "web");
+    assert_eq!(settled["answered"], "on the page");
     assert!(fx.seam_events().iter().any(|e| matches!(
         &e.kind,
         QuestionEventKind::Answered { provenance, .. } if provenance.answerer == "web"
@@ -683,6 +684,8 @@ async fn the_other_surface_answering_first_takes_the_card_down() {
     );
     let settled = page.until("settled", "call-1").await;
     assert_eq!(settled["by"], "terminal");
+    // Shown on the other pages as "Answered at the terminal."
+    assert_eq!(settled["answered"], "at the terminal");
     let (status, body) = answer(
         &router,
         &token,
@@ -813,7 +816,7 @@ async fn a_hold_after_the_goodbye_is_refused_and_leaves_nothing_behind() {
 
 #[tokio::test(start_paused = true)]
 async fn a_grant_answers_its_one_option_once_without_the_page_token() {
-    let fx = Fixture::new(60);
+    let mut fx = Fixture::new(60);
     let router = fx.web.router();
     let token = fx.web.token().to_owned();
     let mut page = open(&router, &token, "tab-1").await;
@@ -871,6 +874,11 @@ async fn a_grant_answers_its_one_option_once_without_the_page_token() {
         answers_of(&call.await.unwrap()).unwrap()[0]["selected"][0],
         "SQLite"
     );
+    // The answer is the button's, so a surface that lost the race can say a phone answered.
+    assert!(fx.seam_events().iter().any(|e| matches!(
+        &e.kind,
+        QuestionEventKind::Answered { provenance, .. } if provenance.answerer == "web-button"
+    )));
     // Used once: a replay is refused; the other button finds nothing waiting.
     let (status, body) = send(&router, press(&sqlite, "SQLite")).await;
     assert_eq!(

@@ -42,6 +42,18 @@ pub const MAX_ARGUMENTS_BYTES: usize = 1 << 20;
 /// model reads stays a few KiB whatever the arguments hold.
 pub const MAX_LISTED_VIOLATIONS: usize = 12;
 
+/// What the check does with an undeclared key that differs from a declared one only in case, `_`
+/// or `-` (`multiSelect` or `multiselect` for `multi_select`): the model most likely meant the
+/// declared key, and dropping the key silently would change the question.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NearMisses {
+    /// Dropped like any other undeclared key (the legacy tool: its accepted arguments are
+    /// frozen).
+    Dropped,
+    /// Refused: an `INVALID_ARGS` violation names the declared key (the timed tool).
+    Refused,
+}
+
 /// Checks `arguments` against `parameters` and deserialises the checked value into `T`. Before
 /// any of that: the size bound, and the question-count limit (a batch with too many questions is
 /// refused for that, not for each problem of each question).
@@ -49,6 +61,7 @@ pub(crate) fn parse<T: DeserializeOwned>(
     parameters: &Value,
     arguments: &str,
     limits: &QuestionLimits,
+    near_misses: NearMisses,
 ) -> Result<T, UserQuestionError> {
     if arguments.len() > MAX_ARGUMENTS_BYTES {
         return Err(invalid_args(&format!(
@@ -64,7 +77,7 @@ pub(crate) fn parse<T: DeserializeOwned>(
             limits.max_questions,
         ));
     }
-    let checked = check(parameters, arguments)?;
+    let checked = check(parameters, arguments, near_misses)?;
     serde_json::from_value(checked).map_err(|error| {
         // Unreachable while the argument types and the schema come from the same types; kept as
         // a defined outcome rather than a panic.
@@ -88,10 +101,18 @@ fn question_count(arguments: &str) -> Option<usize> {
 }
 
 /// Checks `arguments` against `parameters`; returns the declared parts of the arguments.
-pub(crate) fn check(parameters: &Value, arguments: &str) -> Result<Value, UserQuestionError> {
+pub(crate) fn check(
+    parameters: &Value,
+    arguments: &str,
+    near_misses: NearMisses,
+) -> Result<Value, UserQuestionError> {
     let root: &RawValue = serde_json::from_str(arguments)
         .map_err(|error| invalid_args(&format!("the arguments are not valid JSON ({error})")))?;
-    let mut run = Checker::default();
+    let mut run = Checker {
+        violations: Vec::new(),
+        unlisted: 0,
+        near_misses,
+    };
     let value = run.value(parameters, root, "");
     if run.violations.is_empty() {
         Ok(value.unwrap_or(Value::Object(Map::new())))
@@ -147,10 +168,10 @@ impl Kind {
     }
 }
 
-#[derive(Default)]
 struct Checker {
     violations: Vec<String>,
     unlisted: usize,
+    near_misses: NearMisses,
 }
 
 impl Checker {
@@ -259,6 +280,9 @@ impl Checker {
                 }
             }
         }
+        if self.near_misses == NearMisses::Refused {
+            self.near_misses_of(&entries, &declared, path);
+        }
         for name in required {
             if !declared.contains(&name) && !entries.contains_key(name) {
                 self.record(format!(
@@ -268,6 +292,41 @@ impl Checker {
             }
         }
         Some(Value::Object(checked))
+    }
+
+    /// Records each undeclared key of an object that is a declared one spelled otherwise, in key
+    /// order (the map's order is not the text's).
+    fn near_misses_of(
+        &mut self,
+        entries: &HashMap<String, &RawValue>,
+        declared: &[&str],
+        path: &str,
+    ) {
+        let fold = |name: &str| -> String {
+            name.chars()
+                .filter(|c| !matches!(c, '_' | '-'))
+                .flat_map(char::to_lowercase)
+                .collect()
+        };
+        let mut misses: Vec<(&str, &str)> = entries
+            .keys()
+            .filter(|key| !declared.contains(&key.as_str()))
+            .filter_map(|key| {
+                let folded = fold(key);
+                declared
+                    .iter()
+                    .find(|name| fold(name) == folded)
+                    .map(|name| (key.as_str(), *name))
+            })
+            .collect();
+        misses.sort_unstable();
+        for (key, name) in misses {
+            self.record(format!(
+                "{} is not a property: the property is {}",
+                quoted(&child_path(path, key)),
+                quoted(name)
+            ));
+        }
     }
 
     fn array(&mut self, schema: &Value, raw: &RawValue, path: &str) -> Option<Value> {

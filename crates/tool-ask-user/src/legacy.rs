@@ -96,7 +96,12 @@ pub(crate) async fn execute(
     arguments: &str,
     ctx: ToolContext,
 ) -> ToolOutcome {
-    let args: Args = match args::parse(&definition.parameters, arguments, seam.limits()) {
+    let args: Args = match args::parse(
+        &definition.parameters,
+        arguments,
+        seam.limits(),
+        args::NearMisses::Dropped,
+    ) {
         Ok(args) => args,
         Err(error) => return ToolOutcome::typed_error(&error),
     };

@@ -141,6 +141,37 @@ fn timeout_type_is_checked_in_timed_mode_only() {
     assert_eq!(legacy.text, r#"{"answers":[{"id":"q","selected":[]}]}"#);
 }
 
+/// A key the model most likely meant, spelled otherwise (`multiSelect`, the casing the late reply
+/// uses, or `multiselect`): the timed tool refuses it naming the declared key, so the question
+/// does not silently turn single-select; the legacy tool's accepted arguments are frozen, so it
+/// drops the key as it always has.
+#[test]
+fn a_misspelled_key_is_refused_by_the_timed_tool_and_dropped_by_the_legacy_one() {
+    let w = world();
+    let answerer = TestAnswerer::new(Behaviour::FirstLabel);
+    let _guard = answerer.register(&w.seam);
+    let arguments = r#"{"questions":[{"id":"q","question":"Q?","multiSelect":true,"options":[{"label":"a"},{"label":"b"}]},{"id":"r","question":"R?","multiselect":true,"Header":"H"}]}"#;
+    let timed = run(&w.timed(120), arguments, &w);
+    assert_invalid_args(&timed, &[]);
+    assert_eq!(
+        timed.text,
+        r#"Error: Invalid arguments: "questions[0].multiSelect" is not a property: the property is "multi_select"; "questions[1].Header" is not a property: the property is "header"; "questions[1].multiselect" is not a property: the property is "multi_select"."#
+    );
+    assert_eq!(answerer.calls(), 0, "no answerer sees the refused call");
+    let legacy = run(&w.legacy(), arguments, &w);
+    assert_eq!(
+        legacy.text,
+        r#"{"answers":[{"id":"q","selected":["a"]},{"id":"r","selected":[]}]}"#
+    );
+    assert!(!answerer.last().questions[0].is_multi_select());
+    // The declared spelling is taken by both.
+    let right = r#"{"questions":[{"id":"q","question":"Q?","multi_select":true,"options":[{"label":"a"},{"label":"b"}]}]}"#;
+    for tool in [w.timed(120), w.legacy()] {
+        run(&tool, right, &w);
+        assert!(answerer.last().questions[0].is_multi_select());
+    }
+}
+
 /// Unusual but valid arguments: deep nesting in undeclared keys, repeated keys (the last wins),
 /// escaped lone surrogates (read as U+FFFD), huge numbers in undeclared keys.
 #[test]

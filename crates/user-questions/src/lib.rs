@@ -75,7 +75,7 @@ pub use validate::{
 };
 pub use vocab::{
     AnswerBatch, AnswerItem, Answered, AnsweredBy, Provenance, Question, QuestionIntent,
-    QuestionOption, TimedOutcome, WaitKey,
+    QuestionOption, TimedOutcome, WaitKey, surface_names,
 };
 pub use wait::{TimedQuestionWait, WaitClaim, WaitEnd};
 

@@ -258,6 +258,45 @@ impl Provenance {
             answered_by: AnsweredBy::Rule,
         }
     }
+
+    /// Where the answer came from, in words for a person, to follow "answered": "on the page",
+    /// "with a notification's answer button", "in the claude-code form", "from the shell", "at
+    /// the terminal" for the surfaces' default names ([`surface_names`]), "by NAME" for any
+    /// other, and "by the rule NAME" for a rule. The name comes from a registration or a log:
+    /// show the text through the sanitiser.
+    pub fn described(&self) -> String {
+        use surface_names::{BUTTON_SUFFIX, FORM_PREFIX, SHELL, TERMINAL, WEB};
+        let name = self.answerer.as_str();
+        if self.answered_by == AnsweredBy::Rule {
+            return format!("by the rule {name:?}");
+        }
+        match name {
+            WEB => "on the page".to_owned(),
+            TERMINAL => "at the terminal".to_owned(),
+            SHELL => "from the shell".to_owned(),
+            _ if name.ends_with(BUTTON_SUFFIX) => "with a notification's answer button".to_owned(),
+            _ => match name.strip_prefix(FORM_PREFIX) {
+                Some(client) => format!("in the {client} form"),
+                None => format!("by {name:?}"),
+            },
+        }
+    }
+}
+
+/// The registration (provenance) names the surfaces of this workspace use by default, which
+/// [`Provenance::described`] puts in words.
+pub mod surface_names {
+    /// The web page (`ask-user-web`).
+    pub const WEB: &str = "web";
+    /// Appended to the web surface's name for an answer given with a notification's one-time
+    /// answer button (`web-button`).
+    pub const BUTTON_SUFFIX: &str = "-button";
+    /// The terminal card (`ask-user-terminal`).
+    pub const TERMINAL: &str = "terminal";
+    /// `ask-user answer` in a shell.
+    pub const SHELL: &str = "ask-user-cli";
+    /// Before the client's name: an MCP client's form (`mcp-elicitation:claude-code`).
+    pub const FORM_PREFIX: &str = "mcp-elicitation:";
 }
 
 /// An accepted answer with its provenance (SPEC §1.6).

@@ -21,7 +21,7 @@ use crate::host::JournalError;
 use ask_user_terminal::listing::model_text;
 
 /// The provenance name of answers given with this command.
-pub const ANSWERER: &str = "ask-user-cli";
+pub const ANSWERER: &str = user_questions::surface_names::SHELL;
 
 /// Arguments of `answer`.
 #[derive(Debug, Args)]

@@ -36,7 +36,21 @@ pub struct AskArgs {
     notify: super::notify::NotifyArgs,
 }
 
+/// A pending result promises a late answer, which only a session log outlives `ask` for: a timed
+/// call without `--log` is refused before it is asked.
+fn needs_log(args: &AskArgs) -> Result<(), CliError> {
+    if args.tool.mode == super::Mode::Timed && args.log.is_none() {
+        return Err(CliError::new(
+            "BAD_USAGE",
+            "ask --mode timed needs --log FILE: a question whose window passes is answered late from its log, and without one the session ends with this process",
+            Exit::Usage,
+        ));
+    }
+    Ok(())
+}
+
 pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
+    needs_log(&args)?;
     let arguments = read_input(&args.arguments)?;
     let config = args.tool.config()?;
     let log = args
@@ -53,6 +67,7 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     let _terminal = terminal.register(host.seam());
     let interactive = crate::terminal::is_interactive_terminal();
     let web = super::web::serve_announced(web).await?;
+    terminal.set_status(web.as_ref().map(super::web::WebRun::status));
     let _notifier = args.notify.start(
         host.seam(),
         web.as_ref()
@@ -111,22 +126,18 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
             eprintln!("{}", visible_lines(&line));
         }
     };
+    if let Some(web) = &web {
+        web.stop().await;
+    }
     if interactive && std::io::stdout().is_terminal() {
         terminal.note(outcome.text.clone());
     } else {
         println!("{}", model_text(&outcome.text));
     }
     if outcome.is_pending()
-        && let Some(path) = host.log_path()
+        && let Some(hint) = pending_hint(&host, &call_id)
     {
-        say(format!(
-            "pending: answer later with `{} answer {} {} --pick ID=LABEL …` (`{} pending {}` lists the labels)",
-            super::invoked(),
-            super::arg(path.display()),
-            super::arg(&call_id),
-            super::invoked(),
-            super::arg(path.display()),
-        ));
+        say(hint);
     }
     if cancel.is_cancelled() {
         return Ok(Exit::Interrupted);
@@ -168,4 +179,28 @@ pub(super) fn interrupt_on_ctrl_c(cancel: CancellationToken) -> AbortOnDrop {
             cancel.cancel();
         }
     }))
+}
+
+/// How to answer a pending call later, from a shell: the command with a placeholder for every
+/// choice (it never answers for the person), the choices under it.
+fn pending_hint(host: &Host, call_id: &CallId) -> Option<String> {
+    let path = host.log_path()?;
+    let questions = host
+        .projection()
+        .active(call_id.as_str())
+        .map(|a| a.questions.clone())
+        .unwrap_or_default();
+    let command = format!(
+        "{} answer {} {}",
+        super::invoked(),
+        super::arg(path.display()),
+        super::arg(call_id)
+    );
+    let hint = ask_user_terminal::listing::answer_hint(&command, &questions);
+    let (command, choices) = hint.split_once('\n').unwrap_or((&hint, ""));
+    Some(format!(
+        "pending: answer later with `{command}`\n{choices}\n  (`{} pending {}` shows the questions)",
+        super::invoked(),
+        super::arg(path.display()),
+    ))
 }

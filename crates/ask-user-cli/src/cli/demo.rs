@@ -74,20 +74,31 @@ pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
         } else {
             Exit::ToolError
         };
-        return demo.finish(exit);
+        return demo.finish(exit).await;
     }
     if let Some(batch) = outcome.answers() {
         demo.host.begin_step()?;
         demo.decide(&batch)?;
         demo.host.end_turn("completed")?;
-        return demo.finish(Exit::Ok);
+        return demo.finish(Exit::Ok).await;
     }
     demo.independent_work().await?;
-    let later = format!(
-        "{} answer {} {DEMO_CALL_ID} --pick db='PostgreSQL (Recommended)' --pick checks='Unit tests'",
-        super::invoked(),
-        demo.session_arg
-    );
+    // Placeholders where the person must choose, and the choices under them: a hint never
+    // answers for the person, not even with the recommended option.
+    let questions = demo
+        .host
+        .projection()
+        .active(DEMO_CALL_ID)
+        .map(|a| a.questions.clone());
+    let later = ask_user_terminal::listing::answer_hint(
+        &format!(
+            "{} answer {} {DEMO_CALL_ID}",
+            super::invoked(),
+            demo.session_arg
+        ),
+        &questions.unwrap_or_default(),
+    )
+    .replace('\n', "\n        ");
     if !demo.answerable() || demo.cancel.is_cancelled() {
         demo.say(format!(
             "host  › the question stays answerable; answer it later with:\n        {later}"
@@ -97,7 +108,7 @@ pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
         } else {
             Exit::Ok
         };
-        return demo.finish(exit);
+        return demo.finish(exit).await;
     }
     let place = match (demo.interactive, demo.web.is_some()) {
         (true, true) => "in the card and on the page",
@@ -115,12 +126,12 @@ pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
             } else {
                 demo.admit_late_reply()?;
             }
-            return demo.finish(Exit::Interrupted);
+            return demo.finish(Exit::Interrupted).await;
         }
         () = demo.host.wait_for_input() => {}
     }
     demo.admit_late_reply()?;
-    demo.finish(Exit::Ok)
+    demo.finish(Exit::Ok).await
 }
 
 /// One demo run: the host, the terminal card and the Ctrl-C listener.
@@ -192,6 +203,8 @@ impl Demo {
             Some(plan) => Some(plan.serve().await?),
             None => None,
         };
+        // The page's address stays in reach under the card, which hides the lines printed before.
+        terminal.set_status(web.as_ref().map(super::web::WebRun::status));
         let notifier = args.notify.start(
             host.seam(),
             web.as_ref()
@@ -330,7 +343,10 @@ impl Demo {
         Ok(())
     }
 
-    fn finish(&self, exit: Exit) -> Result<Exit, CliError> {
+    async fn finish(&self, exit: Exit) -> Result<Exit, CliError> {
+        if let Some(web) = &self.web {
+            web.stop().await;
+        }
         self.host.checkpoint()?;
         self.say(format!(
             "session log: {}\n        inspect it with: {} pending {}",

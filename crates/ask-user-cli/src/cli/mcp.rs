@@ -13,6 +13,7 @@ use super::{CliError, Exit, ToolArgs};
 
 /// Arguments of `mcp`.
 #[derive(Debug, Args)]
+#[command(mut_arg("pg", |arg| arg.help(MCP_PG_HELP).long_help(MCP_PG_HELP)))]
 pub struct McpArgs {
     #[command(flatten)]
     tool: ToolArgs,
@@ -23,12 +24,13 @@ pub struct McpArgs {
     /// Serve streamable HTTP at `http://ADDR/mcp` instead of stdio (loopback only).
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// Keep the sessions in a database instead of the state directory (see `--pg` of the other
-    /// commands): any worker resumes them, and an answer given there from anywhere reaches a
-    /// question in its window.
     #[command(flatten)]
     pg: super::pg::PgArgs,
 }
+
+/// `--pg` of `mcp`, which names no session itself (the other commands' help says how a name
+/// replaces a log path).
+const MCP_PG_HELP: &str = "Keep the MCP sessions in this PostgreSQL database (a libpq connection string or `postgres://` URL; no TLS) instead of log files in the state directory: any worker resumes them, and an answer given there from anywhere reaches a question in its window";
 
 pub(super) async fn run(args: McpArgs) -> Result<Exit, CliError> {
     let config = args.tool.config()?;

@@ -153,7 +153,7 @@ pub enum Command {
     Pending(pending::PendingArgs),
     /// Answer a continued (pending) question late; the reply is admitted into the log.
     #[command(
-        after_help = "Example: on the demo's own log (`ask-user demo --log demo.jsonl`, the window let pass),\n  ask-user answer demo.jsonl call_demo_1 --pick db='PostgreSQL (Recommended)' --pick checks='Unit tests' --pick checks=Lint --custom checks='fuzzing too'\n`ask-user pending LOG` lists each question's labels."
+        after_help = "Example: on the demo's own log (`ask-user demo --log demo.jsonl`, the window let pass),\n  ask-user answer demo.jsonl call_demo_1 --pick db=LABEL --pick checks=LABEL --pick checks=LABEL --custom checks=TEXT\nwith LABEL one of the question's labels, as `ask-user pending demo.jsonl` lists them (quoted for the shell when it has spaces: --pick ID='two words')."
     )]
     Answer(answer::AnswerArgs),
     /// Print the tool schema the model sees.

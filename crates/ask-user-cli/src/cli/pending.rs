@@ -153,5 +153,8 @@ fn print_session_table(questions: &[DeskQuestion], json: bool) {
         "{}",
         table(["SESSION", "CALL ID", "STATE", "QUESTIONS"], &rows)
     );
-    println!("{} open or continued", questions.len());
+    // An empty table says so itself, in the same words as a log's.
+    if !questions.is_empty() {
+        println!("{} open or continued", questions.len());
+    }
 }

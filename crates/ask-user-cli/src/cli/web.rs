@@ -47,56 +47,20 @@ impl WebRun {
         self.server.url()
     }
 
-    /// What the page adds to notifications: labels, the page's address (without its token),
-    /// one-time answer buttons below `public_url` (default: the address served).
+    /// Stops serving; the open pages are told the session has ended.
+    pub(crate) async fn stop(&self) {
+        self.server.stop().await;
+    }
+
+    /// The status line a terminal card keeps under itself while the page runs: the
+    /// card hides the lines printed before it, the page's address among them.
+    pub(crate) fn status(&self) -> String {
+        format!("also on the page: {}", self.url())
+    }
+
+    /// What the page adds to notifications (see [`WebSurface::links`]).
     pub(crate) fn links(&self, public_url: Option<&str>) -> Arc<dyn ask_user_notify::Links> {
-        let base = public_url.map_or_else(
-            || self.server.base_url(),
-            |url| url.trim_end_matches('/').to_owned(),
-        );
-        Arc::new(WebLinks {
-            surface: self.surface.clone(),
-            url: format!("{base}/"),
-            base,
-        })
-    }
-}
-
-/// The web surface as notifications see it.
-struct WebLinks {
-    surface: WebSurface,
-    base: String,
-    url: String,
-}
-
-impl ask_user_notify::Links for WebLinks {
-    fn questions(
-        &self,
-        session: &str,
-        call_id: &user_questions::CallId,
-    ) -> Option<Vec<user_questions::Question>> {
-        self.surface.questions(session, call_id)
-    }
-
-    fn card_url(&self) -> Option<String> {
-        Some(self.url.clone())
-    }
-
-    fn answer_button(
-        &self,
-        session: &str,
-        call_id: &user_questions::CallId,
-        question_id: &str,
-        label: &str,
-    ) -> Option<(String, String)> {
-        match self.surface.grant(session, call_id, question_id, label) {
-            Ok(Some(link)) => Some((format!("{}{}", self.base, link.path), link.body)),
-            Ok(None) => None,
-            Err(error) => {
-                tracing::warn!(%error, "no answer button: no random source");
-                None
-            }
-        }
+        self.surface.links(&self.server, public_url)
     }
 }
 
