@@ -5,7 +5,7 @@
 //! its definitions through its public API (as a host would) and reads its catalog metadata, and
 //! add a [`ToolCrate`] entry. The completeness guard fails until you do.
 
-use tool_ask_user::{ToolCatalog, ToolOutcome};
+use tool_ask_user::{AskUserMode, LateAnswerRoute, ToolCatalog, ToolOutcome};
 use user_questions::{AnswerBatch, AnswerItem, CallId, Question, QuestionOption};
 
 use crate::guards::{Ceiling, Exemption};
@@ -36,7 +36,8 @@ pub const CEILINGS: &[Ceiling] = &[];
 /// Registered token budgets: each holds a definition to what it costs in every request where the
 /// tool is visible (`o200k_base` tokens of name, description and parameters as compact JSON).
 /// They are 0.8× the reference's definitions (255 and 314 tokens); lowering one is always fine,
-/// raising one needs a reason in the commit.
+/// raising one needs a reason in the commit. The timed definition worded for MCP has the timed
+/// budget: it says where a late answer comes from in other words, not in more of them.
 pub const TOKEN_BUDGETS: &[TokenBudget] = &[
     TokenBudget {
         key: "ask_user_question legacy",
@@ -46,13 +47,22 @@ pub const TOKEN_BUDGETS: &[TokenBudget] = &[
         key: "ask_user_question timed",
         tokens: 251,
     },
+    TokenBudget {
+        key: "ask_user_question timed-mcp",
+        tokens: 251,
+    },
     // The reference has no such tool; its late answers arrive as user messages. This keeps the
-    // companion well under the timed definition.
+    // companion well under the timed definition, its optional callId (every late answer waiting)
+    // included.
     TokenBudget {
         key: "ask_user_question_answer default",
         tokens: 80,
     },
 ];
+
+/// The budget of the companion's "nothing is waiting" text with one pending call named: a short
+/// sentence and a call id, well under a pending result.
+const NOTHING_WAITING_BUDGET: usize = 40;
 
 /// A realistic call id of the reference's provider (34 characters), for the samples.
 pub const SAMPLE_CALL_ID: &str = "call_00_ET_sBOnFnMNrptvzTOpSwBg669";
@@ -94,8 +104,8 @@ fn from_tool_ask_user_catalog(catalog: &ToolCatalog) -> CrateHarvest {
                         meaning: code.meaning().to_owned(),
                     })
                     .collect(),
-                samples: if variant.id == "timed" {
-                    timed_samples()
+                samples: if variant.config.mode == AskUserMode::Timed {
+                    timed_samples(variant.config.late_answers)
                 } else {
                     Vec::new()
                 },
@@ -130,14 +140,14 @@ fn ask_user_mcp() -> CrateHarvest {
         error_codes: Vec::new(),
         samples: vec![
             Sample {
-                label: "pending hint (second text block of a pending result over MCP)".to_owned(),
-                text: ask_user_mcp::companion::LATE_ANSWER_HINT.to_owned(),
-                budget: Some(30),
+                label: "still pending (34-character call id)".to_owned(),
+                text: ToolOutcome::pending_via(&call_id, LateAnswerRoute::CompanionTool).text,
+                budget: None,
             },
             Sample {
-                label: "still pending (34-character call id)".to_owned(),
-                text: ToolOutcome::pending(&call_id).text,
-                budget: None,
+                label: "nothing waiting, without callId (one call pending)".to_owned(),
+                text: ask_user_mcp::companion::nothing_waiting(&[SAMPLE_CALL_ID]),
+                budget: Some(NOTHING_WAITING_BUDGET),
             },
         ],
         cost: None,
@@ -154,9 +164,10 @@ fn strings(items: &[&str]) -> Vec<String> {
 }
 
 /// What a timed call leaves in the model's context besides the definition: the pending result
-/// (with [`SAMPLE_CALL_ID`]) and a typical late reply (two questions, one chosen option and one
-/// multi-select answer), both built by the crates that produce them.
-fn timed_samples() -> Vec<Sample> {
+/// (with [`SAMPLE_CALL_ID`], its notice worded for `route`) and a typical late reply (two
+/// questions, one chosen option and one multi-select answer), both built by the crates that
+/// produce them.
+fn timed_samples(route: LateAnswerRoute) -> Vec<Sample> {
     let call_id = CallId::from(SAMPLE_CALL_ID);
     let questions = [
         Question::new("db", "Which database should the service use?")
@@ -180,8 +191,9 @@ fn timed_samples() -> Vec<Sample> {
     vec![
         Sample {
             label: "pending result (34-character call id)".to_owned(),
-            text: ToolOutcome::pending(&call_id).text,
-            // 0.8x the reference's 86 tokens.
+            text: ToolOutcome::pending_via(&call_id, route).text,
+            // 0.8x the reference's 86 tokens, over MCP too: its notice replaces the user-message
+            // one, it adds no second text block.
             budget: Some(69),
         },
         Sample {

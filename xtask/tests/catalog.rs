@@ -105,7 +105,7 @@ fn failures(failures: &[Failure]) -> Vec<String> {
 // K1: the real harvest.
 
 #[test]
-fn k1_harvest_has_ask_user_question_legacy_then_timed() {
+fn k1_harvest_has_ask_user_question_legacy_then_timed_then_timed_over_mcp() {
     let (catalogs, failed) = guards::harvest(manifest::MANIFEST, &project_root());
     assert_eq!(failures(&failed), Vec::<String>::new());
     let ask_user = catalogs
@@ -128,6 +128,7 @@ fn k1_harvest_has_ask_user_question_legacy_then_timed() {
         [
             ("ask_user_question", "legacy", "legacy (default)"),
             ("ask_user_question", "timed", "timed (opt-in)"),
+            ("ask_user_question", "timed-mcp", "timed over MCP (opt-in)"),
         ]
     );
     for definition in catalogs.iter().flat_map(|catalog| &catalog.definitions) {
@@ -137,15 +138,22 @@ fn k1_harvest_has_ask_user_question_legacy_then_timed() {
             definition.name, definition.variant_id
         );
     }
-    // The timed definition is the one built with `timeout: 120`, and only it declares `timeout`.
-    let [legacy, timed] = &ask_user.definitions[..] else {
-        unreachable!("two variants, checked above")
+    // The timed definitions are the ones built with `timeout: 120`, and only they declare
+    // `timeout`; the one for MCP names the companion tool where the other names a user message.
+    let [legacy, timed, timed_mcp] = &ask_user.definitions[..] else {
+        unreachable!("three variants, checked above")
     };
     assert_eq!(legacy.parameters["properties"].get("timeout"), None);
-    let timeout = timed.parameters["properties"]["timeout"]["description"]
-        .as_str()
-        .unwrap();
-    assert!(timeout.contains("(default 120)"), "{timeout}");
+    for (definition, route) in [
+        (timed, "a user message"),
+        (timed_mcp, "ask_user_question_answer"),
+    ] {
+        let timeout = definition.parameters["properties"]["timeout"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(timeout.contains("(default 120)"), "{timeout}");
+        assert!(timeout.contains(route), "{timeout}");
+    }
 }
 
 #[test]
@@ -1063,21 +1071,25 @@ fn ask_user_question_fits_its_token_budgets_and_the_samples_are_counted() {
             (d.variant_id.as_str(), cost.budget, cost.samples.len())
         })
         .collect();
-    // 0.8x the reference's 255 and 314 tokens.
-    assert_eq!(costs, [("legacy", 204, 0), ("timed", 251, 2)]);
-    let timed = catalogs[0].definitions[1].cost.as_ref().unwrap();
-    let pending = &timed.samples[0];
-    assert!(
-        pending.label.starts_with("pending result"),
-        "{}",
-        pending.label
+    // 0.8x the reference's 255 and 314 tokens; over MCP the timed budget.
+    assert_eq!(
+        costs,
+        [("legacy", 204, 0), ("timed", 251, 2), ("timed-mcp", 251, 2)]
     );
-    assert_eq!(pending.budget, Some(69), "0.8x the reference's 86 tokens");
-    assert!(
-        pending.tokens <= 69,
-        "the pending result costs {} tokens",
-        pending.tokens
-    );
+    for timed in &catalogs[0].definitions[1..] {
+        let pending = &timed.cost.as_ref().unwrap().samples[0];
+        assert!(
+            pending.label.starts_with("pending result"),
+            "{}",
+            pending.label
+        );
+        assert_eq!(pending.budget, Some(69), "0.8x the reference's 86 tokens");
+        assert!(
+            pending.tokens <= 69,
+            "the pending result costs {} tokens",
+            pending.tokens
+        );
+    }
 }
 
 #[test]

@@ -190,7 +190,15 @@ fn a_timed_question_answered_from_the_shell_reaches_the_model_through_the_compan
     let pending_texts = texts(&pending);
     let value: Value = serde_json::from_str(&pending_texts[0]).unwrap();
     assert_eq!(value["pending"], true);
-    assert!(pending_texts[1].contains("ask_user_question_answer"));
+    // One block, saying what happens over MCP: the model asks the companion later.
+    assert_eq!(pending_texts.len(), 1, "{pending}");
+    assert!(
+        value["message"]
+            .as_str()
+            .unwrap()
+            .contains("ask_user_question_answer")
+    );
+    assert!(!pending_texts[0].contains("user message"), "{pending}");
     let call_id = value["callId"].as_str().unwrap().to_owned();
     let log = logs(state.path()).pop().unwrap();
     let log_arg = log.to_str().unwrap();
@@ -315,8 +323,14 @@ fn bad_input_gets_a_clear_error_and_the_server_serves_on() {
     assert!(texts(&invalid)[0].starts_with("Error: "));
 
     // The companion with bad arguments or an unknown call id.
+    // Without a call id: every reply waiting in the session, here none.
+    let none = server.call("ask_user_question_answer", json!({}));
+    assert_ne!(none["result"]["isError"], true, "{none}");
+    assert!(
+        texts(&none)[0].contains("No late answer is waiting"),
+        "{none}"
+    );
     for (arguments, fragment) in [
-        (json!({}), "callId"),
         (json!({"callId": 7}), "must be a string"),
         (json!({"callId": "x", "extra": 1}), "unknown argument"),
         (json!({"callId": "call_unknown"}), "not a question"),

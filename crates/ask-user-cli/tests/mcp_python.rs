@@ -1,7 +1,9 @@
 //! Interoperability with a client nobody here wrote: the official MCP Python SDK
 //! (`tests/interop/mcp_client.py`, its version pinned in `tests/interop/requirements.txt`) starts
 //! `ask-user mcp`, lists the tools, answers a form, declines one, and collects a timed call's
-//! pending result, over stdio and over streamable HTTP.
+//! pending result, over stdio and over streamable HTTP; and `tests/interop/inbox_path.py` runs
+//! two agents' `ask-user mcp` processes (the SDK as one of the clients) against one
+//! `ask-user inbox`, with an ntfy receiver, `kill -9` of the inbox and of one MCP process.
 //!
 //! It needs `ASK_USER_PYTHON`: a Python with the SDK installed (`.ci/run` makes one in a virtual
 //! environment). Without it the test fails when `CI=true`, and otherwise says it was skipped.
@@ -58,4 +60,33 @@ fn the_python_sdk_answers_a_form_over_stdio() {
 #[test]
 fn the_python_sdk_answers_a_form_over_streamable_http() {
     run_client("http");
+}
+
+/// Two agents, one inbox, as processes (see `tests/interop/inbox_path.py` for the path): one
+/// page for both sessions, the inbox killed and started again at the same URL, one MCP process
+/// killed after its question went pending, one question answered on the page in its window and
+/// the other by an ntfy answer button; every question settles exactly once.
+#[test]
+fn two_agents_share_one_inbox_page_and_its_answer_buttons() {
+    let Some(python) = python() else { return };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/inbox_path.py");
+    let state = tempfile::tempdir().unwrap();
+    let output = Command::new(python)
+        .arg(&script)
+        .args(["--binary", BIN, "--state-dir"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    let inbox_log = std::fs::read_to_string(state.path().join("inbox.log")).unwrap_or_default();
+    assert!(
+        output.status.success(),
+        "the inbox path failed:\n{stdout}\n{stderr}\ninbox.log:\n{inbox_log}"
+    );
+    assert!(
+        stdout.contains("ok: every question settled exactly once"),
+        "the path did not finish:\n{stdout}"
+    );
 }

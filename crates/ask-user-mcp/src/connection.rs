@@ -5,15 +5,19 @@
 //! can answer a pending question from another shell between calls. While any request runs, the
 //! session has one open turn and step, which every concurrent call shares; the last request to
 //! finish ends them, refreshes the checkpoint and gives the log up.
+//!
+//! A client's `notifications/cancelled` of a timed call withdraws it only when its reason says a
+//! person cancelled it; any other cancellation (a client's timeout) ends the call pending, as its
+//! window closing would (`limit.rs` has the rule and why). A blocking call ends with its request.
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ask_user_host::{Host, HostError, ModelInfo, SessionOptions, new_session_id};
-use pending_answer::LateRefusal;
+use pending_answer::{DeskError, LateRefusal, Queued};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
-    ElicitRequest, Implementation, ListToolsResult, PaginatedRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    DiscoverResult, Implementation, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, ServerRequest,
 };
 use rmcp::service::{ElicitationMode, PeerRequestOptions, RequestContext};
@@ -27,11 +31,12 @@ use user_questions::sync::lock_unpoisoned;
 use user_questions::{AnswerBatch, AnswererGuard, CallId, Provenance, RegisterOptions, TOOL_NAME};
 
 use crate::answerer::FormAnswerer;
-use crate::companion::{ANSWER_TOOL_NAME, LATE_ANSWER_HINT, read_call_id};
+use crate::companion::{ANSWER_TOOL_NAME, read_call_id};
 use crate::inflight::{CALL, FormSession, InFlight};
 use crate::late;
-use crate::state::ServerInner;
-use crate::util::{error_result, quote};
+use crate::limit::{ClientLimit, person_cancelled};
+use crate::state::{McpSessionInfo, ServerInner};
+use crate::util::{elicit_request, error_result, knows_elicitation_mode, quote};
 
 /// The highest protocol version served: the last one with server-to-client requests, which
 /// `elicitation/create` needs.
@@ -66,17 +71,47 @@ pub(crate) struct Conn {
     cancels: Mutex<CancelBook>,
     /// One companion fetch at a time, so two of them never race for one queued reply.
     fetching: Mutex<()>,
-    answerer: Mutex<Option<AnswererGuard>>,
-    /// The client's name (`clientInfo.name`), once a request told it.
+    /// The session's answerers, registered on its first call: the form, and in timed mode the
+    /// client's time limit at the front of the waterfall.
+    answerer: Mutex<Vec<AnswererGuard>>,
+    /// The client's name fit for a provenance name, once a tool call told it.
     client: Mutex<Option<String>>,
+    /// The client's name (`clientInfo.name`) as it gave it, once any request or notification of
+    /// the session told it.
+    client_name: Mutex<Option<String>>,
+    /// The client's first root as a path, once it answered `roots/list`.
+    cwd: Mutex<Option<String>>,
+    /// Whether `roots/list` was sent (once per session, on its first tool call).
+    roots_asked: std::sync::atomic::AtomicBool,
 }
 
-/// The tokens a client's `notifications/cancelled` cancels, by request id. A cancellation may be
-/// handled before its request's handler has started; those are remembered (a few) for it.
+/// What a client's `notifications/cancelled` does to a timed call: `cancel` withdraws it
+/// (`ASK_ABORTED`), `gave_up` ends it pending (`limit.rs`).
+#[derive(Clone, Default)]
+pub(crate) struct CallCancel {
+    pub(crate) cancel: CancellationToken,
+    pub(crate) gave_up: CancellationToken,
+}
+
+impl CallCancel {
+    /// Applies a client's cancellation with this `reason`: a person's withdraws the call, any
+    /// other ends it as its window closing does.
+    fn apply(&self, reason: Option<&str>) {
+        if person_cancelled(reason) {
+            self.cancel.cancel();
+        } else {
+            self.gave_up.cancel();
+        }
+    }
+}
+
+/// The timed calls a client's `notifications/cancelled` reaches, by request id. A cancellation may
+/// be handled before its request's handler has started; those are remembered (a few, with their
+/// reasons) for it.
 #[derive(Default)]
 struct CancelBook {
-    live: std::collections::HashMap<rmcp::model::RequestId, CancellationToken>,
-    early: std::collections::VecDeque<rmcp::model::RequestId>,
+    live: std::collections::HashMap<rmcp::model::RequestId, CallCancel>,
+    early: std::collections::VecDeque<(rmcp::model::RequestId, Option<String>)>,
 }
 
 /// How many cancellations of not-yet-started requests are remembered.
@@ -193,10 +228,11 @@ impl Conn {
         }
     }
 
-    /// Registers this session's elicitation answerer once, named after the client.
+    /// Registers this session's answerers once: the elicitation answerer, named after the
+    /// client, and in timed mode the client's time limit at the front of the waterfall.
     fn ensure_answerer(self: &Arc<Self>, peer: &Peer<RoleServer>) {
-        let mut answerer = lock_unpoisoned(&self.answerer);
-        if answerer.is_some() {
+        let mut answerers = lock_unpoisoned(&self.answerer);
+        if !answerers.is_empty() {
             return;
         }
         let client = peer
@@ -210,10 +246,96 @@ impl Conn {
             client_label(&client)
         );
         let seam = self.server.runtime().seam();
+        let scope = format!("agent:{}", self.agent_id);
         let session: std::sync::Weak<Conn> = Arc::downgrade(self);
-        let form = FormAnswerer::new(session, seam, name.clone());
-        let options = RegisterOptions::scoped(name, format!("agent:{}", self.agent_id));
-        *answerer = Some(seam.register(Arc::new(form), options));
+        let form = FormAnswerer::new(session.clone(), seam, name.clone());
+        answerers.push(seam.register(Arc::new(form), RegisterOptions::scoped(name, scope.clone())));
+        if self.server.runtime().tool().takes_late_answers() {
+            let limit = ClientLimit::new(session);
+            answerers.push(
+                seam.register(
+                    Arc::new(limit),
+                    RegisterOptions::scoped(
+                        format!("mcp-client-limit:{}", client_label(&client)),
+                        scope,
+                    )
+                    .prepended(),
+                ),
+            );
+        }
+    }
+
+    /// Remembers the client's name (`clientInfo.name`) once the session knows it.
+    fn note_client(&self, peer: &Peer<RoleServer>) {
+        let mut known = lock_unpoisoned(&self.client_name);
+        if known.is_none()
+            && let Some(info) = peer.peer_info()
+        {
+            *known = Some(info.client_info.name.clone());
+        }
+    }
+
+    /// What the inbox shows of this session.
+    pub(crate) fn info(&self) -> McpSessionInfo {
+        McpSessionInfo {
+            log: self.log.clone(),
+            client: lock_unpoisoned(&self.client_name).clone(),
+            cwd: lock_unpoisoned(&self.cwd).clone(),
+        }
+    }
+
+    /// The session's id, as lifecycle events and desks name it.
+    pub(crate) fn session_id(&self) -> &user_questions::SessionId {
+        &self.session_id
+    }
+
+    /// Asks a client that declared the `roots` capability for its roots, once per session, and
+    /// keeps the first `file://` root as the session's working directory. Only the request is sent
+    /// here, from the request's handler (so over HTTP it travels on that request's stream); its
+    /// answer is awaited on a task of its own, so the call is not delayed.
+    async fn ask_roots_once(self: &Arc<Self>, peer: &Peer<RoleServer>) {
+        let declared = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !declared
+            || self
+                .roots_asked
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        let request = ServerRequest::CustomRequest(CustomRequest::new("roots/list", None));
+        let handle = match peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(error) => {
+                tracing::debug!(%error, "roots/list could not be sent");
+                return;
+            }
+        };
+        let session = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let answer = tokio::time::timeout(ROOTS_WAIT, handle.await_response()).await;
+            let result = match answer {
+                Ok(Ok(result)) => result,
+                Ok(Err(error)) => {
+                    tracing::debug!(%error, "the client did not list its roots");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!("the client did not answer roots/list in time");
+                    return;
+                }
+            };
+            let cwd = serde_json::to_value(&result)
+                .ok()
+                .and_then(|value| first_file_root(&value));
+            if let (Some(cwd), Some(session)) = (cwd, session.upgrade()) {
+                *lock_unpoisoned(&session.cwd) = Some(cwd);
+            }
+        });
     }
 
     /// Submits a late answer to a call of this session: the reply waits in the session's durable
@@ -229,24 +351,11 @@ impl Conn {
         batch: AnswerBatch,
         provenance: Provenance,
     ) {
-        let started = tokio::time::Instant::now();
-        let mut pause = std::time::Duration::from_millis(20);
-        let active = loop {
-            match self.enter(false) {
-                Ok(active) => break active,
-                Err(error) if started.elapsed() < LOG_WAIT => {
-                    tracing::debug!(%error, %call_id, "the session log cannot be opened yet; the late answer waits");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
-                }
-                Err(error) => {
-                    tracing::error!(%error, %call_id, "a late answer from the form is lost: the session log cannot be used");
-                    return;
-                }
-            }
-        };
-        match active.host().answer_late(call_id, batch, provenance) {
+        match self.answer_late(call_id, batch, provenance, LOG_WAIT).await {
             Ok(_) => tracing::info!(%call_id, "late answer from the form queued"),
+            Err(LateRefusal::Unavailable(error)) => {
+                tracing::error!(%error, %call_id, "a late answer from the form is lost: the session log cannot be used");
+            }
             Err(LateRefusal::NotWaiting(why)) => tracing::warn!(
                 %call_id,
                 why = why.reason(),
@@ -258,34 +367,70 @@ impl Conn {
         }
     }
 
-    /// The token that cancels the timed call of request `id`: only the client's explicit
-    /// `notifications/cancelled` cancels it (a dropped connection lets its window run out, so the
-    /// question stays answerable).
-    fn cancel_token(&self, id: &rmcp::model::RequestId) -> CancellationToken {
-        let token = CancellationToken::new();
+    /// Queues a late answer to the continued call `call_id` of this session through its live
+    /// host: the log is opened without a turn (only the inbox edit is logged) and the reply waits
+    /// in the durable inbox for the companion tool. An open that fails (another process holds the
+    /// log, a database down for a moment) is tried again, with a growing pause, for up to `wait`;
+    /// then the refusal is [`LateRefusal::Unavailable`] with the store's code.
+    pub(crate) async fn answer_late(
+        self: &Arc<Self>,
+        call_id: &CallId,
+        batch: AnswerBatch,
+        provenance: Provenance,
+        wait: std::time::Duration,
+    ) -> Result<Queued, LateRefusal> {
+        let started = tokio::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(20);
+        let active = loop {
+            match self.enter(false) {
+                Ok(active) => break active,
+                Err(error) if started.elapsed() < wait => {
+                    tracing::debug!(%error, %call_id, "the session log cannot be opened yet; the late answer waits");
+                    tokio::time::sleep(pause.min(wait.saturating_sub(started.elapsed()))).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
+                }
+                Err(error) => {
+                    return Err(LateRefusal::Unavailable(DeskError::from_error(
+                        error.code(),
+                        error,
+                    )));
+                }
+            }
+        };
+        active.host().answer_late(call_id, batch, provenance)
+    }
+
+    /// What a client's `notifications/cancelled` does to the timed call of request `id`: only
+    /// that notification reaches it (a dropped connection lets its window run out, so the
+    /// question stays answerable), and its reason decides ([`CallCancel::apply`]).
+    fn cancel_tokens(&self, id: &rmcp::model::RequestId) -> CallCancel {
+        let tokens = CallCancel::default();
         let mut book = lock_unpoisoned(&self.cancels);
-        if let Some(at) = book.early.iter().position(|early| early == id) {
-            book.early.remove(at);
-            token.cancel();
+        if let Some(at) = book.early.iter().position(|(early, _)| early == id) {
+            if let Some((_, reason)) = book.early.remove(at) {
+                tokens.apply(reason.as_deref());
+            }
         } else {
-            book.live.insert(id.clone(), token.clone());
+            book.live.insert(id.clone(), tokens.clone());
         }
-        token
+        tokens
     }
 
     fn forget_cancel(&self, id: &rmcp::model::RequestId) {
         lock_unpoisoned(&self.cancels).live.remove(id);
     }
 
-    fn cancelled(&self, id: &rmcp::model::RequestId) {
+    fn cancelled(&self, id: &rmcp::model::RequestId, reason: Option<&str>) {
         let mut book = lock_unpoisoned(&self.cancels);
-        if let Some(token) = book.live.remove(id) {
-            token.cancel();
+        if let Some(tokens) = book.live.remove(id) {
+            tracing::info!(request = %id, reason, person = person_cancelled(reason), "the client cancelled a timed call");
+            tokens.apply(reason);
         } else {
             if book.early.len() == EARLY_CANCELS {
                 book.early.pop_front();
             }
-            book.early.push_back(id.clone());
+            book.early
+                .push_back((id.clone(), reason.map(str::to_owned)));
         }
     }
 
@@ -312,6 +457,51 @@ impl Conn {
 /// file lock's release or a database's return wakes nobody here, so the open is tried again,
 /// with a growing pause.
 pub const LOG_WAIT: std::time::Duration = std::time::Duration::from_mins(10);
+
+/// How long a session waits for the client's answer to `roots/list`.
+const ROOTS_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The first `file://` root of a `roots/list` result, as a path (percent-decoded; a host part,
+/// `localhost` say, dropped). `None` when no root is a `file:` URI or its path is not UTF-8.
+fn first_file_root(result: &Value) -> Option<String> {
+    result
+        .get("roots")?
+        .as_array()?
+        .iter()
+        .filter_map(|root| root.get("uri").and_then(Value::as_str))
+        .find_map(file_uri_path)
+}
+
+/// The path of a `file://` URI, percent-decoded.
+fn file_uri_path(uri: &str) -> Option<String> {
+    let scheme = uri.get(..7)?;
+    if !scheme.eq_ignore_ascii_case("file://") {
+        return None;
+    }
+    let rest = &uri[7..];
+    let path = &rest[rest.find('/')?..];
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    let bytes = path.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        let hex = |b: u8| char::from(b).to_digit(16);
+        if byte == b'%'
+            && let (Some(high), Some(low)) = (
+                bytes.get(at + 1).copied().and_then(hex),
+                bytes.get(at + 2).copied().and_then(hex),
+            )
+        {
+            decoded.push(u8::try_from(high * 16 + low).ok()?);
+            at += 3;
+        } else {
+            decoded.push(byte);
+            at += 1;
+        }
+    }
+    String::from_utf8(decoded).ok()
+}
 
 /// A client name fit for a provenance name: visible characters only, at most 64.
 fn client_label(name: &str) -> String {
@@ -358,8 +548,11 @@ impl McpConnection {
                 next_call: std::sync::atomic::AtomicU64::new(1),
                 cancels: Mutex::new(CancelBook::default()),
                 fetching: Mutex::new(()),
-                answerer: Mutex::new(None),
+                answerer: Mutex::new(Vec::new()),
                 client: Mutex::new(None),
+                client_name: Mutex::new(None),
+                cwd: Mutex::new(None),
+                roots_asked: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -367,6 +560,12 @@ impl McpConnection {
     /// The name of this session's log in the state directory (it exists once a tool was called).
     pub fn log_name(&self) -> &str {
         &self.inner.log
+    }
+
+    /// This session's id: its log's, and the one its questions' lifecycle events and desks name
+    /// (the key of `AskUserMcp::session_info`).
+    pub fn session_id(&self) -> &user_questions::SessionId {
+        &self.inner.session_id
     }
 
     async fn ask(
@@ -384,12 +583,19 @@ impl McpConnection {
         let call_id = conn.new_call_id();
         let timed = conn.server.runtime().tool().takes_late_answers();
         // A blocking call ends with its request, however that ends; a timed one only when the
-        // client cancels it.
-        let cancel = if timed {
-            conn.cancel_token(&context.id)
+        // client cancels it, and then as the reason says (withdrawn, or pending).
+        let tokens = if timed {
+            conn.cancel_tokens(&context.id)
         } else {
-            context.ct.clone()
+            CallCancel {
+                cancel: context.ct.clone(),
+                gave_up: CancellationToken::new(),
+            }
         };
+        let protocol = context
+            .peer
+            .peer_info()
+            .map(|info| info.protocol_version.as_str().to_owned());
         let (forms, mut requests) = mpsc::unbounded_channel();
         let in_flight = Arc::new(InFlight {
             session: Arc::downgrade(conn) as std::sync::Weak<Conn>,
@@ -399,14 +605,14 @@ impl McpConnection {
                 .peer
                 .supported_elicitation_modes()
                 .contains(&ElicitationMode::Form),
-            form_style: context
-                .peer
-                .peer_info()
-                .map_or(crate::form::FormStyle::Legacy, |info| {
-                    crate::form::FormStyle::for_protocol(info.protocol_version.as_str())
-                }),
+            form_style: protocol.as_deref().map_or(
+                crate::form::FormStyle::Legacy,
+                crate::form::FormStyle::for_protocol,
+            ),
             session_id: conn.session_id.clone(),
             done: CancellationToken::new(),
+            gave_up: tokens.gave_up.clone(),
+            elicitation_mode: protocol.as_deref().is_some_and(knows_elicitation_mode),
         });
 
         let progress = context.meta.get_progress_token();
@@ -418,7 +624,7 @@ impl McpConnection {
                 Arc::clone(&in_flight),
                 active
                     .host()
-                    .call_tool(&call_id, &arguments, cancel)
+                    .call_tool(&call_id, &arguments, tokens.cancel.clone())
                     .instrument(tracing::info_span!("tools/call", %call_id)),
             );
             tokio::pin!(call);
@@ -427,7 +633,7 @@ impl McpConnection {
                     biased;
                     outcome = &mut call => break outcome,
                     Some(send) = requests.recv() => {
-                        let request = ServerRequest::ElicitRequest(ElicitRequest::new(send.params));
+                        let request = elicit_request(send.params, in_flight.elicitation_mode);
                         let delivered = context
                             .peer
                             .send_request_with_option(request, PeerRequestOptions::no_options())
@@ -456,11 +662,10 @@ impl McpConnection {
         }
     }
 
+    /// The tool's one text block, as the model reads it anywhere; a pending result's notice
+    /// already says to call the companion later (the tool is worded for it over MCP).
     fn result_of(outcome: &ToolOutcome) -> CallToolResult {
-        let mut content = vec![ContentBlock::text(outcome.text.clone())];
-        if outcome.is_pending() {
-            content.push(ContentBlock::text(LATE_ANSWER_HINT));
-        }
+        let content = vec![ContentBlock::text(outcome.text.clone())];
         if outcome.is_error {
             CallToolResult::error(content)
         } else {
@@ -470,7 +675,8 @@ impl McpConnection {
 
     fn answer(&self, arguments: Option<&serde_json::Map<String, Value>>) -> CallToolResult {
         let call_id = match read_call_id(arguments) {
-            Ok(id) => CallId::from(id),
+            Ok(Some(id)) => CallId::from(id),
+            Ok(None) => return self.answer_all(),
             Err(message) => return error_result(&message),
         };
         let conn = &self.inner;
@@ -482,6 +688,16 @@ impl McpConnection {
             };
         }
         late::fetch_elsewhere(&conn.server, &call_id)
+    }
+
+    /// The companion without a call id: every late reply waiting in this session.
+    fn answer_all(&self) -> CallToolResult {
+        let conn = &self.inner;
+        let _one_at_a_time = lock_unpoisoned(&conn.fetching);
+        match conn.enter(true) {
+            Ok(active) => late::fetch_all(active.host()),
+            Err(error) => error_result(&format!("the session log cannot be used: {error}")),
+        }
     }
 }
 
@@ -517,15 +733,20 @@ impl ServerHandler for McpConnection {
         _context: rmcp::service::NotificationContext<RoleServer>,
     ) {
         if let Some(id) = &notification.request_id {
-            self.inner.cancelled(id);
+            self.inner.cancelled(id, notification.reason.as_deref());
         }
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        self.inner.note_client(&context.peer);
     }
 
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.inner.note_client(&context.peer);
         Ok(ListToolsResult::with_all_items(
             self.inner.server.tools().to_vec(),
         ))
@@ -537,6 +758,8 @@ impl ServerHandler for McpConnection {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let timed = self.inner.server.runtime().tool().takes_late_answers();
+        self.inner.note_client(&context.peer);
+        self.inner.ask_roots_once(&context.peer).await;
         match request.name.as_ref() {
             TOOL_NAME => Ok(self.ask(request.arguments, context).await.into()),
             ANSWER_TOOL_NAME if timed => Ok(self.answer(request.arguments.as_ref()).into()),
@@ -555,5 +778,34 @@ impl ServerHandler for McpConnection {
                 None,
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{file_uri_path, first_file_root};
+
+    #[test]
+    fn a_file_root_is_a_percent_decoded_path() {
+        for (uri, path) in [
+            ("file:///tmp/my%20project", Some("/tmp/my project")),
+            ("file://localhost/home/me/src", Some("/home/me/src")),
+            ("FILE:///x", Some("/x")),
+            ("file:///tmp/%E2%9C%93?query#part", Some("/tmp/✓")),
+            ("file:///tmp/100%", Some("/tmp/100%")),
+            ("file:///tmp/%ZZ", Some("/tmp/%ZZ")),
+            ("file:///tmp/%FF", None),
+            ("file://", None),
+            ("https://example.com/x", None),
+        ] {
+            assert_eq!(file_uri_path(uri).as_deref(), path, "{uri}");
+        }
+        let roots = serde_json::json!({"roots": [
+            {"uri": "https://example.com/x"},
+            {"uri": "file:///first", "name": "first"},
+            {"uri": "file:///second"},
+        ]});
+        assert_eq!(first_file_root(&roots).as_deref(), Some("/first"));
+        assert_eq!(first_file_root(&serde_json::json!({"roots": []})), None);
     }
 }

@@ -51,6 +51,13 @@ pub(crate) struct InFlight {
     pub(crate) session_id: user_questions::SessionId,
     /// Cancelled once the call's request is over (its result logged, or its logging failed).
     pub(crate) done: CancellationToken,
+    /// Cancelled when the client gave up on a timed call without saying a person cancelled it
+    /// (`notifications/cancelled` on a timeout): the call then ends as its window closing does
+    /// (`limit.rs`).
+    pub(crate) gave_up: CancellationToken,
+    /// Whether the client knows the `mode` of an elicitation request (protocol 2025-11-25 and
+    /// later); older clients get the request without it.
+    pub(crate) elicitation_mode: bool,
 }
 
 pub(crate) struct FormSend {

@@ -1,15 +1,62 @@
 //! What the companion tool returns for a call: its late reply (admitted now, which settles the
-//! question), the reply already admitted, or the pending result again.
+//! question), the reply already admitted, or the pending result again; and, asked without a call
+//! id, every late reply waiting in the session.
 
-use ask_user_host::{CheckpointPolicy, Host, SessionOptions, load_projection};
+use ask_user_host::{CheckpointPolicy, Host, HostRuntime, SessionOptions, load_projection};
 use rmcp::model::{CallToolResult, ContentBlock};
 use session_log::{EventBody, LogVisitor, Scanned, SessionStore};
-use tool_ask_user::ToolOutcome;
 use user_questions::CallId;
 
-use crate::companion::LATE_ANSWER_HINT;
+use crate::companion::nothing_waiting;
 use crate::state::ServerInner;
 use crate::util::error_result;
+
+/// The companion's result without a call id in the open session `host`, inside the current turn:
+/// every late reply waiting in the session's inbox, claimed and admitted in the order they were
+/// queued (each one settles its question, as [`fetch`] admits one), one text block per reply;
+/// with none waiting, a text that says so and names the calls still pending.
+pub(crate) fn fetch_all(host: &Host) -> CallToolResult {
+    let waiting: Vec<_> = host
+        .host_agent()
+        .next_turn()
+        .into_iter()
+        .filter(|message| message.reply_call_id().is_some())
+        .collect();
+    let mut replies = Vec::with_capacity(waiting.len());
+    for queued in waiting {
+        let admitted = host
+            .claim_queued(&queued.id)
+            .and_then(|claimed| match claimed {
+                Some(message) => host.admit(&message).map(|()| Some(message)),
+                None => Ok(None),
+            });
+        match admitted {
+            Ok(Some(message)) => replies.push(reply_block(&message)),
+            // Claimed by a concurrent call of the same session: that call returns it.
+            Ok(None) => {}
+            // The replies admitted so far are settled and are returned; this one stays queued.
+            Err(error) if !replies.is_empty() => {
+                tracing::warn!(%error, "a late reply could not be admitted; it stays queued");
+                break;
+            }
+            Err(error) => {
+                return error_result(&format!("the reply could not be admitted: {error}"));
+            }
+        }
+    }
+    if replies.is_empty() {
+        let state = host.projection();
+        let view = state.view();
+        let pending: Vec<&str> = view
+            .active
+            .iter()
+            .filter(|question| state.continued(question.call_id.as_str()).is_some())
+            .map(|question| question.call_id.as_str())
+            .collect();
+        return CallToolResult::success(vec![ContentBlock::text(nothing_waiting(&pending))]);
+    }
+    CallToolResult::success(replies)
+}
 
 /// The companion's result for `call_id` in the open session `host` (whose log is `log`), inside
 /// the current turn:
@@ -41,7 +88,7 @@ pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult 
     }
     let state = host.projection();
     if state.continued(call_id.as_str()).is_some() {
-        return pending_result(call_id);
+        return pending_result(host.runtime(), call_id);
     }
     if state.active(call_id.as_str()).is_some() {
         return error_result(&format!(
@@ -95,7 +142,7 @@ pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToo
     // the question; else the question is still pending.
     let result = match host.admit_queued(call_id) {
         Ok(Some(reply)) => reply_result(&reply),
-        Ok(None) => pending_result(call_id),
+        Ok(None) => pending_result(runtime, call_id),
         Err(error) => error_result(&format!(
             "the session log of call {call_id} failed: {error}"
         )),
@@ -129,21 +176,26 @@ fn settled_result(store: &dyn SessionStore, log: &str, call_id: &CallId) -> Call
     }
 }
 
-/// The pending result again, with where the answer comes from here.
-fn pending_result(call_id: &CallId) -> CallToolResult {
-    CallToolResult::success(vec![
-        ContentBlock::text(ToolOutcome::pending(call_id).text),
-        ContentBlock::text(LATE_ANSWER_HINT),
-    ])
+/// The pending result again, as the tool renders it over MCP: its notice says to call the
+/// companion later (one text block).
+fn pending_result(runtime: &HostRuntime, call_id: &CallId) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(
+        runtime.tool().pending_outcome(call_id).text,
+    )])
 }
 
 fn reply_result(message: &user_questions::UserMessage) -> CallToolResult {
+    CallToolResult::success(vec![reply_block(message)])
+}
+
+/// A late reply's text as one content block.
+fn reply_block(message: &user_questions::UserMessage) -> ContentBlock {
     let text = message
         .content
         .iter()
         .find_map(user_questions::ContentBlock::as_text)
         .unwrap_or_default();
-    CallToolResult::success(vec![ContentBlock::text(text)])
+    ContentBlock::text(text)
 }
 
 /// The text that settled `call_id`, read from the log's typed events: the `user/message` reply

@@ -9,7 +9,14 @@
 //!   session log, its calls in flight, its elicitation answerer.
 //! * [`form`]: the mapping between a question batch and an elicitation form.
 //! * [`companion`]: the timed mode's `ask_user_question_answer` tool, the model's path to a late
-//!   answer.
+//!   answer (for one call, or without a call id every late answer waiting in the session).
+//! * For an inbox: [`AskUserMcp::session_info`] (a session's log, client and working directory)
+//!   and [`AskUserMcp::answer_late`] (a late answer through the live session's connection).
+//!
+//! A client's `notifications/cancelled` of a timed call withdraws it only when its reason says a
+//! person cancelled it (`user`, `interrupt`, `abort`); any other reason, or none (a client's time
+//! limit), ends the call pending as its window closing would, so the question is never lost. A
+//! blocking call ends with its request.
 //!
 //! `tools/list` returns `ask_user_question` with exactly the description and parameters the tool
 //! crate defines for the configured mode (the catalog's bytes). Every `ask_user_question` call
@@ -26,7 +33,10 @@ mod connection;
 pub mod form;
 mod inflight;
 mod late;
+mod limit;
+mod linked;
 mod server;
+mod sessions;
 mod state;
 mod stdio;
 mod util;
@@ -34,8 +44,8 @@ mod util;
 pub use answerer::{ASK_DECLINED, declined};
 pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};
 pub use server::{
-    AskUserMcp, DEFAULT_PROGRESS_INTERVAL, HTTP_PATH, McpOptions, ServeError, SessionHook,
-    default_state_dir,
+    ANSWER_LATE_WAIT, AskUserMcp, DEFAULT_PROGRESS_INTERVAL, HTTP_PATH, McpOptions, McpSessionInfo,
+    ServeError, SessionHook, default_state_dir,
 };
 
 /// Catalog metadata of the companion tool for `cargo xtask catalog`.
@@ -53,5 +63,5 @@ pub const CATALOG: companion::AnswerToolCatalog = companion::AnswerToolCatalog {
         "a turn of its own session (turn/start, step/start, request/header, step/end, turn/end) around the fetch, or one it shares with calls in flight",
         "nothing in the log of an earlier session when the question there is settled (read only)",
     ],
-    note: "MCP cannot put a user message into the client's conversation, so over MCP a pending `ask_user_question` result carries a second text block telling the model to call `ask_user_question_answer` later. The tool returns the late reply once the person answered (from the client's form, `ask-user answer` or another surface), or the pending result again.",
+    note: "MCP cannot put a user message into the client's conversation, so over MCP the timed `ask_user_question` and its pending result tell the model to call `ask_user_question_answer` later with the callId. The tool returns the late reply once the person answered (from the client's form, `ask-user answer` or another surface), or the pending result again; without a callId (a client cut the call off before its id arrived), every late reply waiting in the session.",
 };

@@ -7,18 +7,26 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ask_user_host::{HostError, HostRuntime};
+use pending_answer::{LateRefusal, Queued};
 use rmcp::ServiceExt;
 use rmcp::model::Tool;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use session_log::{JsonlStore, SessionStore};
 use tokio_util::sync::CancellationToken;
+use tool_ask_user::LateAnswerRoute;
+use user_questions::{AnswerBatch, CallId, Provenance, SessionId};
 
 use crate::companion::{ANSWER_TOOL_DESCRIPTION, ANSWER_TOOL_NAME, answer_tool_parameters};
 use crate::connection::McpConnection;
+use crate::sessions::Sessions;
 use crate::state::ServerInner;
 pub use crate::state::SessionHook;
-pub use crate::state::{DEFAULT_PROGRESS_INTERVAL, McpOptions};
+pub use crate::state::{DEFAULT_PROGRESS_INTERVAL, McpOptions, McpSessionInfo};
+
+/// How long [`AskUserMcp::answer_late`] tries to open a session's log that another writer holds
+/// before it gives the refusal back: a person waits for the answer.
+pub const ANSWER_LATE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The path under which the streamable HTTP transport serves MCP.
 pub const HTTP_PATH: &str = "/mcp";
@@ -62,6 +70,8 @@ pub enum ServeError {
 #[derive(Clone)]
 pub struct AskUserMcp {
     pub(crate) inner: Arc<ServerInner>,
+    /// The sessions this server serves, by session id.
+    sessions: Arc<Sessions>,
 }
 
 impl std::fmt::Debug for AskUserMcp {
@@ -89,11 +99,19 @@ impl AskUserMcp {
 
     /// A server whose sessions live in `store` (a database, say) instead of the state
     /// directory's JSONL logs. The state directory of `options` is not used.
+    ///
+    /// The tool is worded for MCP: whatever `late_answers` the configuration names, a timed
+    /// definition and its pending result tell the model to fetch a late answer with
+    /// `ask_user_question_answer` ([`LateAnswerRoute::CompanionTool`]), since MCP cannot put a
+    /// user message into the client's conversation.
     pub fn with_store(
         options: McpOptions,
         store: impl SessionStore + 'static,
     ) -> Result<Self, ServeError> {
-        let runtime = HostRuntime::new(store, options.tool)?;
+        let tool = options
+            .tool
+            .map(|config| config.with_late_answers(LateAnswerRoute::CompanionTool));
+        let runtime = HostRuntime::new(store, tool)?;
         let tools = tools_for(&runtime);
         Ok(Self {
             inner: Arc::new(ServerInner {
@@ -101,6 +119,7 @@ impl AskUserMcp {
                 options,
                 tools,
             }),
+            sessions: Arc::default(),
         })
     }
 
@@ -120,9 +139,42 @@ impl AskUserMcp {
         &self.inner.tools
     }
 
-    /// A handler for one MCP session.
+    /// A handler for one MCP session (listed for [`AskUserMcp::session_info`] while it lives).
     pub fn connection(&self) -> McpConnection {
-        McpConnection::new(Arc::clone(&self.inner))
+        let connection = McpConnection::new(Arc::clone(&self.inner));
+        self.sessions.register(&connection.inner);
+        connection
+    }
+
+    /// What this server knows of MCP session `session` (the session id its log's header and
+    /// its questions carry): its log, its client's name and its working directory. `None` for a
+    /// session this process does not serve, or no longer does (its connection is gone).
+    pub fn session_info(&self, session: &SessionId) -> Option<McpSessionInfo> {
+        self.sessions.get(session).map(|conn| conn.info())
+    }
+
+    /// Answers the continued call `call_id` of the live session whose log is `log`, late,
+    /// through that session's connection, as its client's form would: the log is opened without
+    /// a turn, the reply is queued in the session's inbox (the companion tool admits it, which
+    /// settles the question), and what was queued comes back. An open that fails because another
+    /// writer holds the log is tried again for up to [`ANSWER_LATE_WAIT`].
+    ///
+    /// Refusals are typed: [`LateRefusal::UnknownSession`] when no live session of this server has
+    /// that log (answer it through a desk instead), [`LateRefusal::Unavailable`] when its log
+    /// stayed busy, and whatever `LateAnswers::answer` refuses (`NotWaiting`, `ReplyQueued`,
+    /// `BadAnswer`, …).
+    pub async fn answer_late(
+        &self,
+        log: &str,
+        call_id: &CallId,
+        batch: AnswerBatch,
+        provenance: Provenance,
+    ) -> Result<Queued, LateRefusal> {
+        let Some(conn) = self.sessions.by_log(log) else {
+            return Err(LateRefusal::UnknownSession(log.to_owned()));
+        };
+        conn.answer_late(call_id, batch, provenance, ANSWER_LATE_WAIT)
+            .await
     }
 
     /// Serves one MCP session on stdin and stdout until the client goes away. A request sent
@@ -160,16 +212,21 @@ impl AskUserMcp {
         allowed_hosts: Option<Vec<String>>,
         cancel: CancellationToken,
     ) -> axum::Router {
-        let mut config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
+        // No SSE priming event (`id: 0`, an empty `data:`, `retry:`): it only helps a client
+        // resume a stream, which this server cannot (it keeps no event store), and clients that
+        // negotiated 2025-06-18 do not expect it (the official SDKs send it only to 2025-11-25 and
+        // later); Gemini CLI fails to parse it.
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(cancel)
+            .with_sse_retry(None);
         if let Some(hosts) = allowed_hosts {
             config = config.with_allowed_hosts(hosts);
         }
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.sse_retry = None;
         let server = self.clone();
-        let service = StreamableHttpService::new(
-            move || Ok(server.connection()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
+        let service =
+            StreamableHttpService::new(move || Ok(server.connection()), Arc::new(sessions), config);
         axum::Router::new().nest_service(HTTP_PATH, service)
     }
 

@@ -31,7 +31,9 @@ impl fmt::Debug for SessionHook {
 /// How to run the server.
 #[derive(Clone, Debug)]
 pub struct McpOptions {
-    /// The tool configuration: `None` is legacy (the default), `Some` may choose timed mode.
+    /// The tool configuration: `None` is legacy (the default), `Some` may choose timed mode. The
+    /// server words a timed tool for its companion (`LateAnswerRoute::CompanionTool`) whatever
+    /// `late_answers` says: over MCP no user message reaches the conversation.
     pub tool: Option<AskUserConfig>,
     /// Where the session logs go: one JSONL log per MCP session.
     pub state_dir: PathBuf,
@@ -72,6 +74,21 @@ impl McpOptions {
         self.progress_interval = every;
         self
     }
+}
+
+/// What this server knows of one MCP session it serves ([`AskUserMcp::session_info`]): enough for
+/// an inbox to say which client a question came from, and where.
+///
+/// [`AskUserMcp::session_info`]: crate::AskUserMcp::session_info
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpSessionInfo {
+    /// The session log's name in the store (`mcp-<time>-<uuid>.jsonl`).
+    pub log: String,
+    /// The client's name (`clientInfo.name`), once the client told it.
+    pub client: Option<String>,
+    /// The client's first root as a path, when the client declared the `roots` capability and
+    /// answered `roots/list` (asked once, on the session's first tool call) with a `file://` root.
+    pub cwd: Option<String>,
 }
 
 /// The process-wide state behind `AskUserMcp` and every session's handler.

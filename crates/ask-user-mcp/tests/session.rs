@@ -55,8 +55,13 @@ async fn tools_list_is_the_catalog_definition_in_each_mode() {
         let tools = harness.client.peer().list_all_tools().await.unwrap();
         let listed: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(listed, names);
-        let definition =
-            tool_ask_user::definition(&config.unwrap_or(AskUserConfig::LEGACY)).unwrap();
+        // Over MCP the timed definition is the one worded for the companion tool.
+        let definition = tool_ask_user::definition(
+            &config
+                .unwrap_or(AskUserConfig::LEGACY)
+                .with_late_answers(tool_ask_user::LateAnswerRoute::CompanionTool),
+        )
+        .unwrap();
         let ask = &tools[0];
         assert_eq!(
             ask.description.as_deref(),
@@ -173,7 +178,18 @@ async fn a_client_without_elicitation_gets_the_pending_result_in_timed_mode() {
         texts[0].starts_with(r#"{"pending":true,"callId":"call_"#),
         "{texts:?}"
     );
-    assert_eq!(texts[1], ask_user_mcp::companion::LATE_ANSWER_HINT);
+    // One text block: the pending result's own notice says where the answer comes from here.
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    let pending: Value = serde_json::from_str(&texts[0]).unwrap();
+    assert_eq!(
+        pending["message"],
+        tool_ask_user::PENDING_NOTICE_COMPANION,
+        "{pending}"
+    );
+    insta::assert_snapshot!(
+        "pending_result_over_mcp",
+        texts[0].replace(pending["callId"].as_str().unwrap(), "call_<session>_1")
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -409,13 +425,17 @@ async fn legacy_mode_has_no_companion_tool() {
     assert!(error.to_string().contains("unknown tool"), "{error}");
 }
 
+/// A timed call the person cancels (the reason says so: Claude Code's Escape sends
+/// `MCP error -32001: user-cancel`) is withdrawn, its form with it.
 #[tokio::test(start_paused = true)]
-async fn a_cancelled_call_withdraws_its_form() {
+async fn a_call_the_person_cancelled_withdraws_its_form() {
     let mut harness = Harness::start(Some(AskUserConfig::timed(300)), true).await;
     harness.reply(Reply::Hold);
     let call = harness.send_call("ask_user_question", one_question()).await;
     let _form = harness.held.recv().await.unwrap();
-    call.cancel(Some("escape".to_owned())).await.unwrap();
+    call.cancel(Some("McpError: MCP error -32001: user-cancel".to_owned()))
+        .await
+        .unwrap();
     let mut withdrawn = 0;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -84,8 +84,9 @@ pub struct WebhookConfig {
     pub secret: Secret,
 }
 
-/// An ntfy topic: `server` (default `https://ntfy.sh`) and `topic`. Its `Debug` shows the
-/// server's host only, never the topic.
+/// An ntfy topic: `server` (default `https://ntfy.sh`), `topic`, and the access `token` of a
+/// server that requires one. Its `Debug` shows the server's host only, never the topic or the
+/// token.
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NtfyConfig {
@@ -94,6 +95,9 @@ pub struct NtfyConfig {
     /// The server's base URL.
     #[serde(default = "default_ntfy_server")]
     pub server: String,
+    /// An access token (`tk_…`), sent as `Authorization: Bearer`; never printed.
+    #[serde(default)]
+    pub token: Option<String>,
 }
 
 impl fmt::Debug for WebhookConfig {

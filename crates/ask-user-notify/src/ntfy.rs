@@ -98,6 +98,12 @@ impl Ntfy {
             |_| {
                 let mut headers = HeaderMap::new();
                 headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                if let Some(token) = &self.config.token
+                    && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {token}"))
+                {
+                    value.set_sensitive(true);
+                    headers.insert(reqwest::header::AUTHORIZATION, value);
+                }
                 headers
             },
         )

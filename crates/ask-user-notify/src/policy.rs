@@ -331,7 +331,7 @@ impl Inner {
             kind,
             session: session.clone(),
             call_id: call_id.as_str().to_owned(),
-            at_ms: now_ms(),
+            at_ms: user_questions::now_unix_ms(),
             questions,
             url: self.links.as_ref().and_then(|l| l.card_url()),
             buttons,
@@ -405,10 +405,4 @@ fn prune(tracked: &mut HashMap<Key, Tracked>) {
             timer.abort();
         }
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -311,6 +311,7 @@ async fn ntfy_gets_a_json_publish_with_answer_buttons() {
         NtfyConfig {
             topic: "ask-user-test".into(),
             server: format!("{url}/"),
+            token: Some("tk_secret".into()),
         },
         fast(),
     )
@@ -319,7 +320,10 @@ async fn ntfy_gets_a_json_publish_with_answer_buttons() {
         ntfy.send(&notice(NoticeKind::Waiting)).await,
         Delivered::Yes { attempts: 1 }
     );
-    let (_, body) = &receiver.seen()[0];
+    let (headers, body) = &receiver.seen()[0];
+    // A server that requires a token gets it; the message itself never carries it.
+    assert_eq!(header(headers, "authorization"), "Bearer tk_secret");
+    assert!(!body.contains("tk_secret"));
     let message: Value = serde_json::from_str(body).unwrap();
     insta::assert_json_snapshot!("ntfy_waiting", message);
     let pending = ntfy.message(&notice(NoticeKind::Pending));
@@ -336,6 +340,7 @@ fn hostile_text_never_reaches_a_phone_or_a_terminal_raw() {
         NtfyConfig {
             topic: "ask-user-test".into(),
             server: "http://127.0.0.1:9/".into(),
+            token: None,
         },
         fast(),
     )

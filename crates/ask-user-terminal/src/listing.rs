@@ -69,44 +69,35 @@ pub fn format_age(ms: i64) -> String {
 
 /// A plain-text table under `header`, columns padded to their widest cell; the last column may
 /// span several lines. No rows: "no open or continued questions".
-pub fn table(header: [&str; 4], rows: &[[String; 4]]) -> String {
+pub fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
     if rows.is_empty() {
         return String::from("no open or continued questions\n");
     }
-    let width = |col: usize| {
-        rows.iter()
-            .map(|r| r[col].chars().count())
-            .chain([header[col].len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let widths = [width(0), width(1), width(2)];
+    let last = N.saturating_sub(1);
+    let widths: Vec<usize> = (0..last)
+        .map(|col| {
+            rows.iter()
+                .map(|r| r[col].chars().count())
+                .chain([header[col].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let indent: usize = widths.iter().map(|w| w + 2).sum();
     let mut out = String::new();
-    let mut line = |cells: [&str; 4]| {
-        let mut lines = cells[3].lines();
-        let first = lines.next().unwrap_or("");
-        let _ = writeln!(
-            out,
-            "{:w0$}  {:w1$}  {:w2$}  {first}",
-            cells[0],
-            cells[1],
-            cells[2],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2]
-        );
+    let mut line = |cells: [&str; N]| {
+        for (cell, width) in cells.iter().zip(&widths) {
+            let _ = write!(out, "{cell:width$}  ");
+        }
+        let mut lines = cells[last].lines();
+        let _ = writeln!(out, "{}", lines.next().unwrap_or(""));
         for more in lines {
-            let _ = writeln!(
-                out,
-                "{:w$}{more}",
-                "",
-                w = widths[0] + widths[1] + widths[2] + 6
-            );
+            let _ = writeln!(out, "{:indent$}{more}", "");
         }
     };
     line(header);
     for row in rows {
-        line([&row[0], &row[1], &row[2], &row[3]]);
+        line(std::array::from_fn(|i| row[i].as_str()));
     }
     out
 }

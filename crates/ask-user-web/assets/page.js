@@ -61,6 +61,19 @@
 
   const seconds = (ms) => Math.max(0, Math.ceil(ms / 1000));
 
+  // Where the question comes from (its session's client and folder) and how long it has waited.
+  const ageText = (ms) => {
+    const s = Math.max(0, Math.floor(ms / 1000));
+    if (s < 60) return `${s}s`;
+    if (s < 3600) return `${Math.floor(s / 60)}m`;
+    if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+    return `${Math.floor(s / 86400)}d`;
+  };
+  const originText = (data) => [
+    data.label ? visible(data.label) : null,
+    typeof data.askedAtMs === "number" ? `asked ${ageText(Date.now() - data.askedAtMs)} ago` : null,
+  ].filter(Boolean).join(" · ");
+
   const clockText = (card) => {
     const data = card.data;
     if (data.state === "continued") return data.replyQueued ? "answer sent" : "pending: answer any time";
@@ -73,7 +86,10 @@
 
   const tick = () => {
     for (const card of cards.values()) {
-      if (!card.done) card.clock.textContent = clockText(card);
+      if (!card.done) {
+        card.clock.textContent = clockText(card);
+        card.origin.textContent = originText(card.data);
+      }
     }
   };
   setInterval(tick, 250);
@@ -218,6 +234,7 @@
   const build = (data) => {
     const card = { key: keyOf(data), data, done: false, held: false, deadline: null };
     card.clock = el("span", { class: "clock" });
+    card.origin = el("span", { class: "origin" });
     const chip = el("span", { class: "chip", text: data.questions.length > 1 ? `${data.questions.length} questions` : "Question" });
     card.form = el("form", { novalidate: true });
     data.questions.forEach((question, index) => card.form.append(questionBlock(question, index, card)));
@@ -229,7 +246,7 @@
     card.form.addEventListener("submit", (event) => { event.preventDefault(); submit(card); });
     card.form.addEventListener("input", () => hold(card));
     card.article = el("article", { class: "card", "data-call-id": data.callId, "data-session": data.session },
-      el("div", { class: "top" }, chip, card.clock), card.form);
+      el("div", { class: "top" }, chip, card.origin, card.clock), card.form);
     list.append(card.article);
     cards.set(card.key, card);
     if (cards.size === 1) {
@@ -254,6 +271,7 @@
       card.message.textContent = "An answer was sent; the agent reads it in its next turn.";
     }
     card.clock.textContent = clockText(card);
+    card.origin.textContent = originText(data);
     refresh();
   };
 

@@ -64,6 +64,8 @@ pub(crate) enum Via {
 
 struct Card {
     order: u64,
+    /// When the card opened (wall-clock Unix ms): its age on the page.
+    asked_at_ms: i64,
     questions: Vec<Question>,
     agent: Option<AgentHandle>,
     phase: Phase,
@@ -110,6 +112,8 @@ struct State {
     /// Continued questions this surface submitted a late answer for: shown as "sent" until the
     /// sessions stop listing them (the agent admitted the reply).
     queued: HashSet<CardKey>,
+    /// Where each session runs, shown beside its cards.
+    labels: HashMap<String, String>,
 }
 
 /// One event for every open stream: the SSE event name and its JSON data.
@@ -250,6 +254,7 @@ impl Hub {
                 key.clone(),
                 Card {
                     order,
+                    asked_at_ms: user_questions::now_unix_ms(),
                     questions: request.questions.clone(),
                     agent: request.agent.clone(),
                     phase: Phase::Open {
@@ -270,7 +275,7 @@ impl Hub {
             state
                 .cards
                 .get(&key)
-                .map(|card| card_json(&key, card, false, Instant::now()))
+                .map(|card| self.card_json(&state, &key, card, false, Instant::now()))
         };
         if let Some(data) = data {
             self.publish("card", &data);
@@ -470,7 +475,14 @@ impl Hub {
             };
             let was_open = matches!(card.phase, Phase::Open { .. });
             card.phase = Phase::Continued { durable };
-            let data = was_open.then(|| card_json(key, card, false, Instant::now()));
+            let data = was_open
+                .then(|| {
+                    state
+                        .cards
+                        .get(key)
+                        .map(|card| self.card_json(&state, key, card, false, Instant::now()))
+                })
+                .flatten();
             (data, take_claims_on(&mut state, key))
         };
         drop(released);
@@ -709,7 +721,7 @@ impl Hub {
             .map(|(key, card)| {
                 (
                     &card.order,
-                    card_json(key, card, state.queued.contains(key), now),
+                    self.card_json(&state, key, card, state.queued.contains(key), now),
                 )
             })
             .collect();
@@ -726,10 +738,12 @@ impl Hub {
             let elsewhere = question.state == DeskState::Open && !question.interrupted;
             cards.push(json!({
                 "session": key.session,
+                "label": state.labels.get(&key.session),
                 "callId": key.call_id,
                 "state": if elsewhere { "open" } else { "continued" },
                 "timed": !elsewhere,
                 "remainingMs": null,
+                "askedAtMs": question.asked_at_ms,
                 "replyQueued": state.queued.contains(&key),
                 "questions": question.questions,
             }));
@@ -737,11 +751,46 @@ impl Hub {
         json!({ "cards": cards })
     }
 
-    /// Sends every page a fresh snapshot: the sessions' list changed.
+    /// Sends every page a fresh snapshot: the sessions' list changed. A continued card the desk
+    /// no longer lists (answered from a shell, say) goes with it.
     pub(crate) async fn refresh(&self) {
         let listed = self.listed().await;
+        if self.desk.is_some() {
+            let keys: HashSet<CardKey> = listed.iter().map(desk_key).collect();
+            let mut state = lock(&self.state);
+            state.cards.retain(|key, card| {
+                !matches!(card.phase, Phase::Continued { durable: true }) || keys.contains(key)
+            });
+        }
         let snapshot = self.snapshot(listed);
         self.publish("snapshot", &snapshot);
+    }
+
+    /// Shows `label` beside the cards of `session`.
+    pub(crate) fn set_label(&self, session: &str, label: Option<String>) {
+        let mut state = lock(&self.state);
+        match label {
+            Some(label) => state.labels.insert(session.to_owned(), label),
+            None => state.labels.remove(session),
+        };
+    }
+
+    fn card_json(
+        &self,
+        state: &State,
+        key: &CardKey,
+        card: &Card,
+        reply_queued: bool,
+        now: Instant,
+    ) -> Value {
+        card_json(
+            key,
+            card,
+            state.labels.get(&key.session),
+            self.options.countdowns,
+            reply_queued,
+            now,
+        )
     }
 
     /// An answer from a page: to the waiting answerer while the card is in its window, else a
@@ -984,7 +1033,14 @@ fn find_key(
     Ok(key.clone())
 }
 
-fn card_json(key: &CardKey, card: &Card, reply_queued: bool, now: Instant) -> Value {
+fn card_json(
+    key: &CardKey,
+    card: &Card,
+    label: Option<&String>,
+    countdowns: bool,
+    reply_queued: bool,
+    now: Instant,
+) -> Value {
     let (state, timed, remaining) = match &card.phase {
         Phase::Open {
             timed, deadline, ..
@@ -999,10 +1055,12 @@ fn card_json(key: &CardKey, card: &Card, reply_queued: bool, now: Instant) -> Va
     };
     json!({
         "session": key.session,
+        "label": label,
         "callId": key.call_id,
         "state": state,
         "timed": timed,
-        "remainingMs": remaining,
+        "remainingMs": remaining.filter(|_| countdowns),
+        "askedAtMs": card.asked_at_ms,
         "replyQueued": reply_queued,
         "questions": card.questions,
     })

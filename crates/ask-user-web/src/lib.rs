@@ -46,13 +46,15 @@ impl fmt::Debug for WebSurface {
 }
 
 impl WebSurface {
-    /// A surface for `seam` (held weakly) with a fresh random token. `desk` lists the questions
+    /// A surface for `seam` (held weakly) with a fresh random token (or the options' fixed one).
+    /// `desk` lists the questions
     /// shown beside the surface's own cards (continued ones, and open ones an answer given here
     /// reaches) and takes late answers; without it, a card whose window closes is taken down.
     ///
     /// # Errors
     ///
-    /// When the operating system's random source fails: no token, no surface.
+    /// When the operating system's random source fails: no token, no surface; when the options'
+    /// token is too short or has other characters.
     ///
     /// # Panics
     ///
@@ -62,12 +64,28 @@ impl WebSurface {
         desk: Option<Arc<dyn QuestionDesk>>,
         options: WebOptions,
     ) -> std::io::Result<Self> {
-        let token = token::random_hex(24)?;
+        let token = match &options.token {
+            Some(token) if token::is_fit(token) => token.clone(),
+            Some(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "a page token has at least 32 characters of [0-9A-Za-z_-]",
+                ));
+            }
+            None => token::random_hex(24)?,
+        };
         Ok(Self {
             hub: Hub::new(seam, desk, options),
             token: Arc::from(token),
             grants: Arc::default(),
         })
+    }
+
+    /// Shows `label` (where the session runs: its client, its working directory) beside the
+    /// cards of `session` from now on; `None` removes it. Pages get it with the next snapshot
+    /// or card.
+    pub fn set_session_label(&self, session: &str, label: Option<String>) {
+        self.hub.set_label(session, label);
     }
 
     /// The capability token every request must carry (`?token=` or [`TOKEN_HEADER`]).

@@ -30,6 +30,12 @@ pub struct WebOptions {
     /// bound to another address sets it false, and then any IP literal is taken, never a DNS
     /// name).
     pub loopback_only: bool,
+    /// The capability token, fixed so a bookmarked address keeps working across restarts (at
+    /// least 32 characters of `[0-9A-Za-z_-]`); `None` (the default): a fresh random one.
+    pub token: Option<String>,
+    /// Whether a timed card shows its window's countdown (true by default). A surface whose
+    /// windows are kept elsewhere (the inbox: each host's own window decides) turns it off.
+    pub countdowns: bool,
 }
 
 impl Default for WebOptions {
@@ -41,6 +47,8 @@ impl Default for WebOptions {
             keep_alive: Duration::from_secs(5),
             body_limit: 64 * 1024,
             loopback_only: true,
+            token: None,
+            countdowns: true,
         }
     }
 }

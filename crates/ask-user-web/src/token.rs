@@ -19,6 +19,15 @@ pub(crate) fn random_hex(bytes: usize) -> std::io::Result<String> {
         }))
 }
 
+/// Whether `token` is fit to be a fixed capability token: at least 32 characters (128 bits of
+/// hex), all of them URL-safe (`[0-9A-Za-z_-]`), so it travels in a URL fragment unescaped.
+pub(crate) fn is_fit(token: &str) -> bool {
+    token.len() >= 32
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 /// Whether `given` equals `expected`, in time that depends on their lengths only.
 pub(crate) fn same(given: &str, expected: &str) -> bool {
     let (given, expected) = (given.as_bytes(), expected.as_bytes());

@@ -7,7 +7,7 @@
 
 use user_questions::{ErrorCode, TOOL_NAME};
 
-use crate::config::{AskUserConfig, ConfigError};
+use crate::config::{AskUserConfig, ConfigError, LateAnswerRoute};
 use crate::definition::ToolDefinition;
 use crate::tool::definition;
 
@@ -27,7 +27,8 @@ pub struct ToolCatalog {
 /// One catalogued definition of the tool.
 #[derive(Clone, Copy, Debug)]
 pub struct CatalogVariant {
-    /// The variant id (`legacy`, `timed`): keys description ceilings, appears in gate errors.
+    /// The variant id (`legacy`, `timed`, `timed-mcp`): keys description ceilings and token
+    /// budgets, appears in gate errors.
     pub id: &'static str,
     /// The variant label shown in headings and the tool map.
     pub label: &'static str,
@@ -83,7 +84,9 @@ const TIMED_CODES: &[ErrorCode] = &[
 ];
 
 /// The catalog metadata of `tool-ask-user`: legacy (default) first, then timed (opt-in) built with
-/// `mode: timed, timeout: 120`.
+/// `mode: timed, timeout: 120`, then the same timed definition worded for a host whose late answers
+/// are fetched with the companion tool (`late_answers: companion_tool`, what `ask-user mcp --mode
+/// timed` registers).
 pub const CATALOG: ToolCatalog = ToolCatalog {
     crate_name: "tool-ask-user",
     tool_name: TOOL_NAME,
@@ -110,6 +113,25 @@ pub const CATALOG: ToolCatalog = ToolCatalog {
             ],
             error_codes: TIMED_CODES,
         },
+        CatalogVariant {
+            id: "timed-mcp",
+            label: "timed over MCP (opt-in)",
+            config: AskUserConfig::timed(120).with_late_answers(LateAnswerRoute::CompanionTool),
+            source_path: "crates/tool-ask-user/src/timed.rs",
+            requires: &[
+                "UserQuestions",
+                "Answerer",
+                "AgentRegistry",
+                "LateAnswers",
+                "ask_user_question_answer",
+            ],
+            writes: &[
+                "tool/result",
+                "tool/result.meta.provenance",
+                "userQuestions",
+            ],
+            error_codes: TIMED_CODES,
+        },
     ],
-    note: "The legacy tool holds the call until an answerer returns the person's answer. The timed variant returns pending when its window closes and takes late answers as user messages.",
+    note: "The legacy tool holds the call until an answerer returns the person's answer. The timed variant returns pending when its window closes and takes late answers as user messages; over MCP, where no message reaches the conversation, its texts tell the model to fetch them with ask_user_question_answer.",
 };

@@ -1,5 +1,5 @@
-//! The tool's configuration (SPEC §2.1): which definition to register, and the default wait of the
-//! timed one.
+//! The tool's configuration (SPEC §2.1): which definition to register, the default wait of the
+//! timed one, and how its late answers reach the model.
 //!
 //! A host reads [`AskUserConfig`] from its preset file with serde; the timeout range is checked
 //! when the tool or its definition is built, so a config written in Rust is checked the same way.
@@ -14,6 +14,38 @@ pub const MAX_TIMEOUT_SECS: i64 = 2_147_483;
 
 /// The timeout value that means "wait indefinitely".
 pub const INDEFINITE_TIMEOUT: i64 = -1;
+
+/// The name of the companion tool through which a model fetches late answers where no user message
+/// can reach it (an MCP server's `ask_user_question_answer`). The texts of
+/// [`LateAnswerRoute::CompanionTool`] name it; the host that offers the tool registers it under
+/// this name.
+pub const ANSWER_TOOL_NAME: &str = "ask_user_question_answer";
+
+/// How a timed call's late answer reaches the model, which the timed definition's texts and its
+/// pending result say. It changes only those words (the `timeout` description and the pending
+/// notice): the schema's shape, the arguments accepted and the execution are the same. The legacy
+/// definition, which never goes pending, ignores it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LateAnswerRoute {
+    /// The host puts the late reply into the conversation as a user message
+    /// (`answer_to_pending_question`): a host that runs the agent's turns. The default.
+    #[default]
+    UserMessage,
+    /// The model fetches it later by calling the companion tool [`ANSWER_TOOL_NAME`] with the
+    /// call id: a host that cannot put a message into the client's conversation (an MCP server).
+    CompanionTool,
+}
+
+impl LateAnswerRoute {
+    /// The config and tracing name: `user_message` or `companion_tool`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UserMessage => "user_message",
+            Self::CompanionTool => "companion_tool",
+        }
+    }
+}
 
 /// Which `ask_user_question` definition is registered. Exactly one is, never both.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
@@ -55,6 +87,10 @@ pub struct AskUserConfig {
     /// The timed tool's default wait in seconds (default 120); `-1` waits indefinitely.
     #[serde(default = "default_timeout")]
     pub timeout: i64,
+    /// How a timed call's late answer reaches the model (default `"user_message"`;
+    /// `"companion_tool"` for an MCP server). Legacy mode ignores it.
+    #[serde(default)]
+    pub late_answers: LateAnswerRoute,
 }
 
 fn default_timeout() -> i64 {
@@ -73,14 +109,24 @@ impl AskUserConfig {
     pub const LEGACY: Self = Self {
         mode: AskUserMode::Legacy,
         timeout: DEFAULT_TIMEOUT_SECS,
+        late_answers: LateAnswerRoute::UserMessage,
     };
 
-    /// The timed tool with the given default wait in seconds (not yet checked).
+    /// The timed tool with the given default wait in seconds (not yet checked); late answers
+    /// arrive as user messages.
     pub const fn timed(timeout: i64) -> Self {
         Self {
             mode: AskUserMode::Timed,
             timeout,
+            late_answers: LateAnswerRoute::UserMessage,
         }
+    }
+
+    /// This configuration with late answers reaching the model by `route`.
+    #[must_use]
+    pub const fn with_late_answers(mut self, route: LateAnswerRoute) -> Self {
+        self.late_answers = route;
+        self
     }
 
     /// Reads a configuration from JSON text and checks it.

@@ -3,7 +3,9 @@
 //! * **legacy** (default): blocks until an answerer returns the person's answer or an error; its
 //!   definition is frozen;
 //! * **timed** (opt-in): waits for a foreground window, then returns a pending result while the
-//!   question stays answerable as a late answer.
+//!   question stays answerable as a late answer. Its texts say how that answer reaches the model
+//!   ([`LateAnswerRoute`]): as a user message, or, over MCP, through the companion tool
+//!   `ask_user_question_answer`.
 //!
 //! The crate is host-agnostic: [`AskUserTool::execute`] takes the raw arguments text and a
 //! [`ToolContext`] (call id, optional agent, cancellation token) and returns a [`ToolOutcome`]
@@ -54,13 +56,13 @@ mod tool;
 pub use args::{MAX_ARGUMENTS_BYTES, MAX_LISTED_VIOLATIONS};
 pub use catalog::{CATALOG, CatalogVariant, ToolCatalog};
 pub use config::{
-    AskUserConfig, AskUserMode, ConfigError, DEFAULT_TIMEOUT_SECS, INDEFINITE_TIMEOUT,
-    MAX_TIMEOUT_SECS, is_valid_timeout,
+    ANSWER_TOOL_NAME, AskUserConfig, AskUserMode, ConfigError, DEFAULT_TIMEOUT_SECS,
+    INDEFINITE_TIMEOUT, LateAnswerRoute, MAX_TIMEOUT_SECS, is_valid_timeout,
 };
 pub use context::ToolContext;
 pub use definition::ToolDefinition;
 pub use outcome::{ErrorInfo, ToolOutcome, ToolResultData};
-pub use pending::PENDING_NOTICE;
+pub use pending::{PENDING_NOTICE, PENDING_NOTICE_COMPANION};
 pub use registry::{RegistryError, ToolGuard, ToolRegistry};
 pub use tool::{AskUserTool, definition};
 pub use user_questions::TOOL_NAME;

@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use user_questions::{Answered, AskError, CallId, ErrorCode, UserQuestionError};
 
+use crate::config::LateAnswerRoute;
 use crate::pending::PendingResult;
 
 /// The outcome of one tool call, ready for the model and for the log.
@@ -63,9 +64,17 @@ impl ToolOutcome {
         }
     }
 
-    /// The pending result of a timed call: `{"pending":true,"callId":…,"message":…}`, no metadata.
+    /// The pending result of a timed call: `{"pending":true,"callId":…,"message":…}`, no metadata;
+    /// its notice says a late answer arrives as a user message ([`crate::PENDING_NOTICE`]).
     pub fn pending(call_id: &CallId) -> Self {
-        match serde_json::to_value(PendingResult::new(call_id)) {
+        Self::pending_via(call_id, LateAnswerRoute::UserMessage)
+    }
+
+    /// The pending result of a timed call whose late answer reaches the model by `route`: the same
+    /// value, with the notice of that route ([`crate::PENDING_NOTICE`] or
+    /// [`crate::PENDING_NOTICE_COMPANION`]).
+    pub fn pending_via(call_id: &CallId, route: LateAnswerRoute) -> Self {
+        match serde_json::to_value(PendingResult::new(call_id, route)) {
             Ok(value) => Self {
                 is_error: false,
                 text: value.to_string(),

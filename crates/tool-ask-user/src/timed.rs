@@ -3,7 +3,10 @@
 //! answerable; `timeout: -1` makes one call wait indefinitely.
 //!
 //! Its schema declares the `timeout` property, which is how the projection tells a timed session
-//! from a legacy one (SPEC §8.3). It shares no argument type, description or mapping code with the
+//! from a legacy one (SPEC §8.3). How a late answer reaches the model is a configuration choice
+//! ([`LateAnswerRoute`]): as a user message (the default), or through the companion tool
+//! `ask_user_question_answer` (an MCP server). It changes only the `timeout` description and the
+//! pending notice; the schema's shape, `timeout` included, and the execution stay the same. It shares no argument type, description or mapping code with the
 //! legacy definition (`legacy.rs`). The pending result value and its notice live in `pending.rs`,
 //! shared with the rendering.
 //!
@@ -21,7 +24,7 @@ use user_questions::{
 };
 
 use crate::args;
-use crate::config::{INDEFINITE_TIMEOUT, is_valid_timeout};
+use crate::config::{INDEFINITE_TIMEOUT, LateAnswerRoute, is_valid_timeout};
 use crate::context::ToolContext;
 use crate::definition::ToolDefinition;
 use crate::outcome::ToolOutcome;
@@ -33,6 +36,11 @@ pub(crate) const DESCRIPTION: &str = "Ask the person 1-4 short questions in thei
 
 /// Stands for the configured default in the `timeout` description.
 const DEFAULT_PLACEHOLDER: &str = "{default}";
+
+/// The `timeout` description when late answers are fetched with the companion tool
+/// ([`LateAnswerRoute::CompanionTool`]), in place of the doc comment of `Args::timeout` (which
+/// says a late answer comes as a user message).
+const TIMEOUT_COMPANION: &str = "Seconds (default {default}); usually omit. While pending, do only independent work; later call ask_user_question_answer with the callId. -1 (no limit) only if work needs the answer.";
 
 /// The timed tool's arguments.
 #[derive(Deserialize, JsonSchema)]
@@ -93,10 +101,13 @@ struct AnswerItem {
     custom: Option<String>,
 }
 
-/// The timed definition with the given default wait (already checked).
-pub(crate) fn definition(default_timeout: i64) -> ToolDefinition {
+/// The timed definition with the given default wait (already checked), worded for `route`.
+pub(crate) fn definition(default_timeout: i64, route: LateAnswerRoute) -> ToolDefinition {
     let mut parameters = schema_of::<Args>();
     if let Some(Value::String(text)) = parameters.pointer_mut("/properties/timeout/description") {
+        if route == LateAnswerRoute::CompanionTool {
+            TIMEOUT_COMPANION.clone_into(text);
+        }
         *text = text.replace(DEFAULT_PLACEHOLDER, &default_timeout.to_string());
     }
     let output_schema = serde_json::json!({
@@ -115,6 +126,7 @@ pub(crate) async fn execute(
     seam: &UserQuestions,
     definition: &ToolDefinition,
     default_timeout: i64,
+    route: LateAnswerRoute,
     arguments: &str,
     ctx: ToolContext,
 ) -> ToolOutcome {
@@ -168,7 +180,7 @@ pub(crate) async fn execute(
     };
     match seam.ask_timed(request, call_id, timeout * 1000).await {
         Ok(TimedOutcome::Answered(answered)) => ToolOutcome::answered(&answered),
-        Ok(TimedOutcome::Pending { call_id }) => ToolOutcome::pending(&call_id),
+        Ok(TimedOutcome::Pending { call_id }) => ToolOutcome::pending_via(&call_id, route),
         Err(error) => ToolOutcome::error(&error),
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 use user_questions::{TOOL_NAME, UserQuestions};
 
-use crate::config::{AskUserConfig, AskUserMode, ConfigError};
+use crate::config::{AskUserConfig, AskUserMode, ConfigError, LateAnswerRoute};
 use crate::context::ToolContext;
 use crate::definition::ToolDefinition;
 use crate::outcome::ToolOutcome;
@@ -20,13 +20,14 @@ use crate::registry::{RegistryError, ToolGuard, ToolRegistry};
 use crate::{legacy, timed};
 
 /// The definition for a configuration: the legacy one, or the timed one whose `timeout`
-/// description states the configured default. Fails when the timeout is out of range (in both
+/// description states the configured default and the way its late answers take
+/// ([`AskUserConfig::late_answers`]: a user message, or the companion tool over MCP). Fails when the timeout is out of range (in both
 /// modes, SPEC §2.1). Needs no seam, so hosts and the catalog generator can call it.
 pub fn definition(config: &AskUserConfig) -> Result<ToolDefinition, ConfigError> {
     config.validate()?;
     Ok(match config.mode {
         AskUserMode::Legacy => legacy::definition(),
-        AskUserMode::Timed => timed::definition(config.timeout),
+        AskUserMode::Timed => timed::definition(config.timeout, config.late_answers),
     })
 }
 
@@ -77,6 +78,18 @@ impl AskUserTool {
         }
     }
 
+    /// How a late answer to this tool's calls reaches the model: the route its texts state.
+    pub fn late_answers(&self) -> LateAnswerRoute {
+        self.config.late_answers
+    }
+
+    /// The pending result of call `call_id` as this tool renders it: its notice states this
+    /// tool's route ([`AskUserTool::late_answers`]). A host that repeats a pending result (an MCP
+    /// server's companion tool, asked before the person answered) shows the model these bytes.
+    pub fn pending_outcome(&self, call_id: &user_questions::CallId) -> ToolOutcome {
+        ToolOutcome::pending_via(call_id, self.config.late_answers)
+    }
+
     /// Registers this tool's definition (exactly one) on `registry`; dropping the guard
     /// unregisters it.
     pub fn register(&self, registry: &ToolRegistry) -> Result<ToolGuard, RegistryError> {
@@ -111,6 +124,7 @@ impl AskUserTool {
                         &self.seam,
                         &self.definition,
                         self.config.timeout,
+                        self.config.late_answers,
                         arguments,
                         ctx,
                     )

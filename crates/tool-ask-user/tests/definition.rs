@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 use common::*;
 use serde_json::{Value, json};
 use tool_ask_user::{
-    AskUserConfig, AskUserMode, AskUserTool, CATALOG, ConfigError, RegistryError, TOOL_NAME,
-    ToolDefinition, ToolRegistry, definition,
+    ANSWER_TOOL_NAME, AskUserConfig, AskUserMode, AskUserTool, CATALOG, ConfigError,
+    LateAnswerRoute, RegistryError, TOOL_NAME, ToolDefinition, ToolRegistry, definition,
 };
 use user_questions::ErrorCode;
 
@@ -21,6 +21,12 @@ fn legacy_definition() -> ToolDefinition {
 
 fn timed_definition(timeout: i64) -> ToolDefinition {
     definition(&AskUserConfig::timed(timeout)).unwrap()
+}
+
+/// The timed definition worded for late answers through the companion tool (an MCP server).
+fn timed_mcp_definition(timeout: i64) -> ToolDefinition {
+    definition(&AskUserConfig::timed(timeout).with_late_answers(LateAnswerRoute::CompanionTool))
+        .unwrap()
 }
 
 fn properties(definition: &ToolDefinition) -> &serde_json::Map<String, Value> {
@@ -98,6 +104,7 @@ fn t4_invalid_configs_are_rejected() {
             AskUserConfig {
                 mode: AskUserMode::Legacy,
                 timeout,
+                ..AskUserConfig::LEGACY
             },
             AskUserConfig::timed(timeout),
         ] {
@@ -125,11 +132,24 @@ fn t4_invalid_configs_are_rejected() {
         &Ok(AskUserConfig {
             mode: AskUserMode::Legacy,
             timeout: -1,
+            ..AskUserConfig::LEGACY
         }),
     );
     check_config(
         r#"{"mode":"timed","timeout":2147483}"#,
         &Ok(AskUserConfig::timed(2_147_483)),
+    );
+    check_config(
+        r#"{"mode":"timed","late_answers":"companion_tool"}"#,
+        &Ok(AskUserConfig::timed(120).with_late_answers(LateAnswerRoute::CompanionTool)),
+    );
+    check_config(
+        r#"{"mode":"timed","late_answers":"user_message"}"#,
+        &Ok(AskUserConfig::timed(120)),
+    );
+    check_config(
+        r#"{"mode":"timed","late_answers":"mcp"}"#,
+        &Err("unknown variant `mcp`"),
     );
 }
 
@@ -319,6 +339,60 @@ fn timed_schema_snapshots() {
 }
 
 #[test]
+fn timed_mcp_schema_snapshots() {
+    insta::assert_json_snapshot!("timed_mcp_definition_120", timed_mcp_definition(120));
+    insta::assert_json_snapshot!("timed_mcp_definition_minus_1", timed_mcp_definition(-1));
+}
+
+/// Over MCP the timed definition differs from the timed one only in how it says a late answer
+/// comes back: the same description, the same accepted arguments, `timeout` still declared (the
+/// projection's timed marker), the same output schema; the `timeout` description names the
+/// companion tool and the callId instead of a user message. The route never changes legacy.
+#[test]
+fn the_mcp_variant_differs_only_in_where_a_late_answer_comes_from() {
+    let timed = timed_definition(120);
+    let mcp = timed_mcp_definition(120);
+    assert_eq!(mcp.name, timed.name);
+    assert_eq!(mcp.description, timed.description);
+    assert!(mcp.declares_timeout());
+    assert!(is_timed_header(&header_tools(std::slice::from_ref(&mcp))));
+    assert_eq!(mcp.output_schema, timed.output_schema);
+    assert_eq!(
+        without_descriptions(mcp.parameters.clone()),
+        without_descriptions(timed.parameters.clone())
+    );
+    let mut rest_of_mcp = mcp.parameters.clone();
+    let mut rest_of_timed = timed.parameters.clone();
+    for schema in [&mut rest_of_mcp, &mut rest_of_timed] {
+        schema["properties"]["timeout"]
+            .as_object_mut()
+            .unwrap()
+            .remove("description");
+    }
+    assert_eq!(rest_of_mcp, rest_of_timed, "only the timeout text differs");
+    let text = timeout_description(&mcp);
+    for phrase in [
+        ANSWER_TOOL_NAME,
+        "the callId",
+        "(default 120)",
+        "do only independent work",
+        "-1 (no limit) only if work needs the answer",
+    ] {
+        assert!(text.contains(phrase), "{phrase:?} not in {text:?}");
+    }
+    assert!(!text.contains("user message"), "{text}");
+    assert!(timeout_description(&timed_mcp_definition(45)).contains("(default 45)"));
+    // The route is ignored by legacy: the frozen definition, byte for byte.
+    let legacy_routed =
+        definition(&AskUserConfig::LEGACY.with_late_answers(LateAnswerRoute::CompanionTool))
+            .unwrap();
+    assert_eq!(
+        serde_json::to_vec(&legacy_routed).unwrap(),
+        serde_json::to_vec(&legacy_definition()).unwrap()
+    );
+}
+
+#[test]
 fn output_schema_snapshots() {
     insta::assert_json_snapshot!("legacy_output_schema", legacy_definition().output_schema);
     insta::assert_json_snapshot!("timed_output_schema", timed_definition(120).output_schema);
@@ -357,6 +431,7 @@ fn schema_keyword_order_is_exact() {
     }
     walk(&legacy_definition().parameters, "legacy");
     walk(&timed_definition(120).parameters, "timed");
+    walk(&timed_mcp_definition(120).parameters, "timed-mcp");
     let legacy = legacy_definition().parameters;
     assert_eq!(
         legacy.as_object().unwrap().keys().collect::<Vec<_>>(),
@@ -371,6 +446,7 @@ fn definitions_are_byte_identical_across_builds() {
         AskUserConfig::LEGACY,
         AskUserConfig::timed(120),
         AskUserConfig::timed(-1),
+        AskUserConfig::timed(120).with_late_answers(LateAnswerRoute::CompanionTool),
     ] {
         let first = definition(&config).unwrap();
         let second = std::thread::spawn(move || definition(&config).unwrap())
@@ -412,6 +488,7 @@ fn schema_sizes_and_description_lengths() {
     for (label, d) in [
         ("legacy", legacy_definition()),
         ("timed (default 120)", timed_definition(120)),
+        ("timed over MCP (default 120)", timed_mcp_definition(120)),
     ] {
         let bytes = serde_json::to_string(&d.parameters).unwrap().len();
         let chars = d.description.chars().count();
@@ -457,9 +534,10 @@ fn catalog_metadata_matches_the_definitions() {
     assert_eq!(CATALOG.crate_name, "tool-ask-user");
     assert_eq!(CATALOG.tool_name, TOOL_NAME);
     let ids: Vec<_> = CATALOG.variants.iter().map(|v| v.id).collect();
-    assert_eq!(ids, ["legacy", "timed"]);
+    assert_eq!(ids, ["legacy", "timed", "timed-mcp"]);
     assert_eq!(CATALOG.variants[0].label, "legacy (default)");
     assert_eq!(CATALOG.variants[1].label, "timed (opt-in)");
+    assert_eq!(CATALOG.variants[2].label, "timed over MCP (opt-in)");
     assert_eq!(
         CATALOG.variants[0].definition().unwrap(),
         legacy_definition()
@@ -467,6 +545,10 @@ fn catalog_metadata_matches_the_definitions() {
     assert_eq!(
         CATALOG.variants[1].definition().unwrap(),
         timed_definition(120)
+    );
+    assert_eq!(
+        CATALOG.variants[2].definition().unwrap(),
+        timed_mcp_definition(120)
     );
     let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let workspace = crate_dir.parent().unwrap().parent().unwrap();

@@ -14,7 +14,10 @@ use common::*;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::{Instant, advance};
-use tool_ask_user::{AskUserTool, PENDING_NOTICE, ToolContext, ToolOutcome, ToolRegistry};
+use tool_ask_user::{
+    ANSWER_TOOL_NAME, AskUserConfig, AskUserTool, LateAnswerRoute, PENDING_NOTICE,
+    PENDING_NOTICE_COMPANION, ToolContext, ToolOutcome, ToolRegistry,
+};
 use user_questions::{UserQuestionError, WaitKey, same_agent};
 
 const SCOPE: &str = r#"{"questions":[{"id":"scope","question":"Which scope?","options":[{"label":"Tool only","description":"Only the tool package."},{"label":"Everything"}]}]}"#;
@@ -136,6 +139,52 @@ async fn t12_timed_answerer_token_is_a_child_of_the_execution_token() {
     let outcome = call.await.unwrap();
     assert!(outcome.is_error, "{outcome:?}");
     assert!(!execution.is_cancelled());
+}
+
+/// Over MCP (late answers through the companion tool) the pending result is the same value with a
+/// notice that says where the answer comes from: the model calls `ask_user_question_answer` with
+/// this callId later; nothing claims a user message will arrive. One text block, one JSON object.
+#[tokio::test(start_paused = true)]
+async fn the_companion_route_renders_its_own_pending_notice() {
+    let w = world();
+    let answerer = TestAnswerer::new(Behaviour::Typed(UserQuestionError::ask_timed_out));
+    let _guard = answerer.register(&w.seam);
+    let config = AskUserConfig::timed(120).with_late_answers(LateAnswerRoute::CompanionTool);
+    let tool = AskUserTool::new(w.seam.clone(), Some(config)).unwrap();
+    assert_eq!(tool.late_answers(), LateAnswerRoute::CompanionTool);
+    assert!(tool.takes_late_answers());
+    let outcome = tool.execute(SCOPE, ctx_for("ask-mcp", &w.r)).await;
+    let expected =
+        json!({"pending": true, "callId": "ask-mcp", "message": PENDING_NOTICE_COMPANION});
+    assert_eq!(outcome.text, expected.to_string());
+    assert_eq!(outcome.value, Some(expected));
+    assert!(outcome.is_pending());
+    assert_eq!(outcome, tool.pending_outcome(&"ask-mcp".into()));
+    assert_eq!(
+        outcome,
+        ToolOutcome::pending_via(&"ask-mcp".into(), LateAnswerRoute::CompanionTool)
+    );
+    for fact in [
+        "No answer yet",
+        "not skipped",
+        "not permission",
+        "only independent work",
+        ANSWER_TOOL_NAME,
+        "this callId",
+        "late answer",
+    ] {
+        assert!(
+            PENDING_NOTICE_COMPANION.contains(fact),
+            "notice lacks {fact:?}"
+        );
+    }
+    assert!(!PENDING_NOTICE_COMPANION.contains("user message"));
+    // The default route keeps the notice it always had.
+    assert_eq!(
+        w.timed(120).pending_outcome(&"ask-mcp".into()),
+        ToolOutcome::pending(&"ask-mcp".into())
+    );
+    insta::assert_snapshot!("pending_result_companion", outcome.text);
 }
 
 #[tokio::test(start_paused = true)]

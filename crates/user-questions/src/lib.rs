@@ -69,6 +69,7 @@ pub use scripted::{
 };
 pub use service::{AskRequest, MAX_TIMEOUT_MS, TimedAskRequest, UserQuestions, WeakUserQuestions};
 pub use tokio_util::sync::CancellationToken;
+pub use util::now_unix_ms;
 pub use validate::{
     AnswerViolation, MAX_ID_BYTES, MAX_LABEL_BYTES, MAX_QUESTION_BYTES, answer_violations,
     check_intents, check_question_limits, truncate_headers, validate_answers,

@@ -4,8 +4,9 @@
 // them calls into user code), so the data behind a poisoned lock is still valid.
 pub(crate) use crate::sync::lock_unpoisoned as lock;
 
-/// Wall-clock Unix milliseconds, for lifecycle events only (deadlines use the monotonic clock).
-pub(crate) fn now_unix_ms() -> i64 {
+/// Wall-clock Unix milliseconds, for event times and ages only (deadlines use the monotonic
+/// clock); 0 before 1970.
+pub fn now_unix_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

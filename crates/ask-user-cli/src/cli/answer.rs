@@ -12,12 +12,12 @@ use ask_user_terminal::sanitize::visible;
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
-use pending_answer::{Accepted, LateRefusal, NotWaiting, Queued};
+use pending_answer::{Accepted, LateRefusal, NotWaiting, QuestionDesk as _, Queued};
 use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, Question, UserMessage};
 
 use super::desk::{Access, Picked};
 use super::{CliError, Exit, read_input};
-use crate::host::JournalError;
+use crate::host::{JournalError, LogDesk};
 use ask_user_terminal::listing::model_text;
 
 /// The provenance name of answers given with this command.
@@ -27,10 +27,15 @@ pub const ANSWERER: &str = user_questions::surface_names::SHELL;
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("batch").required(true).multiple(true).args(["pick", "custom", "skip", "answers"])))]
 pub struct AnswerArgs {
-    /// The session log (with `--pg`: the session's name).
-    log: PathBuf,
-    /// The call id of the continued question.
-    call_id: String,
+    /// `[LOG] CALL_ID`: the session log (with `--pg`: the session's name) and the call id of the
+    /// continued question. With the call id alone, the session is the one of the state
+    /// directory (`--state-dir`, default `ask-user mcp`'s) whose log has that call open or
+    /// continued.
+    #[arg(required = true, num_args = 1..=2, value_names = ["LOG", "CALL_ID"])]
+    targets: Vec<String>,
+    /// The state directory searched for a call id given alone (default: `ask-user mcp`'s).
+    #[arg(long, value_name = "DIR", conflicts_with = "pg")]
+    state_dir: Option<PathBuf>,
     /// Select an option: `ID=LABEL` (repeat for several labels of a multi-select question).
     #[arg(long, value_name = "ID=LABEL")]
     pick: Vec<String>,
@@ -51,9 +56,32 @@ pub struct AnswerArgs {
 }
 
 pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
-    let call_id = CallId::from(args.call_id.as_str());
-    let session = args.log.display().to_string();
-    let picked = super::desk::pick(&args.pg, std::slice::from_ref(&args.log), Access::Write)?;
+    let pg = args.pg.filled(args.targets.len() == 2);
+    let (session, picked, call_id) = match args.targets.as_slice() {
+        [log, call] => {
+            let log = PathBuf::from(log);
+            let picked = super::desk::pick(&pg, std::slice::from_ref(&log), Access::Write)?;
+            (
+                log.display().to_string(),
+                picked,
+                CallId::from(call.as_str()),
+            )
+        }
+        [call] if pg.pg.is_none() => {
+            let call_id = CallId::from(call.as_str());
+            let desk = super::desk::state_dir(args.state_dir.clone())?
+                .ok_or_else(|| not_continued(&call_id))?;
+            let session = session_of(&desk, &call_id)?;
+            (session, Picked::Logs(desk), call_id)
+        }
+        _ => {
+            return Err(CliError::new(
+                "BAD_USAGE",
+                "with --pg, name the session and the call id",
+                Exit::Usage,
+            ));
+        }
+    };
     let batch = match &args.answers {
         Some(path) => batch_from_file(&read_input(path)?)?,
         None => batch_from_flags(args)?,
@@ -359,4 +387,45 @@ fn in_question_order(batch: &AnswerBatch, questions: &[Question]) -> AnswerBatch
             .unwrap_or(questions.len())
     });
     AnswerBatch { answers }
+}
+
+/// The session of the state directory whose log has `call_id` open or continued: the one, or
+/// an error naming none or several.
+fn session_of(desk: &LogDesk, call_id: &CallId) -> Result<String, CliError> {
+    let mut sessions: Vec<String> = desk
+        .answerable()?
+        .into_iter()
+        .filter(|q| &q.call_id == call_id)
+        .map(|q| q.session)
+        .collect();
+    sessions.dedup();
+    match sessions.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(not_continued(call_id)),
+        several => Err(CliError::new(
+            "AMBIGUOUS",
+            format!(
+                "call {} is continued in several sessions: {}; name the log too",
+                visible(call_id.as_str()),
+                several
+                    .iter()
+                    .map(|s| visible(s).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Exit::Usage,
+        )),
+    }
+}
+
+fn not_continued(call_id: &CallId) -> CliError {
+    CliError::new(
+        "NOT_WAITING",
+        format!(
+            "no session of the state directory has call {} continued (`{} pending` lists them)",
+            visible(call_id.as_str()),
+            super::invoked()
+        ),
+        Exit::Log,
+    )
 }

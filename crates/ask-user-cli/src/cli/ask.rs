@@ -39,7 +39,7 @@ pub struct AskArgs {
 /// A pending result promises a late answer, which only a session log outlives `ask` for: a timed
 /// call without `--log` is refused before it is asked.
 fn needs_log(args: &AskArgs) -> Result<(), CliError> {
-    if args.tool.mode == super::Mode::Timed && args.log.is_none() {
+    if args.tool.mode() == super::Mode::Timed && args.log.is_none() {
         return Err(CliError::new(
             "BAD_USAGE",
             "ask --mode timed needs --log FILE: a question whose window passes is answered late from its log, and without one the session ends with this process",
@@ -70,8 +70,7 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     terminal.set_status(web.as_ref().map(super::web::WebRun::status));
     let _notifier = args.notify.start(
         host.seam(),
-        web.as_ref()
-            .map(|w| w.links(args.web.web_public_url.as_deref())),
+        web.as_ref().map(|w| w.links(args.web.public_url())),
         interactive,
     )?;
     if args.answers.is_none() && !interactive && web.is_none() {

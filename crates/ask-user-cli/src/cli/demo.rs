@@ -207,8 +207,7 @@ impl Demo {
         terminal.set_status(web.as_ref().map(super::web::WebRun::status));
         let notifier = args.notify.start(
             host.seam(),
-            web.as_ref()
-                .map(|w| w.links(args.web.web_public_url.as_deref())),
+            web.as_ref().map(|w| w.links(args.web.public_url())),
             interactive,
         )?;
         let cancel = CancellationToken::new();
@@ -371,14 +370,15 @@ fn open_session(
     args: &DemoArgs,
     config: tool_ask_user::AskUserConfig,
 ) -> Result<Session, CliError> {
-    if let Some(url) = &args.pg.pg {
+    let pg = args.pg.filled(false);
+    if let Some(url) = &pg.pg {
         let (host, name, live) =
-            super::pg::live_session(url, &args.pg.pg_schema, "demo", config, demo_model())?;
+            super::pg::live_session(url, pg.schema(), "demo", config, demo_model())?;
         // The connection string may hold a password: hints name it `<URL>`.
-        let schema = if args.pg.pg_schema == "ask_user" {
+        let schema = if pg.schema() == super::pg::DEFAULT_SCHEMA {
             String::new()
         } else {
-            format!(" --pg-schema {}", super::arg(&args.pg.pg_schema))
+            format!(" --pg-schema {}", super::arg(pg.schema()))
         };
         let session_arg = format!("--pg '<URL>'{schema} {name}");
         return Ok((

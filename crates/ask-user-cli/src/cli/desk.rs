@@ -46,8 +46,8 @@ pub(crate) fn pick(
 ) -> Result<Picked, CliError> {
     if let Some(url) = &pg.pg {
         let store = match access {
-            Access::Read => super::pg::connect_read_only(url, &pg.pg_schema)?,
-            Access::Write => super::pg::connect(url, &pg.pg_schema)?,
+            Access::Read => super::pg::connect_read_only(url, pg.schema())?,
+            Access::Write => super::pg::connect(url, pg.schema())?,
         };
         return Ok(Picked::Database(PgDesk::new(store)));
     }
@@ -72,4 +72,26 @@ impl From<DeskError> for CliError {
         };
         Self::new(error.code(), error.to_string(), exit)
     }
+}
+
+/// Every session log of a state directory (default: the one `ask-user mcp` writes), listed anew
+/// on every look, each named by its file name there; `None` when the directory does not exist
+/// (no session has been served yet).
+pub(crate) fn state_dir(given: Option<PathBuf>) -> Result<Option<LogDesk>, CliError> {
+    let dir = super::state_dir(given)
+        .ok_or_else(|| {
+            CliError::new(
+                "BAD_USAGE",
+                "no state directory: name a session log, or set --state-dir (neither XDG_STATE_HOME nor HOME is set)",
+                Exit::Usage,
+            )
+        })?;
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let store = crate::store::JsonlStore::new(dir);
+    Ok(Some(
+        LogDesk::store(std::sync::Arc::new(store))
+            .on_open(|_, resumed| super::report_resume(resumed)),
+    ))
 }

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use ask_user_mcp::{AskUserMcp, HTTP_PATH, McpOptions, default_state_dir};
+use ask_user_mcp::{AskUserMcp, HTTP_PATH, McpOptions};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
@@ -26,16 +26,26 @@ pub struct McpArgs {
     http: Option<SocketAddr>,
     #[command(flatten)]
     pg: super::pg::PgArgs,
+    /// Hand every session's questions to the machine's inbox too (one page and one
+    /// notification stream for every agent: `ask-user inbox`), starting it when none runs.
+    /// Implied by --web and the notification flags, which the started inbox gets.
+    #[arg(long)]
+    inbox: bool,
+    #[command(flatten)]
+    web: super::web::WebArgs,
+    #[command(flatten)]
+    notify: super::notify::NotifyArgs,
 }
 
 /// `--pg` of `mcp`, which names no session itself (the other commands' help says how a name
 /// replaces a log path).
 const MCP_PG_HELP: &str = "Keep the MCP sessions in this PostgreSQL database (a libpq connection string or `postgres://` URL; no TLS) instead of log files in the state directory: any worker resumes them, and an answer given there from anywhere reaches a question in its window";
 
-pub(super) async fn run(args: McpArgs) -> Result<Exit, CliError> {
+pub(super) async fn run(mut args: McpArgs) -> Result<Exit, CliError> {
+    args.pg = args.pg.filled(false);
     let config = args.tool.config()?;
     // With --pg the sessions live in the database: no state directory is needed.
-    let state_dir = match args.state_dir.or_else(default_state_dir) {
+    let state_dir = match super::state_dir(args.state_dir.clone()) {
         Some(dir) => dir,
         None if args.pg.pg.is_some() => PathBuf::new(),
         None => {
@@ -48,13 +58,35 @@ pub(super) async fn run(args: McpArgs) -> Result<Exit, CliError> {
     };
     let options = McpOptions::new(&state_dir).with_tool(config);
     let (server, where_) = if let Some(url) = &args.pg.pg {
-        let server = super::pg::mcp_server(url, &args.pg.pg_schema, options)?;
+        let server = super::pg::mcp_server(url, args.pg.schema(), options)?;
         (server, "the database".to_owned())
     } else {
         let server = AskUserMcp::new(options)
             .map_err(|e| CliError::new("STATE_DIR", e.to_string(), Exit::Log))?;
         (server, state_dir.display().to_string())
     };
+    let link = link_inbox(&args, &server, &state_dir)?;
+    match &link {
+        Some(link) => {
+            // Said once the inbox answers (a started one takes a moment), on stderr, which
+            // clients show in their server logs.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), link.connected()).await;
+            let url = super::inbox::running_url(&state_dir).await;
+            eprintln!(
+                "ask-user mcp: logs in {}; questions on the inbox page too: {}",
+                super::visible(&where_),
+                url.as_deref().map_or_else(
+                    || "(the inbox is not up yet)".to_owned(),
+                    |u| super::visible(u).into_owned()
+                )
+            );
+        }
+        None => eprintln!(
+            "ask-user mcp: logs in {} (`{} pending` lists their questions)",
+            super::visible(&where_),
+            super::invoked()
+        ),
+    }
     let outcome = match args.http {
         None => server.serve_stdio().await,
         Some(addr) => {
@@ -79,4 +111,48 @@ pub(super) async fn run(args: McpArgs) -> Result<Exit, CliError> {
     };
     outcome.map_err(|e| CliError::new("MCP_TRANSPORT", e.to_string(), Exit::Failure))?;
     Ok(Exit::Ok)
+}
+
+/// With a surface asked for (`--inbox`, `--web`, a notification flag), the link to the
+/// machine's inbox, which is started with those surfaces when none runs.
+fn link_inbox(
+    args: &McpArgs,
+    server: &AskUserMcp,
+    state_dir: &std::path::Path,
+) -> Result<Option<ask_user_inbox::InboxLink>, CliError> {
+    // The configuration file's page or notifications are surfaces too.
+    let configured = super::config::current().web_addr().is_some()
+        || super::config::current().web_public_url().is_some();
+    if !(args.inbox || args.web.web || args.notify.any() || configured) {
+        return Ok(None);
+    }
+    if args.pg.pg.is_some() {
+        return Err(CliError::new(
+            "BAD_USAGE",
+            "the inbox shows the sessions of a state directory; for the sessions of a database, serve their page with `ask-user serve --pg`",
+            Exit::Usage,
+        ));
+    }
+    let mut inbox_args: Vec<std::ffi::OsString> = Vec::new();
+    // The inbox reads the same configuration file.
+    if let Some(path) = super::config::explicit_path() {
+        inbox_args.push("--config".into());
+        inbox_args.push(
+            std::path::absolute(path)
+                .unwrap_or_else(|_| path.to_path_buf())
+                .into(),
+        );
+    }
+    if let Some(addr) = args.web.web_addr {
+        inbox_args.push("--addr".into());
+        inbox_args.push(addr.to_string().into());
+    }
+    if let Some(url) = &args.web.web_public_url {
+        inbox_args.push("--web-public-url".into());
+        inbox_args.push(url.into());
+    }
+    let (notify, secret) = args.notify.forwarded();
+    inbox_args.extend(notify);
+    let connect = super::inbox::connector(state_dir.to_path_buf(), inbox_args, secret);
+    Ok(Some(server.link_inbox(connect)))
 }

@@ -5,8 +5,10 @@
 
 mod answer;
 mod ask;
+mod config;
 mod demo;
 mod desk;
+mod inbox;
 mod mcp;
 mod notify;
 mod pending;
@@ -14,7 +16,7 @@ mod pg;
 mod schema;
 mod web;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ask_user_terminal::listing::shell_word;
 use ask_user_terminal::sanitize::visible;
@@ -126,6 +128,10 @@ pub struct Cli {
     /// More logging on stderr (-v: info, -vv: debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Read the configuration from FILE instead of `$XDG_CONFIG_HOME/ask-user/config.toml`
+    /// (else `~/.config/ask-user/config.toml`); see `ask-user config`.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -189,6 +195,19 @@ pub enum Command {
         after_help = "Example:\n  ask-user import --pg postgres://localhost/agents s1.jsonl --name s1"
     )]
     Import(pg::ImportArgs),
+    /// Print the configuration in effect (the configuration file, the environment variables it
+    /// names, the built-in defaults) and where each value came from; secrets are masked.
+    #[command(
+        after_help = "Example:\n  ask-user config\n  ask-user --config ./ask-user.toml config"
+    )]
+    Config(config::ConfigArgs),
+    /// One page and one notification stream for every MCP session of the machine: run the
+    /// inbox in the foreground and print its URL (`ask-user mcp` starts it when a surface is
+    /// configured and none runs), or with `--url` print the URL of the one that runs.
+    #[command(
+        after_help = "Example:\n  ask-user inbox\n  ask-user inbox --url\n  ask-user inbox --ntfy my-topic --web-public-url http://192.168.1.20:8766"
+    )]
+    Inbox(inbox::InboxArgs),
 }
 
 /// The tool mode.
@@ -203,19 +222,31 @@ pub enum Mode {
 /// `--mode` and `--timeout`, shared by `ask` and `schema`.
 #[derive(Clone, Debug, Args)]
 pub struct ToolArgs {
-    /// Which tool definition to use.
-    #[arg(long, value_enum, default_value_t = Mode::Legacy)]
-    pub mode: Mode,
-    /// The timed tool's default window in seconds (-1: wait indefinitely).
-    #[arg(long, default_value_t = tool_ask_user::DEFAULT_TIMEOUT_SECS, allow_negative_numbers = true)]
-    pub timeout: i64,
+    /// Which tool definition to use (default: the configuration file's `mode`, else legacy).
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// The timed tool's default window in seconds, -1 to wait indefinitely (default: the
+    /// configuration file's `timeout`, else 120).
+    #[arg(long, allow_negative_numbers = true)]
+    pub timeout: Option<i64>,
 }
 
 impl ToolArgs {
+    /// The mode: the flag's, else the configuration file's, else legacy.
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
+            .or_else(|| config::current().mode())
+            .unwrap_or(Mode::Legacy)
+    }
+
     pub(crate) fn config(&self) -> Result<Option<AskUserConfig>, CliError> {
-        let config = match self.mode {
+        let timeout = self
+            .timeout
+            .or_else(|| config::current().timeout())
+            .unwrap_or(tool_ask_user::DEFAULT_TIMEOUT_SECS);
+        let config = match self.mode() {
             Mode::Legacy => AskUserConfig::LEGACY,
-            Mode::Timed => AskUserConfig::timed(self.timeout),
+            Mode::Timed => AskUserConfig::timed(timeout),
         };
         config
             .validate()
@@ -235,6 +266,14 @@ impl Drop for AbortOnDrop {
 
 /// Runs a command and reports its failure on stderr.
 pub async fn run(cli: Cli) -> Exit {
+    // Every command but `config` (which reports on the file itself) reads the file first: a
+    // malformed one stops any command.
+    if !matches!(cli.command, Command::Config(_)) {
+        match config::load(cli.config.as_deref()) {
+            Ok(loaded) => config::install(loaded),
+            Err(error) => return report(&error),
+        }
+    }
     let result = match cli.command {
         Command::Demo(args) => demo::run(args).await,
         Command::Ask(args) => ask::run(args).await,
@@ -246,19 +285,32 @@ pub async fn run(cli: Cli) -> Exit {
         Command::Worker(args) => pg::worker(args).await,
         Command::Export(args) => pg::export(&args),
         Command::Import(args) => pg::import(&args),
+        Command::Config(args) => config::run(&args, cli.config.as_deref()),
+        Command::Inbox(args) => inbox::run(args).await,
     };
     match result {
         Ok(exit) => exit,
-        Err(error) => {
-            // A message can quote a model's or a log's text (a label, a call id, a path).
-            eprintln!(
-                "error[{}]: {}",
-                visible(&error.code),
-                visible(&error.message)
-            );
-            error.exit
-        }
+        Err(error) => report(&error),
     }
+}
+
+/// Reports a failure on stderr; its exit code.
+fn report(error: &CliError) -> Exit {
+    // A message can quote a model's or a log's text (a label, a call id, a path).
+    eprintln!(
+        "error[{}]: {}",
+        visible(&error.code),
+        visible(&error.message)
+    );
+    error.exit
+}
+
+/// The state directory: the flag's, else the configuration file's, else `ask-user mcp`'s
+/// default; `None` when none can be found (neither `XDG_STATE_HOME` nor `HOME` is set).
+pub(crate) fn state_dir(given: Option<PathBuf>) -> Option<PathBuf> {
+    given
+        .or_else(|| config::current().state_dir().map(Path::to_path_buf))
+        .or_else(ask_user_mcp::default_state_dir)
 }
 
 /// Reports a command line that does not parse. Help and version requests are printed as clap

@@ -18,13 +18,15 @@ pub struct NotifyArgs {
     /// the flags below add to it.
     #[arg(long, value_name = "FILE")]
     pub notify_config: Option<PathBuf>,
-    /// Post a signed JSON notification (Standard Webhooks) to URL; needs --webhook-secret.
-    #[arg(long, value_name = "URL", requires = "webhook_secret")]
+    /// Post a signed JSON notification (Standard Webhooks) to URL; needs --webhook-secret (or
+    /// `ASK_USER_WEBHOOK_SECRET` in the environment).
+    #[arg(long, value_name = "URL")]
     pub notify_webhook: Vec<String>,
     /// The `whsec_…` secret the webhooks are signed with (never printed; a file via
-    /// --notify-config keeps it out of the shell's history and the process list).
+    /// --notify-config, or `ASK_USER_WEBHOOK_SECRET`, keeps it out of the shell's history and
+    /// the process list).
     #[arg(long, value_name = "SECRET", value_parser = parse_secret)]
-    pub webhook_secret: Option<Secret>,
+    pub webhook_secret: Option<GivenSecret>,
     /// Push to this ntfy topic (with answer buttons when --web serves the question).
     #[arg(long, value_name = "TOPIC")]
     pub ntfy: Option<String>,
@@ -48,8 +50,48 @@ pub struct NotifyArgs {
     pub notify_ignore_claims: bool,
 }
 
-fn parse_secret(text: &str) -> Result<Secret, String> {
-    Secret::parse(text).map_err(|e| e.to_string())
+/// The environment variable the webhooks' secret may come from instead of `--webhook-secret`
+/// (how an inbox started in the background is handed it: never on a command line, where the
+/// process list shows it).
+pub(crate) const WEBHOOK_SECRET_ENV: &str = "ASK_USER_WEBHOOK_SECRET";
+
+/// A webhook secret as given, kept as text too so a started inbox can be handed it (through
+/// its environment, never its command line). Its `Debug` never shows it.
+#[derive(Clone)]
+pub struct GivenSecret {
+    text: String,
+    secret: Secret,
+}
+
+impl std::fmt::Debug for GivenSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.secret, f)
+    }
+}
+
+fn parse_secret(text: &str) -> Result<GivenSecret, String> {
+    let secret = Secret::parse(text).map_err(|e| e.to_string())?;
+    Ok(GivenSecret {
+        text: text.to_owned(),
+        secret,
+    })
+}
+
+/// The webhooks' secret: the flag's, else the environment's.
+fn webhook_secret(given: Option<&GivenSecret>) -> Result<Option<GivenSecret>, CliError> {
+    if let Some(given) = given {
+        return Ok(Some(given.clone()));
+    }
+    match std::env::var(WEBHOOK_SECRET_ENV) {
+        Ok(text) if !text.is_empty() => parse_secret(&text).map(Some).map_err(|message| {
+            CliError::new(
+                "BAD_CONFIG",
+                format!("{WEBHOOK_SECRET_ENV}: {message}"),
+                Exit::Usage,
+            )
+        }),
+        _ => Ok(None),
+    }
 }
 
 impl NotifyArgs {
@@ -61,12 +103,12 @@ impl NotifyArgs {
                 let text = super::read_input(path)?;
                 NotifyConfig::from_json(&text).map_err(|e| bad(e.to_string()))?
             }
-            None => NotifyConfig::default(),
+            // The configuration file's `[notify]`, which the flags add to.
+            None => super::config::current().notify_config(),
         };
         if !self.notify_webhook.is_empty() {
-            let secret = self
-                .webhook_secret
-                .clone()
+            let secret = webhook_secret(self.webhook_secret.as_ref())?
+                .map(|given| given.secret)
                 .ok_or_else(|| bad("--notify-webhook needs --webhook-secret".to_owned()))?;
             for url in &self.notify_webhook {
                 config.webhooks.push(WebhookConfig {
@@ -77,6 +119,9 @@ impl NotifyArgs {
         }
         if let Some(topic) = &self.ntfy {
             config.ntfy = Some(NtfyConfig {
+                token: super::config::current()
+                    .ntfy_token()
+                    .map(|t| t.expose().to_owned()),
                 topic: topic.clone(),
                 server: self
                     .ntfy_server
@@ -97,6 +142,58 @@ impl NotifyArgs {
         config.ignore_claims |= self.notify_ignore_claims || terminal_card;
         config.check().map_err(|e| bad(e.to_string()))?;
         Ok((!config.is_empty()).then_some(config))
+    }
+
+    /// Whether the flags name something to notify (or a file that may).
+    pub(crate) fn any(&self) -> bool {
+        self.notify_config.is_some()
+            || !self.notify_webhook.is_empty()
+            || self.ntfy.is_some()
+            || self.bell
+            || !super::config::current().notify_config().is_empty()
+    }
+
+    /// The flags again, for an inbox started in the background, and the webhooks' secret to
+    /// hand it through its environment.
+    pub(crate) fn forwarded(&self) -> (Vec<std::ffi::OsString>, Option<String>) {
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(path) = &self.notify_config {
+            args.push("--notify-config".into());
+            args.push(
+                std::path::absolute(path)
+                    .unwrap_or_else(|_| path.clone())
+                    .into(),
+            );
+        }
+        for url in &self.notify_webhook {
+            args.push("--notify-webhook".into());
+            args.push(url.into());
+        }
+        if let Some(topic) = &self.ntfy {
+            args.push("--ntfy".into());
+            args.push(topic.into());
+        }
+        if let Some(server) = &self.ntfy_server {
+            args.push("--ntfy-server".into());
+            args.push(server.into());
+        }
+        if let Some(secs) = self.notify_after {
+            args.push("--notify-after".into());
+            args.push(secs.to_string().into());
+        }
+        for (on, flag) in [
+            (self.notify_text, "--notify-text"),
+            (self.notify_ignore_claims, "--notify-ignore-claims"),
+        ] {
+            if on {
+                args.push(flag.into());
+            }
+        }
+        let secret = webhook_secret(self.webhook_secret.as_ref())
+            .ok()
+            .flatten()
+            .map(|given| given.text);
+        (args, secret)
     }
 
     /// Starts notifying about `seam`'s questions, with `links` from the page when there is one;

@@ -6,7 +6,7 @@ use ask_user_terminal::sanitize::{json_visible, visible};
 use std::path::PathBuf;
 
 use clap::Args;
-use pending_answer::{DeskQuestion, DeskSession, DeskState};
+use pending_answer::{DeskQuestion, DeskSession, DeskState, QuestionDesk as _};
 
 use super::desk::{Access, Picked};
 use super::{CliError, Exit};
@@ -15,9 +15,12 @@ use crate::store::now_ms;
 /// Arguments of `pending`.
 #[derive(Debug, Args)]
 pub struct PendingArgs {
-    /// The session log (with `--pg`: the session's name; without it, every session).
-    #[arg(required_unless_present = "pg")]
+    /// The session log (with `--pg`: the session's name). Without it, every session: of the
+    /// database with `--pg`, else of the state directory `ask-user mcp` writes (newest first).
     log: Option<PathBuf>,
+    /// The state directory listed without a log (default: `ask-user mcp`'s).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["log", "pg"])]
+    state_dir: Option<PathBuf>,
     /// Print the projection view `{"active":[…],"settled":[…]}` as JSON.
     #[arg(long)]
     json: bool,
@@ -28,15 +31,24 @@ pub struct PendingArgs {
 pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
     let session = args.log.as_ref().map(|p| p.display().to_string());
     let logs: Vec<PathBuf> = args.log.iter().cloned().collect();
-    if args.pg.pg.is_none() && logs.is_empty() {
-        return Err(CliError::new(
-            "BAD_USAGE",
-            "the session log is missing",
-            Exit::Usage,
-        ));
+    let pg = args.pg.filled(args.log.is_some());
+    if pg.pg.is_none() && logs.is_empty() {
+        let mut questions: Vec<DeskQuestion> = match super::desk::state_dir(args.state_dir.clone())?
+        {
+            Some(desk) => desk
+                .sessions()?
+                .into_iter()
+                .flat_map(|s| s.questions)
+                .collect(),
+            None => Vec::new(),
+        };
+        // Newest first: the question a person just heard of leads.
+        questions.sort_by_key(|q| std::cmp::Reverse(q.asked_at_ms));
+        print_session_table(&questions, args.json, true);
+        return Ok(Exit::Ok);
     }
     // Read only: no lock, no schema created or migrated, no checkpoint written.
-    let picked = super::desk::pick(&args.pg, &logs, Access::Read)?;
+    let picked = super::desk::pick(&pg, &logs, Access::Read)?;
     let desk = picked.desk();
     if let (Some(session), true) = (&session, args.json) {
         // The projection view of the session: its checkpoint and the lines after it when the
@@ -69,7 +81,7 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
             }
             let questions: Vec<DeskQuestion> =
                 sessions.into_iter().flat_map(|s| s.questions).collect();
-            print_session_table(&questions, args.json);
+            print_session_table(&questions, args.json, false);
             Ok(Exit::Ok)
         }
     }
@@ -112,9 +124,10 @@ fn print_log_table(session: Option<&DeskSession>) {
     );
 }
 
-/// The open and continued questions of a database's sessions, as a table or (`--json`) as
-/// `{"questions":[{session, callId, state, answered, questions}]}`.
-fn print_session_table(questions: &[DeskQuestion], json: bool) {
+/// The open and continued questions of several sessions (a database's, a state directory's),
+/// as a table (with `ages`, an AGE column) or (`--json`) as
+/// `{"questions":[{session, callId, state, answered, askedAtMs, questions}]}`.
+fn print_session_table(questions: &[DeskQuestion], json: bool, ages: bool) {
     if json {
         let rows: Vec<serde_json::Value> = questions
             .iter()
@@ -124,6 +137,7 @@ fn print_session_table(questions: &[DeskQuestion], json: bool) {
                     "callId": q.call_id,
                     "state": q.state.as_str(),
                     "answered": q.answered,
+                    "askedAtMs": q.asked_at_ms,
                     "questions": q.questions,
                 })
             })
@@ -132,27 +146,43 @@ fn print_session_table(questions: &[DeskQuestion], json: bool) {
         println!("{}", json_visible(&text));
         return;
     }
-    let rows: Vec<[String; 4]> = questions
+    let now = now_ms();
+    let rows: Vec<[String; 5]> = questions
         .iter()
         .map(|q| {
-            let state = if q.answered {
-                format!("{}, answered (admission waits)", q.state.as_str())
-            } else {
-                q.state.as_str().to_owned()
+            let state = match (q.state, q.answered, q.interrupted) {
+                (state, true, _) => format!("{}, answered (admission waits)", state.as_str()),
+                (DeskState::Open, false, true) => "open, interrupted".to_owned(),
+                (state, false, _) => state.as_str().to_owned(),
             };
             let cells: Vec<String> = q.questions.iter().map(question_cell).collect();
+            let age = q
+                .asked_at_ms
+                .map_or_else(|| "-".to_owned(), |t| format_age(now.saturating_sub(t)));
             [
                 visible(&q.session).into_owned(),
                 visible(q.call_id.as_str()).into_owned(),
                 state,
+                age,
                 cells.join("\n"),
             ]
         })
         .collect();
-    print!(
-        "{}",
-        table(["SESSION", "CALL ID", "STATE", "QUESTIONS"], &rows)
-    );
+    if ages {
+        print!(
+            "{}",
+            table(["SESSION", "CALL ID", "STATE", "AGE", "QUESTIONS"], &rows)
+        );
+    } else {
+        let rows: Vec<[String; 4]> = rows
+            .into_iter()
+            .map(|[session, call, state, _, cells]| [session, call, state, cells])
+            .collect();
+        print!(
+            "{}",
+            table(["SESSION", "CALL ID", "STATE", "QUESTIONS"], &rows)
+        );
+    }
     // An empty table says so itself, in the same words as a log's.
     if !questions.is_empty() {
         println!("{} open or continued", questions.len());

@@ -34,6 +34,21 @@ pub struct WebArgs {
     pub web_public_url: Option<String>,
 }
 
+impl WebArgs {
+    /// Where to serve the page: the flag's address, else the configuration file's.
+    pub(crate) fn addr(&self) -> Option<SocketAddr> {
+        self.web_addr
+            .or_else(|| super::config::current().web_addr())
+    }
+
+    /// The page's public URL: the flag's, else the configuration file's.
+    pub(crate) fn public_url(&self) -> Option<&str> {
+        self.web_public_url
+            .as_deref()
+            .or_else(|| super::config::current().web_public_url())
+    }
+}
+
 /// The surface of a run, serving until dropped.
 pub(crate) struct WebRun {
     surface: WebSurface,
@@ -101,7 +116,7 @@ pub(crate) fn plan(host: &Arc<Host>, args: &WebArgs) -> Result<Option<WebPlan>, 
     if !args.web {
         return Ok(None);
     }
-    let (options, addr) = options_for(args.web_addr);
+    let (options, addr) = options_for(args.addr());
     let desk: Arc<dyn QuestionDesk> = LiveDesk::of([host]);
     let surface = WebSurface::new(host.seam(), Some(desk), options).map_err(|e| no_surface(&e))?;
     let guard = surface.register(host.seam());
@@ -156,12 +171,13 @@ pub struct ServeArgs {
 }
 
 pub(super) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
-    let picked = super::desk::pick(&args.pg, &args.logs, Access::Write)?;
+    let pg = args.pg.filled(!args.logs.is_empty());
+    let picked = super::desk::pick(&pg, &args.logs, Access::Write)?;
     // No question is asked here: a seam only to check answers against (the desk checks late
     // answers again when it takes them).
     let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default())
         .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
-    let (options, addr) = options_for(args.addr);
+    let (options, addr) = options_for(args.addr.or_else(|| super::config::current().web_addr()));
     let (desk, store): (Arc<dyn QuestionDesk>, _) = match picked {
         Picked::Logs(desk) => (Arc::new(desk), None),
         Picked::Database(desk) => {

@@ -45,15 +45,20 @@ pub struct TestClient {
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
     /// Forms the server withdrew (`notifications/cancelled`) while the test held them.
     pub withdrawn: Arc<Mutex<usize>>,
+    /// The roots the client lists, when it declares the `roots` capability.
+    pub roots: Option<Vec<String>>,
 }
 
 impl ClientHandler for TestClient {
     fn get_info(&self) -> ClientConfig {
-        let capabilities: ClientCapabilities = if self.elicitation {
-            serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap()
-        } else {
-            ClientCapabilities::default()
-        };
+        let mut capabilities = json!({});
+        if self.elicitation {
+            capabilities["elicitation"] = json!({"form": {}});
+        }
+        if self.roots.is_some() {
+            capabilities["roots"] = json!({});
+        }
+        let capabilities: ClientCapabilities = serde_json::from_value(capabilities).unwrap();
         ClientConfig::new(capabilities, Implementation::new(self.name.clone(), "1.0"))
             .with_protocol_version(self.protocol.clone())
     }
@@ -85,6 +90,17 @@ impl ClientHandler for TestClient {
         }
     }
 
+    #[allow(deprecated)] // Roots are deprecated by SEP-2577; clients still send them.
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, McpError> {
+        let roots = self.roots.clone().unwrap_or_default();
+        Ok(rmcp::model::ListRootsResult::new(
+            roots.into_iter().map(rmcp::model::Root::new).collect(),
+        ))
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -101,6 +117,34 @@ pub struct Harness {
     pub client: RunningService<RoleClient, TestClient>,
     pub handler: TestClient,
     pub held: mpsc::UnboundedReceiver<HeldForm>,
+    /// The MCP session's id (its log's and its questions').
+    pub session: user_questions::SessionId,
+    /// The MCP session's log name.
+    pub log: String,
+}
+
+/// What the test client is: its capabilities and protocol.
+#[derive(Clone)]
+pub struct ClientSetup {
+    pub elicitation: bool,
+    pub protocol: ProtocolVersion,
+    pub roots: Option<Vec<String>>,
+}
+
+impl ClientSetup {
+    pub fn new(elicitation: bool) -> Self {
+        Self {
+            elicitation,
+            protocol: ProtocolVersion::V_2025_11_25,
+            roots: None,
+        }
+    }
+
+    #[must_use]
+    pub fn with_roots(mut self, roots: &[&str]) -> Self {
+        self.roots = Some(roots.iter().map(|&root| root.to_owned()).collect());
+        self
+    }
 }
 
 pub fn accept(content: Value) -> ElicitResult {
@@ -133,14 +177,29 @@ impl Harness {
         elicitation: bool,
         protocol: ProtocolVersion,
     ) -> Self {
+        let setup = ClientSetup {
+            protocol,
+            ..ClientSetup::new(elicitation)
+        };
+        Self::start_as(dir, tool, setup).await
+    }
+
+    /// A server and a client set up as `setup` says.
+    pub async fn start_as(
+        dir: tempfile::TempDir,
+        tool: Option<AskUserConfig>,
+        setup: ClientSetup,
+    ) -> Self {
         let server = AskUserMcp::new(McpOptions::new(dir.path()).with_tool(tool)).unwrap();
-        let (client, held, handler) = connect(&server, elicitation, protocol).await;
+        let connected = connect_as(&server, setup).await;
         Self {
             dir,
             server,
-            client,
-            handler,
-            held,
+            client: connected.client,
+            handler: connected.handler,
+            held: connected.held,
+            session: connected.session,
+            log: connected.log,
         }
     }
 
@@ -189,8 +248,33 @@ pub async fn connect(
     mpsc::UnboundedReceiver<HeldForm>,
     TestClient,
 ) {
+    let setup = ClientSetup {
+        protocol,
+        ..ClientSetup::new(elicitation)
+    };
+    let connected = connect_as(server, setup).await;
+    (connected.client, connected.held, connected.handler)
+}
+
+/// A client connected to a new session of the server.
+pub struct Connected {
+    pub client: RunningService<RoleClient, TestClient>,
+    pub held: mpsc::UnboundedReceiver<HeldForm>,
+    pub handler: TestClient,
+    pub session: user_questions::SessionId,
+    pub log: String,
+}
+
+pub async fn connect_as(server: &AskUserMcp, setup: ClientSetup) -> Connected {
+    let ClientSetup {
+        elicitation,
+        protocol,
+        roots,
+    } = setup;
     let (client_io, server_io) = tokio::io::duplex(1 << 16);
     let connection = server.connection();
+    let session = connection.session_id().clone();
+    let log = connection.log_name().to_owned();
     tokio::spawn(async move {
         let running = connection.serve(server_io).await.unwrap();
         let _ = running.waiting().await;
@@ -205,9 +289,16 @@ pub async fn connect(
         held: held_tx,
         progress: Arc::default(),
         withdrawn: Arc::default(),
+        roots,
     };
     let client = handler.clone().serve(client_io).await.unwrap();
-    (client, held, handler)
+    Connected {
+        client,
+        held,
+        handler,
+        session,
+        log,
+    }
 }
 
 pub fn logs_in(dir: &Path) -> Vec<PathBuf> {

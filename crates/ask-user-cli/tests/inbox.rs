@@ -1,0 +1,315 @@
+//! The machine's inbox and the commands without paths, as whole processes: `ask-user mcp` with a
+//! surface starts one inbox for every server of a state directory, `ask-user inbox --url` finds
+//! it, `pending` lists every session of the state directory and `answer` finds a call's session
+//! by its id alone; and the configuration file sets what the flags leave out.
+//! (The whole path with two clients, the page and ntfy buttons is `mcp_python.rs`'s.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
+const WAIT: Duration = Duration::from_secs(30);
+
+/// `ask-user` with a throwaway home: no configuration file but the one a test writes.
+fn ask_user(home: &Path) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env_remove("ASK_USER_WEBHOOK_SECRET");
+    command
+}
+
+/// An `ask-user mcp` on stdio whose stdin stays open (a client that connected and waits), and
+/// the lines of its stderr.
+struct Server {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(home: &Path, args: &[&str]) -> Self {
+        let mut child = ask_user(home)
+            .arg("mcp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Self { child, lines }
+    }
+
+    fn until(&self, needle: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(WAIT)
+                .unwrap_or_else(|e| panic!("never printed {needle:?}: {e}"));
+            if line.contains(needle) {
+                return line;
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Kills the inbox a test's servers started (its process id is in `inbox.json`).
+struct InboxGuard<'a>(&'a Path);
+
+impl Drop for InboxGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(text) = std::fs::read_to_string(self.0.join("inbox.json"))
+            && let Ok(address) = serde_json::from_str::<Value>(&text)
+            && let Some(pid) = address["pid"].as_u64()
+            && pid > 0
+        {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+#[test]
+fn an_mcp_server_with_a_surface_starts_one_inbox_for_every_server_of_its_state_directory() {
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("sessions");
+    let state_arg = state.to_str().unwrap();
+    let _inbox = InboxGuard(&state);
+    let args = [
+        "--mode",
+        "timed",
+        "--state-dir",
+        state_arg,
+        "--web",
+        "--web-addr",
+        "127.0.0.1:0",
+    ];
+    let first = Server::start(home.path(), &args);
+    let line = first.until("ask-user mcp: logs in");
+    let url = line.rsplit(' ').next().unwrap().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    assert!(
+        line.contains(state_arg),
+        "it says where its logs go: {line}"
+    );
+    // A second server (another client's session) finds the inbox that runs.
+    let second = Server::start(home.path(), &["--inbox", "--state-dir", state_arg]);
+    let again = second.until("ask-user mcp: logs in");
+    assert!(
+        again.ends_with(&url),
+        "one inbox for both: {again} vs {url}"
+    );
+    let out = ask_user(home.path())
+        .args(["inbox", "--url", "--state-dir", state_arg])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), url);
+    // Starting one more inbox by hand says which one runs, and starts nothing.
+    let out = ask_user(home.path())
+        .args(["inbox", "--state-dir", state_arg])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&url),
+        "{out:?}"
+    );
+    // The socket and the address file are the owner's alone.
+    for name in ["inbox.sock", "inbox.json"] {
+        let mode = std::fs::metadata(state.join(name))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "{name} is {mode:o}");
+    }
+}
+
+#[test]
+fn inbox_url_says_when_none_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let out = ask_user(home.path())
+        .args(["inbox", "--url"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no inbox runs for"),
+        "{out:?}"
+    );
+}
+
+/// A continued call `call_id` in the log `name` of `dir`, from a timed `ask` whose window closes.
+fn continued(home: &Path, dir: &Path, name: &str, call_id: &str, question: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let arguments = format!(
+        r#"{{"questions":[{{"id":"q","question":"{question}","options":[{{"label":"yes"}},{{"label":"no"}}]}}]}}"#
+    );
+    let mut child = ask_user(home)
+        .args([
+            "ask",
+            "--mode",
+            "timed",
+            "--timeout",
+            "1",
+            "--call-id",
+            call_id,
+            "--log",
+        ])
+        .arg(dir.join(name))
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(arguments.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(r#""pending":true"#),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn pending_lists_every_session_of_the_state_directory_and_answer_finds_a_call_by_its_id() {
+    let home = tempfile::tempdir().unwrap();
+    // The default state directory: `ask-user mcp`'s, under XDG_STATE_HOME.
+    let state = home.path().join("state/ask-user/mcp");
+    continued(home.path(), &state, "older.jsonl", "call_a", "Ship it?");
+    // Call times are kept in milliseconds: the second is newer.
+    std::thread::sleep(Duration::from_millis(20));
+    continued(home.path(), &state, "newer.jsonl", "call_b", "Tag it?");
+    let out = ask_user(home.path()).arg("pending").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["SESSION", "CALL", "ID", "STATE", "AGE", "QUESTIONS"],
+        "{text}"
+    );
+    // Newest first, each with its session.
+    let words = |line: &str| {
+        line.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(words(lines[1]), "newer.jsonl call_b continued", "{text}");
+    assert_eq!(words(lines[3]), "older.jsonl call_a continued", "{text}");
+    assert!(text.ends_with("2 open or continued\n"), "{text}");
+    let json = ask_user(home.path())
+        .args(["pending", "--json"])
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(listed["questions"][0]["callId"], "call_b");
+    assert!(listed["questions"][0]["askedAtMs"].as_i64().is_some());
+
+    // The call id alone names the question; the session is found in the state directory.
+    let out = ask_user(home.path())
+        .args(["answer", "call_a", "--pick", "q=yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""selected":["yes"]"#));
+    let out = ask_user(home.path())
+        .args(["answer", "call_a", "--pick", "q=no"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "answered once only: {out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("no session of the state directory has call call_a"),
+        "{out:?}"
+    );
+    let out = ask_user(home.path()).arg("pending").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("call_a") && text.contains("call_b"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_missing_state_directory_lists_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let out = ask_user(home.path()).arg("pending").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "no open or continued questions\n"
+    );
+}
+
+#[test]
+fn the_configuration_file_sets_what_the_flags_leave_out() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config/ask-user");
+    std::fs::create_dir_all(&config).unwrap();
+    let state = home.path().join("elsewhere");
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "state_dir = {:?}\nmode = \"timed\"\ntimeout = 45\n",
+            state.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    // The mode and the window from the file.
+    let out = ask_user(home.path()).arg("schema").output().unwrap();
+    let schema: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let timeout = &schema["parameters"]["properties"]["timeout"];
+    assert!(timeout.is_object(), "timed from the file: {schema}");
+    assert!(timeout.to_string().contains("45"), "{timeout}");
+    // A flag overrides the file.
+    let out = ask_user(home.path())
+        .args(["schema", "--mode", "legacy"])
+        .output()
+        .unwrap();
+    let schema: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(schema["parameters"]["properties"]["timeout"].is_null());
+    // The state directory from the file: `pending` lists it.
+    continued(home.path(), &state, "s.jsonl", "call_c", "Merge?");
+    let out = ask_user(home.path()).arg("pending").output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("call_c"),
+        "{out:?}"
+    );
+    // A malformed file stops every command, naming the file and the line.
+    std::fs::write(config.join("config.toml"), "mode = \"timed\"\nbogus = 1\n").unwrap();
+    let out = ask_user(home.path()).arg("pending").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("config.toml:2"), "{err}");
+    assert!(err.contains("bogus"), "{err}");
+}

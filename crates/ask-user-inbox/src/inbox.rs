@@ -1,0 +1,749 @@
+//! The inbox's side: a seam of its own in which every linked host's question is asked again, so
+//! the surfaces registered there (the page, notifications) show it, race for it and answer it;
+//! the host's own outcome (its form answered, its window closed, its request gone) is the last
+//! answerer of that seam's waterfall.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use pending_answer::{Accepted, DeskError, LateRefusal, QuestionDesk};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+use user_questions::sync::lock_unpoisoned as lock;
+use user_questions::{
+    AgentHandle, AnswerBatch, AnswerPath, AnswerRequest, Answered, Answerer, AnswererError,
+    AnswererGuard, AskRequest, CallId, ErrorCode, HostBindings, InMemoryAgent,
+    InMemoryAgentRegistry, InMemorySession, MAX_TIMEOUT_MS, Next, Provenance, QuestionEvent,
+    QuestionEventKind, RegisterOptions, SessionId, TimedAskRequest, TimedOutcome,
+    UserQuestionError, UserQuestions, UserQuestionsConfig, WaitKey, async_trait,
+};
+
+use crate::wire::{Over, Reader, ToHost, ToInbox, WireLate, Writer};
+
+/// The name the hosts' own outcomes answer under in the inbox's seam.
+pub const HOST_ANSWERER: &str = "inbox-host";
+
+/// How long the inbox's desk waits for a linked host to take a late answer.
+pub const LATE_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A session a linked host runs (or ran: its host may be gone), as the inbox knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InboxSession {
+    /// Its name: the log's name in the hosts' store, what the page and the desk call it.
+    pub name: String,
+    /// The MCP client (or other program) the session serves, when its host said.
+    pub client: Option<String>,
+    /// The client's working directory, when its host knew it.
+    pub cwd: Option<String>,
+    /// A host is linked for it now.
+    pub linked: bool,
+}
+
+impl InboxSession {
+    /// `client · cwd`, what a page shows beside the session's questions.
+    pub fn label(&self) -> Option<String> {
+        match (&self.client, &self.cwd) {
+            (Some(client), Some(cwd)) => Some(format!("{client} · {cwd}")),
+            (Some(one), None) | (None, Some(one)) => Some(one.clone()),
+            (None, None) => None,
+        }
+    }
+}
+
+/// One inbox for the hosts of a machine. See the crate docs.
+///
+/// Cloning gives another handle to the same inbox.
+#[derive(Clone)]
+pub struct Inbox {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Inbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = lock(&self.inner.state);
+        f.debug_struct("Inbox")
+            .field("links", &state.links.len())
+            .field("sessions", &state.sessions.len())
+            .field("questions", &state.questions.len())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    seam: UserQuestions,
+    registry: Arc<InMemoryAgentRegistry>,
+    fallback: Arc<dyn QuestionDesk>,
+    state: Mutex<State>,
+    changes: watch::Sender<u64>,
+    _host_answerer: AnswererGuard,
+}
+
+type Key = (String, CallId);
+
+#[derive(Default)]
+struct State {
+    next_link: u64,
+    links: HashMap<u64, mpsc::UnboundedSender<ToHost>>,
+    sessions: HashMap<String, SessionEntry>,
+    questions: HashMap<Key, QuestionEntry>,
+    late: HashMap<u64, std::sync::mpsc::SyncSender<WireLate>>,
+    next_late: u64,
+}
+
+struct SessionEntry {
+    link: Option<u64>,
+    client: Option<String>,
+    cwd: Option<String>,
+    agent: AgentHandle,
+}
+
+struct QuestionEntry {
+    link: u64,
+    timed: bool,
+    /// To the host answerer, once the host tells how the window ended.
+    verdict: Option<oneshot::Sender<Verdict>>,
+    /// Taken by the host answerer when the inbox's ask reaches it.
+    verdict_rx: Option<oneshot::Receiver<Verdict>>,
+    /// The host's own outcome answered the inbox's ask (nothing goes back).
+    from_host: bool,
+    /// Where the call stands after its window.
+    after: After,
+}
+
+/// A question's two halves after its window: the host's announcement and the inbox's ask.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// Neither yet.
+    Open,
+    /// The host announced the call continued (or is gone, so answering repairs it first).
+    Continued,
+    /// The inbox's ask ended pending; the announcement is awaited.
+    Pending,
+}
+
+/// How a question's window ended at its host, for the inbox's ask.
+enum Verdict {
+    Answered(AnswerBatch, Provenance),
+    Pending,
+    Gone,
+    Failed(Option<String>, String),
+}
+
+impl Inbox {
+    /// An inbox whose questions, beyond those of linked hosts in their window, are `fallback`'s
+    /// (the hosts' store read as logs, say): continued questions, and those of hosts that are
+    /// gone. Late answers go to the linked host of their session, else to `fallback`.
+    ///
+    /// # Errors
+    ///
+    /// When the seam refuses its configuration (it does not: the default is used).
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub fn new(fallback: Arc<dyn QuestionDesk>) -> Result<Self, user_questions::ConfigError> {
+        let registry = InMemoryAgentRegistry::new();
+        let bindings = HostBindings::with_registry(Arc::clone(&registry) as _);
+        let seam = UserQuestions::new(UserQuestionsConfig::default(), bindings)?;
+        let (changes, _) = watch::channel(0);
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
+            let answerer = HostOutcome {
+                inner: weak.clone(),
+            };
+            let guard = seam.register(Arc::new(answerer), RegisterOptions::global(HOST_ANSWERER));
+            Inner {
+                seam: seam.clone(),
+                registry,
+                fallback,
+                state: Mutex::new(State::default()),
+                changes,
+                _host_answerer: guard,
+            }
+        });
+        Ok(Self { inner })
+    }
+
+    /// The inbox's seam: register the surfaces that show its questions here (prepended, so
+    /// they race the hosts' own outcomes), and follow its events to notify.
+    pub fn seam(&self) -> &UserQuestions {
+        &self.inner.seam
+    }
+
+    /// The inbox as a question desk: the fallback's questions, answered through the linked host
+    /// of their session when there is one (its reply waits in that session for its model), else
+    /// through the fallback. What the page is given.
+    pub fn desk(&self) -> Arc<dyn QuestionDesk> {
+        Arc::new(InboxDesk {
+            inner: Arc::clone(&self.inner),
+        })
+    }
+
+    /// Ticks whenever the sessions or their questions changed (a host linked or went, a question
+    /// continued): a page refreshes its listing then.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    /// The sessions the inbox heard of since it started.
+    pub fn sessions(&self) -> Vec<InboxSession> {
+        let state = lock(&self.inner.state);
+        let mut sessions: Vec<InboxSession> = state
+            .sessions
+            .iter()
+            .map(|(name, entry)| InboxSession {
+                name: name.clone(),
+                client: entry.client.clone(),
+                cwd: entry.cwd.clone(),
+                linked: entry.link.is_some(),
+            })
+            .collect();
+        sessions.sort_by(|a, b| a.name.cmp(&b.name));
+        sessions
+    }
+
+    /// How many hosts are linked now.
+    pub fn links(&self) -> usize {
+        lock(&self.inner.state).links.len()
+    }
+
+    /// Serves linked hosts on `listener` until `stop`.
+    pub async fn serve(&self, listener: tokio::net::UnixListener, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        let inbox = self.clone();
+                        let stop = stop.clone();
+                        tokio::spawn(async move {
+                            tokio::select! {
+                                () = inbox.serve_link(stream) => {}
+                                () = stop.cancelled() => {}
+                            }
+                        });
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "a host could not be accepted");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    }
+                },
+            }
+        }
+    }
+
+    /// Serves one linked host on `stream` until it goes: its questions in their window are then
+    /// left to the fallback (a host that died left them open in its log; answering repairs them).
+    pub async fn serve_link<S>(&self, stream: S)
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (read, write) = tokio::io::split(stream);
+        let (tx, mut rx) = mpsc::unbounded_channel::<ToHost>();
+        let link = {
+            let mut state = lock(&self.inner.state);
+            state.next_link += 1;
+            let link = state.next_link;
+            state.links.insert(link, tx);
+            link
+        };
+        let writer = tokio::spawn(async move {
+            let mut writer = Writer::new(write);
+            while let Some(message) = rx.recv().await {
+                if let Err(error) = writer.send(&message).await {
+                    tracing::debug!(%error, "a linked host went away");
+                    return;
+                }
+            }
+        });
+        // However this ends (the host went, or the future is dropped), the link goes with it.
+        let _linked = Linked {
+            inner: Arc::clone(&self.inner),
+            link,
+            writer,
+        };
+        let mut reader = Reader::<_, ToInbox>::new(read);
+        while let Some(message) = reader.next().await {
+            self.inner.on_message(link, message);
+        }
+    }
+}
+
+/// One linked host's connection: dropping it stops its writer and unlinks it.
+struct Linked {
+    inner: Arc<Inner>,
+    link: u64,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Linked {
+    fn drop(&mut self) {
+        self.writer.abort();
+        self.inner.unlink(self.link);
+    }
+}
+
+impl Inner {
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    fn publish(&self, session: &str, call: &CallId, kind: QuestionEventKind) {
+        self.seam.publish(QuestionEvent {
+            ask_id: None,
+            call_id: Some(call.clone()),
+            agent_id: None,
+            session_id: Some(SessionId::from(session)),
+            at_ms: user_questions::now_unix_ms(),
+            kind,
+        });
+    }
+
+    fn on_message(self: &Arc<Self>, link: u64, message: ToInbox) {
+        match message {
+            ToInbox::Hello { pid } => tracing::info!(pid, link, "a host linked"),
+            ToInbox::Session {
+                session,
+                client,
+                cwd,
+            } => {
+                self.session(&session, Some(link), client, cwd);
+                self.changed();
+            }
+            ToInbox::Open {
+                session,
+                call,
+                questions,
+                timed,
+                asked_at_ms: _,
+            } => self.open(link, session, call, questions, timed),
+            ToInbox::Over { session, call, how } => {
+                let verdict = match how {
+                    Over::Answered {
+                        answers,
+                        provenance,
+                    } => Verdict::Answered(answers, provenance),
+                    Over::Pending => Verdict::Pending,
+                    Over::Failed { code, message } => Verdict::Failed(code, message),
+                };
+                self.verdict(&(session, call), verdict);
+            }
+            ToInbox::Continued { session, call } => {
+                let key = (session, call);
+                let publish = {
+                    let mut state = lock(&self.state);
+                    match state.questions.get_mut(&key) {
+                        Some(entry) if entry.after == After::Pending => {
+                            state.questions.remove(&key);
+                            true
+                        }
+                        Some(entry) => {
+                            entry.after = After::Continued;
+                            false
+                        }
+                        None => false,
+                    }
+                };
+                if publish {
+                    self.publish(&key.0, &key.1, QuestionEventKind::Continued);
+                }
+                self.changed();
+            }
+            ToInbox::Settled {
+                session,
+                call,
+                provenance,
+            } => {
+                lock(&self.state)
+                    .questions
+                    .remove(&(session.clone(), call.clone()));
+                self.publish(
+                    &session,
+                    &call,
+                    QuestionEventKind::Answered {
+                        path: AnswerPath::Late,
+                        provenance,
+                    },
+                );
+                self.changed();
+            }
+            ToInbox::LateReply { id, result } => {
+                if let Some(waiter) = lock(&self.state).late.remove(&id) {
+                    let _ = waiter.try_send(result);
+                }
+            }
+        }
+    }
+
+    /// The session's entry (made with an agent of its own in the inbox's registry), updated.
+    fn session(
+        &self,
+        name: &str,
+        link: Option<u64>,
+        client: Option<String>,
+        cwd: Option<String>,
+    ) -> AgentHandle {
+        let mut state = lock(&self.state);
+        let entry = state.sessions.entry(name.to_owned()).or_insert_with(|| {
+            let agent: AgentHandle = InMemoryAgent::new(
+                format!("inbox:{name}"),
+                InMemorySession::new(name.to_owned()),
+                [],
+            );
+            self.registry.enter_root(Arc::clone(&agent));
+            SessionEntry {
+                link: None,
+                client: None,
+                cwd: None,
+                agent,
+            }
+        });
+        if link.is_some() {
+            entry.link = link;
+        }
+        if client.is_some() {
+            entry.client = client;
+        }
+        if cwd.is_some() {
+            entry.cwd = cwd;
+        }
+        Arc::clone(&entry.agent)
+    }
+
+    fn open(
+        self: &Arc<Self>,
+        link: u64,
+        session: String,
+        call: CallId,
+        questions: Vec<user_questions::Question>,
+        timed: bool,
+    ) {
+        let agent = self.session(&session, Some(link), None, None);
+        let key = (session, call);
+        {
+            let mut state = lock(&self.state);
+            if let Some(entry) = state.questions.get_mut(&key) {
+                // Sent again by a host that linked again: the ask runs already.
+                entry.link = link;
+                return;
+            }
+            let (tx, rx) = oneshot::channel();
+            state.questions.insert(
+                key.clone(),
+                QuestionEntry {
+                    link,
+                    timed,
+                    verdict: Some(tx),
+                    verdict_rx: Some(rx),
+                    from_host: false,
+                    after: After::Open,
+                },
+            );
+        }
+        let inner = Arc::clone(self);
+        tokio::spawn(async move { inner.ask(key, agent, questions, timed).await });
+        self.changed();
+    }
+
+    /// Asks the question in the inbox's seam and sends what its surfaces answered to the host.
+    async fn ask(
+        self: Arc<Self>,
+        key: Key,
+        agent: AgentHandle,
+        questions: Vec<user_questions::Question>,
+        timed: bool,
+    ) {
+        let outcome = if timed {
+            // The host's window decides (its form may hold it): this one never closes first.
+            self.seam
+                .ask_timed(
+                    TimedAskRequest::new(questions, agent),
+                    key.1.clone(),
+                    MAX_TIMEOUT_MS,
+                )
+                .await
+        } else {
+            let request =
+                AskRequest::new(questions)
+                    .with_agent(agent)
+                    .with_wait(WaitKey::Indefinite {
+                        call_id: key.1.clone(),
+                    });
+            self.seam.ask(request).await.map(TimedOutcome::Answered)
+        };
+        match outcome {
+            Ok(TimedOutcome::Answered(answered)) => {
+                let entry = lock(&self.state).questions.remove(&key);
+                if entry.as_ref().is_some_and(|e| !e.from_host) {
+                    self.deliver(&key, answered.answers, answered.provenance)
+                        .await;
+                }
+            }
+            Ok(TimedOutcome::Pending { .. }) => {
+                let continued = {
+                    let mut state = lock(&self.state);
+                    match state.questions.get_mut(&key) {
+                        Some(entry) if entry.after == After::Continued => {
+                            state.questions.remove(&key);
+                            true
+                        }
+                        Some(entry) => {
+                            entry.after = After::Pending;
+                            false
+                        }
+                        None => false,
+                    }
+                };
+                if continued {
+                    self.publish(&key.0, &key.1, QuestionEventKind::Continued);
+                }
+            }
+            Err(error) => {
+                tracing::debug!(%error, call_id = %key.1, "an inbox question ended");
+                lock(&self.state).questions.remove(&key);
+            }
+        }
+        self.changed();
+    }
+
+    /// An answer given in the inbox to a question in its window: to the host that asked, or,
+    /// when it is gone, through the fallback (which repairs the call its host left open).
+    async fn deliver(self: &Arc<Self>, key: &Key, answers: AnswerBatch, provenance: Provenance) {
+        let link = {
+            let state = lock(&self.state);
+            state
+                .sessions
+                .get(&key.0)
+                .and_then(|s| s.link)
+                .and_then(|link| state.links.get(&link).cloned())
+        };
+        let message = ToHost::Answer {
+            session: key.0.clone(),
+            call: key.1.clone(),
+            answers: answers.clone(),
+            provenance: provenance.clone(),
+        };
+        if link.is_some_and(|tx| tx.send(message).is_ok()) {
+            return;
+        }
+        let fallback = Arc::clone(&self.fallback);
+        let (session, call) = key.clone();
+        let answered = tokio::task::spawn_blocking(move || {
+            fallback.answer(&session, &call, answers, provenance)
+        })
+        .await;
+        match answered {
+            Ok(Ok(_)) => {
+                tracing::info!(call_id = %key.1, "answered in the log of a host that is gone");
+            }
+            Ok(Err(refusal)) => {
+                tracing::warn!(%refusal, call_id = %key.1, "the answer could not reach its question");
+            }
+            Err(error) => tracing::warn!(%error, "the answer could not be delivered"),
+        }
+    }
+
+    fn verdict(&self, key: &Key, verdict: Verdict) {
+        let sender = {
+            let mut state = lock(&self.state);
+            let Some(entry) = state.questions.get_mut(key) else {
+                return;
+            };
+            if matches!(verdict, Verdict::Answered(..)) {
+                entry.from_host = true;
+            }
+            entry.verdict.take()
+        };
+        if let Some(sender) = sender {
+            let _ = sender.send(verdict);
+        }
+    }
+
+    /// A host went: its sessions are the fallback's now, its timed questions continued (their
+    /// logs hold them open without a writer; answering repairs them), its blocking ones gone.
+    fn unlink(&self, link: u64) {
+        let (verdicts, continued) = {
+            let mut state = lock(&self.state);
+            state.links.remove(&link);
+            for session in state.sessions.values_mut() {
+                if session.link == Some(link) {
+                    session.link = None;
+                }
+            }
+            // Pending here and never to be announced by its host: continued now.
+            let continued: Vec<Key> = state
+                .questions
+                .iter()
+                .filter(|(_, q)| q.link == link && q.after == After::Pending)
+                .map(|(key, _)| key.clone())
+                .collect();
+            for key in &continued {
+                state.questions.remove(key);
+            }
+            let verdicts: Vec<oneshot::Sender<Verdict>> = state
+                .questions
+                .values_mut()
+                .filter(|q| q.link == link)
+                .filter_map(|q| {
+                    if q.timed {
+                        q.after = After::Continued;
+                    }
+                    q.verdict.take()
+                })
+                .collect();
+            (verdicts, continued)
+        };
+        for verdict in verdicts {
+            let _ = verdict.send(Verdict::Gone);
+        }
+        for (session, call) in continued {
+            self.publish(&session, &call, QuestionEventKind::Continued);
+        }
+        tracing::info!(link, "a host went away");
+        self.changed();
+    }
+
+    fn take_verdict(&self, key: &Key) -> Option<oneshot::Receiver<Verdict>> {
+        lock(&self.state)
+            .questions
+            .get_mut(key)
+            .and_then(|q| q.verdict_rx.take())
+    }
+
+    /// Sends a late answer to the linked host of `session`, waiting for its outcome (blocking).
+    fn late_through_host(
+        &self,
+        session: &str,
+        call_id: &CallId,
+        answers: AnswerBatch,
+        provenance: Provenance,
+    ) -> Option<Result<Accepted, LateRefusal>> {
+        let (rx, id) = {
+            let mut state = lock(&self.state);
+            let tx = state
+                .sessions
+                .get(session)
+                .and_then(|s| s.link)
+                .and_then(|link| state.links.get(&link).cloned())?;
+            state.next_late += 1;
+            let id = state.next_late;
+            let (wtx, wrx) = std::sync::mpsc::sync_channel(1);
+            state.late.insert(id, wtx);
+            let sent = tx.send(ToHost::Late {
+                id,
+                session: session.to_owned(),
+                call: call_id.clone(),
+                answers,
+                provenance,
+            });
+            if sent.is_err() {
+                state.late.remove(&id);
+                return None;
+            }
+            (wrx, id)
+        };
+        let outcome = rx.recv_timeout(LATE_WITHIN);
+        lock(&self.state).late.remove(&id);
+        Some(match outcome {
+            Ok(result) => result.into_outcome().map(Accepted::Queued),
+            Err(_) => Err(LateRefusal::Unavailable(DeskError::new(
+                "INBOX_UNREACHABLE",
+                "the agent's server did not take the answer in time; nothing was kept, try again",
+            ))),
+        })
+    }
+}
+
+/// The hosts' own outcomes, the last answerer of the inbox's seam.
+struct HostOutcome {
+    inner: Weak<Inner>,
+}
+
+#[async_trait]
+impl Answerer for HostOutcome {
+    async fn answer(
+        &self,
+        request: &AnswerRequest,
+        next: Next<'_>,
+    ) -> Result<Answered, AnswererError> {
+        let call = match &request.wait {
+            Some(WaitKey::Timed { call_id, .. } | WaitKey::Indefinite { call_id }) => {
+                call_id.clone()
+            }
+            None => return next.run().await,
+        };
+        let (Some(inner), Some(agent)) = (self.inner.upgrade(), request.agent.as_ref()) else {
+            return next.run().await;
+        };
+        let key = (agent.session().id().as_str().to_owned(), call);
+        let Some(verdict) = inner.take_verdict(&key) else {
+            return next.run().await;
+        };
+        drop(inner);
+        let timed = matches!(request.wait, Some(WaitKey::Timed { .. }));
+        let verdict = tokio::select! {
+            verdict = verdict => verdict.unwrap_or(Verdict::Gone),
+            () = request.cancel.cancelled() => return Err(UserQuestionError::ask_aborted().into()),
+        };
+        match verdict {
+            Verdict::Answered(answers, provenance) => Ok(Answered {
+                answers,
+                provenance,
+            }),
+            Verdict::Pending | Verdict::Gone if timed => {
+                Err(UserQuestionError::ask_timed_out().into())
+            }
+            Verdict::Pending | Verdict::Gone => Err(UserQuestionError::ask_aborted().into()),
+            Verdict::Failed(code, message) => Err(UserQuestionError::new(
+                code.map_or(ErrorCode::AskAborted, |c| ErrorCode::parse(&c)),
+                message,
+            )
+            .into()),
+        }
+    }
+}
+
+/// The inbox as a question desk.
+struct InboxDesk {
+    inner: Arc<Inner>,
+}
+
+impl QuestionDesk for InboxDesk {
+    fn sessions(&self) -> Result<Vec<pending_answer::DeskSession>, DeskError> {
+        self.inner.fallback.sessions()
+    }
+
+    fn answerable(&self) -> Result<Vec<pending_answer::DeskQuestion>, DeskError> {
+        self.inner.fallback.answerable()
+    }
+
+    fn views(&self, session: Option<&str>) -> Result<Vec<pending_answer::SessionView>, DeskError> {
+        self.inner.fallback.views(session)
+    }
+
+    fn questions_of(
+        &self,
+        session: &str,
+        call_id: &CallId,
+    ) -> Result<Option<Vec<user_questions::Question>>, DeskError> {
+        self.inner.fallback.questions_of(session, call_id)
+    }
+
+    fn answer(
+        &self,
+        session: &str,
+        call_id: &CallId,
+        answers: AnswerBatch,
+        provenance: Provenance,
+    ) -> Result<Accepted, LateRefusal> {
+        if let Some(outcome) =
+            self.inner
+                .late_through_host(session, call_id, answers.clone(), provenance.clone())
+        {
+            return outcome;
+        }
+        self.inner
+            .fallback
+            .answer(session, call_id, answers, provenance)
+    }
+}

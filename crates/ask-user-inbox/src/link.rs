@@ -1,0 +1,553 @@
+//! The host's side: an answerer at the front of the host's waterfall that hands every question
+//! of its sessions to the inbox and races the rest of the waterfall (the client's form) for it,
+//! and the link that keeps a connection to the inbox, linking again when it went.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use pending_answer::{LateRefusal, NotWaiting, Queued};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use user_questions::sync::lock_unpoisoned as lock;
+use user_questions::{
+    AnswerBatch, AnswerPath, AnswerRequest, Answered, Answerer, AnswererError, AnswererGuard,
+    CallId, ErrorCode, Next, Provenance, Question, QuestionEventKind, Received, RegisterOptions,
+    SessionId, UserQuestionError, UserQuestions, WaitKey, async_trait,
+};
+
+use crate::wire::{Over, Reader, ToHost, ToInbox, WireLate, Writer};
+
+/// The registration name of the link's answerer in a host's seam.
+pub const LINK_ANSWERER: &str = "inbox";
+
+/// A host's session as the inbox shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkedSession {
+    /// The session's name in the store both the host and the inbox's fallback read (a log's
+    /// name in the state directory).
+    pub name: String,
+    /// The client the session serves (an MCP client's name).
+    pub client: Option<String>,
+    /// The client's working directory, when known.
+    pub cwd: Option<String>,
+}
+
+/// What the link needs of its host.
+pub trait LinkedHost: Send + Sync + 'static {
+    /// The session of an asking agent's session `id`, as the inbox shows it; `None`: the
+    /// question is not handed to the inbox.
+    fn session(&self, id: &SessionId) -> Option<LinkedSession>;
+
+    /// Answers the continued call `call_id` of session `session` late (its reply waits in the
+    /// session for its model).
+    fn answer_late(
+        &self,
+        session: &str,
+        call_id: &CallId,
+        answers: AnswerBatch,
+        provenance: Provenance,
+    ) -> BoxFuture<'static, Result<Queued, LateRefusal>>;
+}
+
+/// Opens a connection to the inbox (starting it first when none runs, if the caller can).
+pub type Connect = Arc<dyn Fn() -> BoxFuture<'static, std::io::Result<Stream>> + Send + Sync>;
+
+/// A connection to the inbox.
+pub type Stream = Box<dyn AsyncReadWrite>;
+
+/// Any byte stream both ways (a Unix socket, a test's in-memory pair).
+pub trait AsyncReadWrite: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> AsyncReadWrite for T {}
+
+/// How often a waiting question's session is looked at again for what its host learnt of it.
+pub const RELABEL_EVERY: Duration = Duration::from_secs(1);
+
+/// How long an answer the inbox gave as the window closed waits for the call to be continued.
+pub const CONTINUED_WITHIN: Duration = Duration::from_secs(10);
+
+/// The host's link to the inbox: registered in the host's seam, connected until dropped.
+pub struct InboxLink {
+    inner: Arc<LinkInner>,
+    _answerer: AnswererGuard,
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for InboxLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InboxLink")
+            .field("connected", &self.is_connected())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for InboxLink {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+struct LinkInner {
+    host: Arc<dyn LinkedHost>,
+    out: Mutex<Option<mpsc::UnboundedSender<ToInbox>>>,
+    connected: AtomicBool,
+    /// The link reached an inbox once: questions are handed over (and wait for it) from then on.
+    reached: AtomicBool,
+    open: Mutex<HashMap<(String, CallId), OpenQuestion>>,
+    sessions: Mutex<HashMap<String, LinkedSession>>,
+    next_ask: AtomicU64,
+}
+
+struct OpenQuestion {
+    questions: Vec<Question>,
+    timed: bool,
+    asked_at_ms: i64,
+    answer: Option<oneshot::Sender<(AnswerBatch, Provenance)>>,
+}
+
+impl InboxLink {
+    /// Registers the link's answerer at the front of `seam`'s waterfall and starts linking to
+    /// the inbox through `connect`, again whenever the connection goes (after 1 s, then up to
+    /// 5 s apart).
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub fn start(seam: &UserQuestions, host: Arc<dyn LinkedHost>, connect: Connect) -> Self {
+        let inner = Arc::new(LinkInner {
+            host,
+            out: Mutex::new(None),
+            connected: AtomicBool::new(false),
+            reached: AtomicBool::new(false),
+            open: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
+            next_ask: AtomicU64::new(1),
+        });
+        let answerer = seam.register(
+            Arc::new(LinkAnswerer {
+                inner: Arc::downgrade(&inner),
+            }),
+            RegisterOptions::global(LINK_ANSWERER).prepended(),
+        );
+        let stop = CancellationToken::new();
+        tokio::spawn(relay_events(
+            Arc::downgrade(&inner),
+            seam.subscribe(),
+            stop.clone(),
+        ));
+        tokio::spawn(keep_linked(Arc::downgrade(&inner), connect, stop.clone()));
+        Self {
+            inner,
+            _answerer: answerer,
+            stop,
+        }
+    }
+
+    /// Whether a connection to the inbox is up now.
+    pub fn is_connected(&self) -> bool {
+        self.inner.connected.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the link is connected (for a command that reports where the inbox is).
+    pub async fn connected(&self) {
+        while !self.is_connected() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl LinkInner {
+    fn send(&self, message: ToInbox) {
+        if let Some(out) = lock(&self.out).as_ref() {
+            let _ = out.send(message);
+        }
+    }
+
+    /// Announces `session` once per connection.
+    fn announce(&self, session: &LinkedSession) {
+        let new = lock(&self.sessions)
+            .insert(session.name.clone(), session.clone())
+            .as_ref()
+            != Some(session);
+        if new {
+            self.send(session_message(session));
+        }
+    }
+
+    fn remove(&self, key: &(String, CallId)) -> Option<OpenQuestion> {
+        lock(&self.open).remove(key)
+    }
+
+    /// Takes the question off the inbox, telling it how its window ended (once).
+    fn over(&self, key: &(String, CallId), how: Over) {
+        if self.remove(key).is_some() {
+            self.send(ToInbox::Over {
+                session: key.0.clone(),
+                call: key.1.clone(),
+                how,
+            });
+        }
+    }
+
+    /// An answer from the inbox: to the question's answerer while it waits, else late.
+    fn on_answer(
+        self: &Arc<Self>,
+        session: String,
+        call: CallId,
+        answers: AnswerBatch,
+        provenance: Provenance,
+    ) {
+        let key = (session, call);
+        let waiting = lock(&self.open).get_mut(&key).and_then(|q| q.answer.take());
+        let unsent = match waiting {
+            Some(tx) => match tx.send((answers, provenance)) {
+                Ok(()) => return,
+                Err(unsent) => unsent,
+            },
+            None => (answers, provenance),
+        };
+        // The window closed as the answer came: a late answer once the call is continued.
+        let host = Arc::clone(&self.host);
+        tokio::spawn(async move {
+            let (answers, provenance) = unsent;
+            let deadline = tokio::time::Instant::now() + CONTINUED_WITHIN;
+            loop {
+                let outcome = host
+                    .answer_late(&key.0, &key.1, answers.clone(), provenance.clone())
+                    .await;
+                match outcome {
+                    Err(LateRefusal::NotWaiting(NotWaiting::Open))
+                        if tokio::time::Instant::now() < deadline =>
+                    {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    Ok(_) => return,
+                    Err(refusal) => {
+                        tracing::warn!(%refusal, call_id = %key.1, "the inbox's answer came as the window closed and was refused");
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    fn on_message(self: &Arc<Self>, message: ToHost) {
+        match message {
+            ToHost::Answer {
+                session,
+                call,
+                answers,
+                provenance,
+            } => self.on_answer(session, call, answers, provenance),
+            ToHost::Late {
+                id,
+                session,
+                call,
+                answers,
+                provenance,
+            } => {
+                let host = Arc::clone(&self.host);
+                let inner = Arc::clone(self);
+                tokio::spawn(async move {
+                    let outcome = host.answer_late(&session, &call, answers, provenance).await;
+                    inner.send(ToInbox::LateReply {
+                        id,
+                        result: WireLate::from_outcome(&outcome),
+                    });
+                });
+            }
+        }
+    }
+}
+
+fn session_message(session: &LinkedSession) -> ToInbox {
+    ToInbox::Session {
+        session: session.name.clone(),
+        client: session.client.clone(),
+        cwd: session.cwd.clone(),
+    }
+}
+
+/// Connects, says hello, hands over what is open, and serves the connection; again when it goes.
+async fn keep_linked(inner: Weak<LinkInner>, connect: Connect, stop: CancellationToken) {
+    let mut pause = Duration::from_secs(1);
+    loop {
+        let stream = tokio::select! {
+            () = stop.cancelled() => return,
+            stream = connect() => stream,
+        };
+        match stream {
+            Ok(stream) => {
+                pause = Duration::from_secs(1);
+                let Some(link) = inner.upgrade() else { return };
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = serve(link, stream) => {}
+                }
+            }
+            Err(error) => tracing::debug!(%error, "the inbox cannot be reached yet"),
+        }
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(pause) => {}
+        }
+        pause = (pause * 2).min(Duration::from_secs(5));
+    }
+}
+
+async fn serve(inner: Arc<LinkInner>, stream: Stream) {
+    let (read, write) = tokio::io::split(stream);
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToInbox>();
+    // What the inbox must know first: who this is, its sessions, and what is open now.
+    let _ = tx.send(ToInbox::Hello {
+        pid: std::process::id(),
+    });
+    for session in lock(&inner.sessions).values() {
+        let _ = tx.send(session_message(session));
+    }
+    for ((session, call), open) in lock(&inner.open).iter() {
+        let _ = tx.send(ToInbox::Open {
+            session: session.clone(),
+            call: call.clone(),
+            questions: open.questions.clone(),
+            timed: open.timed,
+            asked_at_ms: open.asked_at_ms,
+        });
+    }
+    *lock(&inner.out) = Some(tx);
+    inner.connected.store(true, Ordering::SeqCst);
+    inner.reached.store(true, Ordering::SeqCst);
+    let writer = tokio::spawn(async move {
+        let mut writer = Writer::new(write);
+        while let Some(message) = rx.recv().await {
+            if writer.send(&message).await.is_err() {
+                return;
+            }
+        }
+    });
+    let _connection = Connection {
+        inner: Arc::clone(&inner),
+        writer,
+    };
+    let mut reader = Reader::<_, ToHost>::new(read);
+    while let Some(message) = reader.next().await {
+        inner.on_message(message);
+    }
+}
+
+/// The connection in use: dropping it (the inbox went, the link stopped) stops its writer.
+struct Connection {
+    inner: Arc<LinkInner>,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.inner.connected.store(false, Ordering::SeqCst);
+        *lock(&self.inner.out) = None;
+        self.writer.abort();
+    }
+}
+
+/// Tells the inbox how the host's seam saw its calls end: pending, continued, cancelled, and
+/// late replies admitted.
+async fn relay_events(
+    inner: Weak<LinkInner>,
+    mut events: user_questions::QuestionEvents,
+    stop: CancellationToken,
+) {
+    loop {
+        let received = tokio::select! {
+            () = stop.cancelled() => return,
+            received = events.recv() => received,
+        };
+        let Some(received) = received else { return };
+        let Some(inner) = inner.upgrade() else { return };
+        let Received::Event(event) = received else {
+            continue;
+        };
+        let (Some(call), Some(session_id)) = (event.call_id, event.session_id) else {
+            continue;
+        };
+        let Some(session) = inner.host.session(&session_id) else {
+            continue;
+        };
+        let key = (session.name, call);
+        match event.kind {
+            QuestionEventKind::Pending => inner.over(&key, Over::Pending),
+            QuestionEventKind::Cancelled { code } => inner.over(
+                &key,
+                Over::Failed {
+                    code: code.map(|c| c.as_str().to_owned()),
+                    message: "The question was closed.".to_owned(),
+                },
+            ),
+            QuestionEventKind::Continued => inner.send(ToInbox::Continued {
+                session: key.0,
+                call: key.1,
+            }),
+            QuestionEventKind::Answered {
+                path: AnswerPath::Late,
+                provenance,
+            } => inner.send(ToInbox::Settled {
+                session: key.0,
+                call: key.1,
+                provenance,
+            }),
+            QuestionEventKind::Answered { .. }
+            | QuestionEventKind::Opened { .. }
+            | QuestionEventKind::Claimed { .. } => {}
+        }
+    }
+}
+
+/// The link's answerer in the host's seam.
+struct LinkAnswerer {
+    inner: Weak<LinkInner>,
+}
+
+/// Takes an unkeyed question off the inbox however the answerer's future ends.
+struct Handed {
+    inner: Arc<LinkInner>,
+    key: (String, CallId),
+    keyed: bool,
+    over: bool,
+}
+
+impl Drop for Handed {
+    fn drop(&mut self) {
+        if self.over {
+            return;
+        }
+        if self.keyed {
+            // The seam's event (pending or cancelled) tells the inbox; an answer that comes
+            // meanwhile goes late.
+            if let Some(open) = lock(&self.inner.open).get_mut(&self.key) {
+                open.answer = None;
+            }
+            return;
+        }
+        self.inner.over(
+            &self.key,
+            Over::Failed {
+                code: Some(ErrorCode::AskAborted.as_str().to_owned()),
+                message: "The question was withdrawn.".to_owned(),
+            },
+        );
+    }
+}
+
+#[async_trait]
+impl Answerer for LinkAnswerer {
+    /// Hands the question to the inbox and races the rest of the waterfall: the inbox's answer
+    /// (the page, a phone, a shell) or the rest's (the client's form), whichever comes first.
+    /// With nobody else to answer (`NO_PROVIDER`: a client without forms), the inbox alone.
+    async fn answer(
+        &self,
+        request: &AnswerRequest,
+        next: Next<'_>,
+    ) -> Result<Answered, AnswererError> {
+        let Some(inner) = self.inner.upgrade() else {
+            return next.run().await;
+        };
+        let session = request
+            .agent
+            .as_ref()
+            .and_then(|agent| inner.host.session(agent.session().id()));
+        let Some(session) = session.filter(|_| inner.reached.load(Ordering::SeqCst)) else {
+            return next.run().await;
+        };
+        let (call, keyed, timed) = match &request.wait {
+            Some(WaitKey::Timed { call_id, .. }) => (call_id.clone(), true, true),
+            Some(WaitKey::Indefinite { call_id }) => (call_id.clone(), true, false),
+            None => (
+                CallId::from(format!(
+                    "ask-{}-{}",
+                    std::process::id(),
+                    inner.next_ask.fetch_add(1, Ordering::Relaxed)
+                )),
+                false,
+                false,
+            ),
+        };
+        inner.announce(&session);
+        let key = (session.name.clone(), call.clone());
+        let (tx, mut rx) = oneshot::channel();
+        let asked_at_ms = user_questions::now_unix_ms();
+        lock(&inner.open).insert(
+            key.clone(),
+            OpenQuestion {
+                questions: request.questions.clone(),
+                timed,
+                asked_at_ms,
+                answer: Some(tx),
+            },
+        );
+        inner.send(ToInbox::Open {
+            session: session.name.clone(),
+            call,
+            questions: request.questions.clone(),
+            timed,
+            asked_at_ms,
+        });
+        let mut handed = Handed {
+            inner: Arc::clone(&inner),
+            key,
+            keyed,
+            over: false,
+        };
+        let rest = next.run();
+        tokio::pin!(rest);
+        let mut rest_done = false;
+        // What the host learns of the session later (the client's folder, from `roots/list`)
+        // reaches the inbox while the question waits.
+        let mut relabel =
+            tokio::time::interval_at(tokio::time::Instant::now() + RELABEL_EVERY, RELABEL_EVERY);
+        let session_id = request.agent.as_ref().map(|a| a.session().id().clone());
+        loop {
+            tokio::select! {
+                biased;
+                answer = &mut rx => {
+                    let Ok((answers, provenance)) = answer else {
+                        return Err(UserQuestionError::ask_aborted().into());
+                    };
+                    handed.over = true;
+                    inner.remove(&handed.key);
+                    return Ok(Answered { answers, provenance });
+                }
+                () = request.cancel.cancelled() => {
+                    return Err(UserQuestionError::ask_aborted().into());
+                }
+                _ = relabel.tick() => {
+                    if let Some(session) = session_id.as_ref().and_then(|id| inner.host.session(id)) {
+                        inner.announce(&session);
+                    }
+                }
+                result = &mut rest, if !rest_done => match result {
+                    Ok(answered) => {
+                        handed.over = true;
+                        inner.over(&handed.key, Over::Answered {
+                            answers: answered.answers.clone(),
+                            provenance: answered.provenance.clone(),
+                        });
+                        return Ok(answered);
+                    }
+                    Err(error) if error.is(&ErrorCode::NoProvider) => rest_done = true,
+                    Err(error) => {
+                        if !keyed {
+                            handed.over = true;
+                            inner.over(&handed.key, Over::Failed {
+                                code: error.code().map(str::to_owned),
+                                message: error.to_string(),
+                            });
+                        }
+                        return Err(error);
+                    }
+                },
+            }
+        }
+    }
+}

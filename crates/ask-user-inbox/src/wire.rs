@@ -1,0 +1,299 @@
+//! The protocol between a linked host and the inbox: one JSON object per line over a local
+//! stream socket, each tagged by `t`. A line longer than [`MAX_LINE`] ends the connection.
+//!
+//! Host → inbox: `hello`, `session` (a session's name and where it runs), `open` (a question in
+//! its window), `over` (how its window ended: answered elsewhere, failed, pending, cancelled),
+//! `continued` (its pending result is durable), `settled` (a late reply was admitted), and
+//! `late-reply` (what became of a late answer the inbox forwarded).
+//!
+//! Inbox → host: `answer` (an answer given in the inbox to a question in its window) and `late`
+//! (a late answer to a continued question, which the host answers `late-reply`).
+
+use futures::{SinkExt as _, StreamExt as _};
+use pending_answer::{DeskError, LateRefusal, NotWaiting, Queued};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{FramedRead, FramedWrite, LinesCodec};
+use user_questions::{AnswerBatch, CallId, ErrorCode, Provenance, Question, UserQuestionError};
+
+/// The longest line either side takes: a batch of questions at the seam's limits fits many times.
+pub const MAX_LINE: usize = 4 * 1024 * 1024;
+
+/// What a host tells the inbox.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "kebab-case")]
+pub(crate) enum ToInbox {
+    Hello {
+        pid: u32,
+    },
+    Session {
+        session: String,
+        client: Option<String>,
+        cwd: Option<String>,
+    },
+    Open {
+        session: String,
+        call: CallId,
+        questions: Vec<Question>,
+        timed: bool,
+        #[serde(rename = "askedAtMs")]
+        asked_at_ms: i64,
+    },
+    Over {
+        session: String,
+        call: CallId,
+        how: Over,
+    },
+    Continued {
+        session: String,
+        call: CallId,
+    },
+    Settled {
+        session: String,
+        call: CallId,
+        provenance: Provenance,
+    },
+    LateReply {
+        id: u64,
+        result: WireLate,
+    },
+}
+
+/// How a question's window ended at its host.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "how", rename_all = "kebab-case")]
+pub(crate) enum Over {
+    /// Another surface of the host answered (the client's form, a script).
+    Answered {
+        answers: AnswerBatch,
+        provenance: Provenance,
+    },
+    /// The window closed: the call went pending.
+    Pending,
+    /// The request ended without an answer (cancelled, declined, an error).
+    Failed {
+        code: Option<String>,
+        message: String,
+    },
+}
+
+/// What the inbox tells a host.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "kebab-case")]
+pub(crate) enum ToHost {
+    Answer {
+        session: String,
+        call: CallId,
+        answers: AnswerBatch,
+        provenance: Provenance,
+    },
+    Late {
+        id: u64,
+        session: String,
+        call: CallId,
+        answers: AnswerBatch,
+        provenance: Provenance,
+    },
+}
+
+/// A late answer's outcome on the wire: [`Queued`] or a [`LateRefusal`], kept typed where the
+/// inbox's desk acts on it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub(crate) enum WireLate {
+    Queued {
+        call: CallId,
+        #[serde(rename = "messageId")]
+        message_id: String,
+    },
+    UnknownSession {
+        session: String,
+    },
+    NotWaiting {
+        why: String,
+    },
+    ReplyQueued {
+        call: CallId,
+        #[serde(rename = "messageId")]
+        message_id: Option<String>,
+    },
+    BadAnswer {
+        code: String,
+        message: String,
+    },
+    Refused {
+        code: String,
+        message: String,
+    },
+}
+
+impl WireLate {
+    pub(crate) fn from_outcome(outcome: &Result<Queued, LateRefusal>) -> Self {
+        match outcome {
+            Ok(queued) => Self::Queued {
+                call: queued.call_id.clone(),
+                message_id: queued.message_id.clone(),
+            },
+            Err(LateRefusal::UnknownSession(session)) => Self::UnknownSession {
+                session: session.clone(),
+            },
+            Err(LateRefusal::NotWaiting(why)) => Self::NotWaiting {
+                why: not_waiting_name(*why).to_owned(),
+            },
+            Err(LateRefusal::ReplyQueued {
+                call_id,
+                message_id,
+                ..
+            }) => Self::ReplyQueued {
+                call: call_id.clone(),
+                message_id: message_id.clone(),
+            },
+            Err(LateRefusal::BadAnswer(error)) => Self::BadAnswer {
+                code: error.code().to_owned(),
+                message: error.message().to_owned(),
+            },
+            Err(refusal) => Self::Refused {
+                code: refusal.code().unwrap_or("UNAVAILABLE").to_owned(),
+                message: refusal.to_string(),
+            },
+        }
+    }
+
+    pub(crate) fn into_outcome(self) -> Result<Queued, LateRefusal> {
+        match self {
+            Self::Queued { call, message_id } => Ok(Queued {
+                call_id: call,
+                message_id,
+            }),
+            Self::UnknownSession { session } => Err(LateRefusal::UnknownSession(session)),
+            Self::NotWaiting { why } => Err(LateRefusal::NotWaiting(not_waiting_of(&why))),
+            Self::ReplyQueued { call, message_id } => Err(LateRefusal::ReplyQueued {
+                call_id: call,
+                message_id,
+                settled_by: None,
+            }),
+            Self::BadAnswer { code, message } => Err(LateRefusal::BadAnswer(
+                UserQuestionError::new(ErrorCode::parse(&code), message),
+            )),
+            Self::Refused { code, message } => Err(LateRefusal::Unavailable(DeskError::new(
+                "UNAVAILABLE",
+                format!("{code}: {message}"),
+            ))),
+        }
+    }
+}
+
+fn not_waiting_name(why: NotWaiting) -> &'static str {
+    match why {
+        NotWaiting::Open => "open",
+        NotWaiting::Settled => "settled",
+        NotWaiting::Dropped => "dropped",
+        NotWaiting::Unknown => "unknown",
+    }
+}
+
+fn not_waiting_of(name: &str) -> NotWaiting {
+    match name {
+        "open" => NotWaiting::Open,
+        "settled" => NotWaiting::Settled,
+        "dropped" => NotWaiting::Dropped,
+        _ => NotWaiting::Unknown,
+    }
+}
+
+/// Reads lines of `T`: `None` at the end of the stream, on a read error or on a line too long;
+/// a line that is not a `T` is skipped with a warning (a newer peer's message, say).
+pub(crate) struct Reader<R, T> {
+    lines: FramedRead<R, LinesCodec>,
+    _kind: std::marker::PhantomData<T>,
+}
+
+impl<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>> Reader<R, T> {
+    pub(crate) fn new(read: R) -> Self {
+        Self {
+            lines: FramedRead::new(read, LinesCodec::new_with_max_length(MAX_LINE)),
+            _kind: std::marker::PhantomData,
+        }
+    }
+
+    pub(crate) async fn next(&mut self) -> Option<T> {
+        loop {
+            match self.lines.next().await? {
+                Ok(line) => match serde_json::from_str(&line) {
+                    Ok(message) => return Some(message),
+                    Err(error) => {
+                        tracing::warn!(%error, "an inbox message that cannot be read; skipped");
+                    }
+                },
+                Err(error) => {
+                    tracing::warn!(%error, "the inbox connection broke");
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Writes lines of JSON.
+pub(crate) struct Writer<W> {
+    lines: FramedWrite<W, LinesCodec>,
+}
+
+impl<W: AsyncWrite + Unpin> Writer<W> {
+    pub(crate) fn new(write: W) -> Self {
+        Self {
+            lines: FramedWrite::new(write, LinesCodec::new_with_max_length(MAX_LINE)),
+        }
+    }
+
+    pub(crate) async fn send<T: Serialize>(&mut self, message: &T) -> std::io::Result<()> {
+        let line = serde_json::to_string(message).map_err(std::io::Error::other)?;
+        self.lines.send(line).await.map_err(std::io::Error::other)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_as_tagged_lines() {
+        let open = ToInbox::Open {
+            session: "mcp-1.jsonl".to_owned(),
+            call: CallId::from("call_1"),
+            questions: vec![Question::new("q", "Which?")],
+            timed: true,
+            asked_at_ms: 5,
+        };
+        let line = serde_json::to_string(&open).unwrap();
+        assert!(
+            line.starts_with(r#"{"t":"open","session":"mcp-1.jsonl""#),
+            "{line}"
+        );
+        assert_eq!(serde_json::from_str::<ToInbox>(&line).unwrap(), open);
+        let over = ToInbox::Over {
+            session: "s".to_owned(),
+            call: CallId::from("c"),
+            how: Over::Pending,
+        };
+        let line = serde_json::to_string(&over).unwrap();
+        assert!(line.contains(r#""how":{"how":"pending"}"#), "{line}");
+    }
+
+    #[test]
+    fn refusals_keep_their_kind_across_the_wire() {
+        let refused: Result<Queued, LateRefusal> =
+            Err(LateRefusal::NotWaiting(NotWaiting::Settled));
+        let back = WireLate::from_outcome(&refused).into_outcome();
+        assert!(matches!(
+            back,
+            Err(LateRefusal::NotWaiting(NotWaiting::Settled))
+        ));
+        let queued = Queued {
+            call_id: CallId::from("c"),
+            message_id: "m".to_owned(),
+        };
+        let back = WireLate::from_outcome(&Ok(queued.clone())).into_outcome();
+        assert!(matches!(back, Ok(q) if q == queued));
+    }
+}

@@ -1,0 +1,475 @@
+//! The inbox and a linked host over an in-memory stream: a question handed over, answered on
+//! either side, going pending and continued, answered late through the host, and the host gone.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ask_user_inbox::{Connect, Inbox, InboxLink, LinkedHost, LinkedSession, Stream};
+use futures::future::BoxFuture;
+use pending_answer::{
+    Accepted, DeskError, DeskQuestion, DeskSession, LateRefusal, QuestionDesk, Queued, SessionView,
+};
+use tokio::sync::{mpsc, oneshot};
+use user_questions::{
+    AgentHandle, AnswerBatch, AnswerItem, AnswerRequest, Answered, Answerer, AnswererError,
+    AnswererGuard, AskRequest, CallId, HostBindings, InMemoryAgent, InMemoryAgentRegistry,
+    InMemorySession, Next, Provenance, Question, QuestionEvent, QuestionEventKind, QuestionOption,
+    Received, RegisterOptions, SessionId, TimedAskRequest, TimedOutcome, UserQuestions,
+    UserQuestionsConfig, async_trait,
+};
+
+/// Far longer than any wait here: a broken test fails instead of hanging.
+const NEVER: Duration = Duration::from_secs(30);
+
+fn question() -> Question {
+    Question::new("db", "Which database?").with_options([
+        QuestionOption::new("PostgreSQL"),
+        QuestionOption::new("SQLite"),
+    ])
+}
+
+fn batch(label: &str) -> AnswerBatch {
+    AnswerBatch::new([AnswerItem::selected("db", [label])])
+}
+
+/// An answerer that answers when the test says so: a page, a form.
+#[derive(Clone, Default)]
+struct Hand {
+    waiting: Arc<Mutex<Vec<oneshot::Sender<AnswerBatch>>>>,
+    seen: Arc<tokio::sync::Notify>,
+}
+
+impl Hand {
+    /// Waits for a request to reach the hand, then answers it.
+    async fn answer(&self, batch: AnswerBatch) {
+        let sender = tokio::time::timeout(NEVER, async {
+            loop {
+                let notified = self.seen.notified();
+                if let Some(sender) = self.waiting.lock().unwrap().pop() {
+                    return sender;
+                }
+                notified.await;
+            }
+        })
+        .await
+        .expect("no request reached the hand");
+        sender.send(batch).unwrap();
+    }
+
+    async fn reached(&self) {
+        tokio::time::timeout(NEVER, async {
+            loop {
+                let notified = self.seen.notified();
+                if !self.waiting.lock().unwrap().is_empty() {
+                    return;
+                }
+                notified.await;
+            }
+        })
+        .await
+        .expect("no request reached the hand");
+    }
+}
+
+/// The hand as an answerer: it waits for the test and races the rest of the waterfall, as the
+/// page does (with nobody else there, the hand alone).
+struct HandAnswerer(Hand);
+
+#[async_trait]
+impl Answerer for HandAnswerer {
+    async fn answer(
+        &self,
+        request: &AnswerRequest,
+        next: Next<'_>,
+    ) -> Result<Answered, AnswererError> {
+        let (tx, mut rx) = oneshot::channel();
+        self.0.waiting.lock().unwrap().push(tx);
+        self.0.seen.notify_waiters();
+        let rest = next.run();
+        tokio::pin!(rest);
+        let mut rest_done = false;
+        loop {
+            tokio::select! {
+                answers = &mut rx => return match answers {
+                    Ok(answers) => Ok(Answered::human(answers)),
+                    Err(_) => Err(user_questions::UserQuestionError::ask_aborted().into()),
+                },
+                result = &mut rest, if !rest_done => match result {
+                    Err(error) if error.is(&user_questions::ErrorCode::NoProvider) => rest_done = true,
+                    other => return other,
+                },
+                () = request.cancel.cancelled() => {
+                    return Err(user_questions::UserQuestionError::ask_aborted().into());
+                }
+            }
+        }
+    }
+}
+
+/// The host's side of the test: a seam, one agent, and what its late answers got.
+struct Host {
+    seam: UserQuestions,
+    agent: AgentHandle,
+    late: Arc<Mutex<Vec<(String, CallId, AnswerBatch)>>>,
+}
+
+impl LinkedHost for Host {
+    fn session(&self, id: &SessionId) -> Option<LinkedSession> {
+        (id.as_str() == "s1").then(|| LinkedSession {
+            name: "log-1.jsonl".to_owned(),
+            client: Some("claude-code".to_owned()),
+            cwd: Some("/work/app".to_owned()),
+        })
+    }
+
+    fn answer_late(
+        &self,
+        session: &str,
+        call_id: &CallId,
+        answers: AnswerBatch,
+        _provenance: Provenance,
+    ) -> BoxFuture<'static, Result<Queued, LateRefusal>> {
+        self.late
+            .lock()
+            .unwrap()
+            .push((session.to_owned(), call_id.clone(), answers));
+        let queued = Queued {
+            call_id: call_id.clone(),
+            message_id: "reply-1".to_owned(),
+        };
+        Box::pin(async move { Ok(queued) })
+    }
+}
+
+/// A fallback desk that records what it was asked to answer.
+#[derive(Default)]
+struct Fallback {
+    answered: Mutex<Vec<(String, CallId)>>,
+}
+
+impl QuestionDesk for Fallback {
+    fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+        Ok(Vec::new())
+    }
+
+    fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+        Ok(Vec::new())
+    }
+
+    fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
+        Ok(Vec::new())
+    }
+
+    fn answer(
+        &self,
+        session: &str,
+        call_id: &CallId,
+        _answers: AnswerBatch,
+        _provenance: Provenance,
+    ) -> Result<Accepted, LateRefusal> {
+        self.answered
+            .lock()
+            .unwrap()
+            .push((session.to_owned(), call_id.clone()));
+        Ok(Accepted::Recorded {
+            answer_id: "a1".to_owned(),
+        })
+    }
+}
+
+/// An inbox with its "page": a hand registered at the front of its seam.
+struct Served {
+    inbox: Inbox,
+    fallback: Arc<Fallback>,
+    page: Hand,
+    _page: AnswererGuard,
+}
+
+fn served() -> Served {
+    let fallback = Arc::new(Fallback::default());
+    let inbox = Inbox::new(Arc::clone(&fallback) as Arc<dyn QuestionDesk>).unwrap();
+    let page = Hand::default();
+    let page_guard = inbox.seam().register(
+        Arc::new(HandAnswerer(page.clone())),
+        RegisterOptions::global("web").prepended(),
+    );
+    Served {
+        inbox,
+        fallback,
+        page,
+        _page: page_guard,
+    }
+}
+
+struct World {
+    inbox: Inbox,
+    fallback: Arc<Fallback>,
+    page: Hand,
+    _page: AnswererGuard,
+    /// The inbox the host's next connection reaches (a restarted one replaces it).
+    current: Arc<Mutex<Inbox>>,
+    host: Arc<Host>,
+    link: Option<InboxLink>,
+    /// Ends the current connection (the host process dying) when sent.
+    kill: mpsc::UnboundedSender<()>,
+}
+
+/// An inbox with a "page" (a hand registered at the front of its seam) and one host linked to it
+/// over in-memory streams; `host_hand` answers at the host (its client's form).
+fn world(host_hand: Option<&Hand>) -> (World, Option<AnswererGuard>) {
+    let Served {
+        inbox,
+        fallback,
+        page,
+        _page: page_guard,
+    } = served();
+    let current = Arc::new(Mutex::new(inbox.clone()));
+    let registry = InMemoryAgentRegistry::new();
+    let agent: AgentHandle = InMemoryAgent::new("root", InMemorySession::new("s1"), []);
+    registry.enter_root(Arc::clone(&agent));
+    let seam = UserQuestions::new(
+        UserQuestionsConfig::default(),
+        HostBindings::with_registry(registry),
+    )
+    .unwrap();
+    let form = host_hand.map(|hand| {
+        seam.register(
+            Arc::new(HandAnswerer(hand.clone())),
+            RegisterOptions::global("mcp-elicitation:claude-code"),
+        )
+    });
+    let host = Arc::new(Host {
+        seam: seam.clone(),
+        agent,
+        late: Arc::default(),
+    });
+    let (kill, kills) = mpsc::unbounded_channel::<()>();
+    let kills = Arc::new(tokio::sync::Mutex::new(kills));
+    let reached = Arc::clone(&current);
+    let connect: Connect = Arc::new(move || {
+        let inbox = reached.lock().unwrap().clone();
+        let kills = Arc::clone(&kills);
+        Box::pin(async move {
+            let (host_end, inbox_end) = tokio::io::duplex(64 * 1024);
+            tokio::spawn(async move {
+                let mut kills = kills.lock().await;
+                tokio::select! {
+                    () = inbox.serve_link(inbox_end) => {}
+                    _ = kills.recv() => {}
+                }
+            });
+            Ok(Box::new(host_end) as Stream)
+        })
+    });
+    let link = InboxLink::start(&seam, Arc::clone(&host) as Arc<dyn LinkedHost>, connect);
+    (
+        World {
+            inbox,
+            fallback,
+            page,
+            _page: page_guard,
+            current,
+            host,
+            link: Some(link),
+            kill,
+        },
+        form,
+    )
+}
+
+impl World {
+    async fn linked(&self) {
+        tokio::time::timeout(NEVER, self.link.as_ref().unwrap().connected())
+            .await
+            .unwrap();
+    }
+
+    fn ask_timed(&self, window_ms: i64) -> tokio::task::JoinHandle<TimedOutcome> {
+        let seam = self.host.seam.clone();
+        let agent = Arc::clone(&self.host.agent);
+        tokio::spawn(async move {
+            seam.ask_timed(
+                TimedAskRequest::new([question()], agent),
+                CallId::from("call_1"),
+                window_ms,
+            )
+            .await
+            .unwrap()
+        })
+    }
+
+    /// Waits for the inbox's seam to tell `kind` of `call_1`.
+    async fn inbox_told(events: &mut user_questions::QuestionEvents, name: &str) {
+        tokio::time::timeout(NEVER, async {
+            while let Some(received) = events.recv().await {
+                if let Received::Event(event) = received
+                    && event.kind.name() == name
+                    && event.call_id == Some(CallId::from("call_1"))
+                {
+                    assert_eq!(event.session_id, Some(SessionId::from("log-1.jsonl")));
+                    return;
+                }
+            }
+            panic!("the inbox's events ended");
+        })
+        .await
+        .unwrap_or_else(|_| panic!("the inbox never told {name}"));
+    }
+}
+
+async fn finish<T>(task: tokio::task::JoinHandle<T>) -> T {
+    tokio::time::timeout(NEVER, task).await.unwrap().unwrap()
+}
+
+/// A late answer to `call_1` given in the inbox (the page does this through the desk).
+async fn answer_late_in_the_inbox(inbox: &Inbox) -> Accepted {
+    let desk = inbox.desk();
+    tokio::task::spawn_blocking(move || {
+        desk.answer(
+            "log-1.jsonl",
+            &CallId::from("call_1"),
+            batch("SQLite"),
+            Provenance::human("web"),
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap()
+}
+
+/// The host publishes `continued` once its pending result is durable (its late answers do).
+fn announce_continued(seam: &UserQuestions) {
+    seam.publish(QuestionEvent {
+        ask_id: None,
+        call_id: Some(CallId::from("call_1")),
+        agent_id: None,
+        session_id: Some(SessionId::from("s1")),
+        at_ms: 0,
+        kind: QuestionEventKind::Continued,
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_question_answered_in_the_inbox_reaches_its_host_in_the_window() {
+    let (world, _form) = world(None);
+    world.linked().await;
+    let asked = world.ask_timed(60_000);
+    world.page.answer(batch("SQLite")).await;
+    match finish(asked).await {
+        TimedOutcome::Answered(answered) => {
+            assert_eq!(answered.answers, batch("SQLite"));
+            assert_eq!(answered.provenance, Provenance::human("web"));
+        }
+        other @ TimedOutcome::Pending { .. } => panic!("expected the page's answer, got {other:?}"),
+    }
+    let sessions = world.inbox.sessions();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(
+        sessions[0].label().as_deref(),
+        Some("claude-code · /work/app")
+    );
+    assert!(sessions[0].linked);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hosts_form_answering_first_closes_the_inbox_card() {
+    let form = Hand::default();
+    let (world, _form) = world(Some(&form));
+    world.linked().await;
+    let mut events = world.inbox.seam().subscribe();
+    let asked = world.ask_timed(60_000);
+    // The question is on the inbox's page too before the form answers.
+    world.page.reached().await;
+    form.answer(batch("PostgreSQL")).await;
+    match finish(asked).await {
+        TimedOutcome::Answered(answered) => assert_eq!(answered.answers, batch("PostgreSQL")),
+        other @ TimedOutcome::Pending { .. } => panic!("expected the form's answer, got {other:?}"),
+    }
+    // The inbox's ask ends answered by the host: its page takes the card down.
+    World::inbox_told(&mut events, "answered").await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_question_whose_window_closed_is_answered_late_through_its_host() {
+    let (world, _form) = world(None);
+    world.linked().await;
+    let mut events = world.inbox.seam().subscribe();
+    let asked = world.ask_timed(200);
+    world.page.reached().await;
+    assert!(matches!(finish(asked).await, TimedOutcome::Pending { .. }));
+    World::inbox_told(&mut events, "pending").await;
+    announce_continued(&world.host.seam);
+    World::inbox_told(&mut events, "continued").await;
+    // A late answer given in the inbox goes to the host that runs the session.
+    let accepted = answer_late_in_the_inbox(&world.inbox).await;
+    assert!(matches!(accepted, Accepted::Queued(q) if q.message_id == "reply-1"));
+    let late = world.host.late.lock().unwrap().clone();
+    assert_eq!(
+        late,
+        vec![(
+            "log-1.jsonl".to_owned(),
+            CallId::from("call_1"),
+            batch("SQLite")
+        )]
+    );
+    assert!(world.fallback.answered.lock().unwrap().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn when_the_host_goes_its_question_is_continued_and_answered_through_the_logs() {
+    let (mut world, _form) = world(None);
+    world.linked().await;
+    let mut events = world.inbox.seam().subscribe();
+    let asked = world.ask_timed(60_000);
+    world.page.reached().await;
+    // The host process dies: its connection ends, and it never links again.
+    world.link = None;
+    world.kill.send(()).unwrap();
+    World::inbox_told(&mut events, "pending").await;
+    World::inbox_told(&mut events, "continued").await;
+    asked.abort();
+    let accepted = answer_late_in_the_inbox(&world.inbox).await;
+    assert!(matches!(accepted, Accepted::Recorded { .. }));
+    assert_eq!(
+        world.fallback.answered.lock().unwrap().clone(),
+        vec![("log-1.jsonl".to_owned(), CallId::from("call_1"))]
+    );
+    assert!(!world.inbox.sessions()[0].linked);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_blocking_question_of_a_client_without_forms_waits_for_the_inbox() {
+    let (world, _form) = world(None);
+    world.linked().await;
+    let seam = world.host.seam.clone();
+    let agent = Arc::clone(&world.host.agent);
+    // Nobody else answers at the host: without the inbox this is NO_PROVIDER at once.
+    let asked = tokio::spawn(async move {
+        seam.ask(AskRequest::new([question()]).with_agent(agent))
+            .await
+    });
+    world.page.answer(batch("PostgreSQL")).await;
+    let answered = finish(asked).await.unwrap();
+    assert_eq!(answered.answers, batch("PostgreSQL"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_inbox_going_and_coming_back_gets_what_is_still_open() {
+    let (world, _form) = world(None);
+    world.linked().await;
+    let asked = world.ask_timed(60_000);
+    world.page.reached().await;
+    // The inbox dies and a new one starts: the link connects to it and hands the open
+    // question over again, which its page answers.
+    let restarted = served();
+    *world.current.lock().unwrap() = restarted.inbox.clone();
+    world.kill.send(()).unwrap();
+    restarted.page.answer(batch("SQLite")).await;
+    assert_eq!(restarted.inbox.links(), 1);
+    match finish(asked).await {
+        TimedOutcome::Answered(answered) => assert_eq!(answered.answers, batch("SQLite")),
+        other @ TimedOutcome::Pending { .. } => panic!("expected the page's answer, got {other:?}"),
+    }
+}
