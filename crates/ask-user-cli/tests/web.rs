@@ -444,6 +444,40 @@ fn demo_web_ntfy_sends_answer_buttons_and_a_press_answers_once() {
     );
 }
 
+/// `inbox --pg` is the page of a database's sessions (`ask-user mcp --pg` keeps its MCP sessions
+/// there), as `serve --pg` serves it.
+#[test]
+fn inbox_pg_serves_the_questions_of_every_session_of_the_database() {
+    let Some(url) = ask_user_testkit::pg::pg_url() else {
+        return;
+    };
+    let schema = ask_user_testkit::pg::fresh_schema();
+    let options = ask_user_pg::PgOptions::in_schema(&schema);
+    let store = ask_user_pg::PgStore::connect(&url, &options).unwrap();
+    ask_user_testkit::logs::create_pending(&store, "mcp-1", &["ask-1"]);
+    let mut inbox = Running::start(&[
+        "inbox",
+        "--pg",
+        &url,
+        "--pg-schema",
+        &schema,
+        "--addr",
+        "127.0.0.1:0",
+    ]);
+    let (addr, token) = inbox.url();
+    let (status, view) = http(&addr, "GET", "/pending", &token, None);
+    assert_eq!(status, 200);
+    assert_eq!(view["sessions"][0]["session"], "mcp-1");
+    assert_eq!(view["sessions"][0]["active"][0]["callId"], "ask-1");
+    let good =
+        json!({"session": "mcp-1", "answers": [{"id": "scope", "selected": ["Everything"]}]});
+    let (status, body) = http(&addr, "POST", "/cards/ask-1/answer", &token, Some(&good));
+    assert_eq!((status, body), (200, json!({"ok": true, "path": "late"})));
+    drop(inbox);
+    assert_eq!(store.unadmitted("mcp-1").unwrap().len(), 1, "in the ledger");
+    ask_user_testkit::pg::drop_schema(&url, &schema);
+}
+
 #[test]
 fn serve_pg_sends_a_page_answer_to_the_ledger_and_a_worker_admits_it() {
     let Some(url) = ask_user_testkit::pg::pg_url() else {

@@ -659,3 +659,238 @@ fn outcome_texts(fx: &Fixture) -> Vec<Value> {
     fx.runtime.store().read("s1", &mut results).unwrap();
     results.0
 }
+
+/// A host linked to the inbox: one agent in one session, as an `ask-user mcp` process is.
+struct LinkedHost {
+    seam: user_questions::UserQuestions,
+    agent: user_questions::AgentHandle,
+    session: ask_user_inbox::LinkedSession,
+    _link: ask_user_inbox::InboxLink,
+}
+
+struct Names(ask_user_inbox::LinkedSession, user_questions::SessionId);
+
+impl ask_user_inbox::LinkedHost for Names {
+    fn session(&self, id: &user_questions::SessionId) -> Option<ask_user_inbox::LinkedSession> {
+        (id == &self.1).then(|| self.0.clone())
+    }
+
+    fn answer_late(
+        &self,
+        session: &str,
+        _call_id: &user_questions::CallId,
+        _answers: user_questions::AnswerBatch,
+        _provenance: user_questions::Provenance,
+    ) -> futures::future::BoxFuture<
+        'static,
+        Result<pending_answer::Queued, pending_answer::LateRefusal>,
+    > {
+        let session = session.to_owned();
+        Box::pin(async move { Err(pending_answer::LateRefusal::UnknownSession(session)) })
+    }
+}
+
+fn linked_host(inbox: &ask_user_inbox::Inbox, name: &str, client: &str, cwd: &str) -> LinkedHost {
+    use user_questions::{HostBindings, InMemoryAgent, InMemoryAgentRegistry, InMemorySession};
+    let registry = InMemoryAgentRegistry::new();
+    let agent: user_questions::AgentHandle = InMemoryAgent::new(
+        format!("agent-{name}"),
+        InMemorySession::new(format!("id-{name}")),
+        [],
+    );
+    registry.enter_root(std::sync::Arc::clone(&agent));
+    let seam = user_questions::UserQuestions::new(
+        user_questions::UserQuestionsConfig::default(),
+        HostBindings::with_registry(registry),
+    )
+    .unwrap();
+    let session = ask_user_inbox::LinkedSession {
+        name: format!("{name}.jsonl"),
+        client: Some(client.to_owned()),
+        cwd: Some(cwd.to_owned()),
+    };
+    let served = inbox.clone();
+    let connect: ask_user_inbox::Connect = std::sync::Arc::new(move || {
+        let inbox = served.clone();
+        Box::pin(async move {
+            let (host_end, inbox_end) = tokio::io::duplex(1 << 16);
+            tokio::spawn(async move { inbox.serve_link(inbox_end).await });
+            Ok(Box::new(host_end) as ask_user_inbox::Stream)
+        })
+    });
+    let names = Names(session.clone(), agent.session().id().clone());
+    let link = ask_user_inbox::InboxLink::start(&seam, std::sync::Arc::new(names), connect);
+    LinkedHost {
+        seam,
+        agent,
+        session,
+        _link: link,
+    }
+}
+
+impl LinkedHost {
+    fn ask(
+        &self,
+        call_id: &str,
+        question: &str,
+    ) -> tokio::task::JoinHandle<user_questions::TimedOutcome> {
+        let seam = self.seam.clone();
+        let agent = std::sync::Arc::clone(&self.agent);
+        let question = user_questions::Question::new("pick", question).with_options([
+            user_questions::QuestionOption::new("Yes"),
+            user_questions::QuestionOption::new("No"),
+        ]);
+        let call_id = user_questions::CallId::from(call_id);
+        tokio::spawn(async move {
+            seam.ask_timed(
+                user_questions::TimedAskRequest::new([question], agent),
+                call_id,
+                120_000,
+            )
+            .await
+            .unwrap()
+        })
+    }
+}
+
+/// The inbox's fallback here: no logs (every question comes from a linked host).
+struct NoLogs;
+
+impl pending_answer::QuestionDesk for NoLogs {
+    fn sessions(&self) -> Result<Vec<pending_answer::DeskSession>, pending_answer::DeskError> {
+        Ok(Vec::new())
+    }
+
+    fn views(
+        &self,
+        _session: Option<&str>,
+    ) -> Result<Vec<pending_answer::SessionView>, pending_answer::DeskError> {
+        Ok(Vec::new())
+    }
+
+    fn answer(
+        &self,
+        session: &str,
+        _call_id: &user_questions::CallId,
+        _answers: user_questions::AnswerBatch,
+        _provenance: user_questions::Provenance,
+    ) -> Result<pending_answer::Accepted, pending_answer::LateRefusal> {
+        Err(pending_answer::LateRefusal::UnknownSession(
+            session.to_owned(),
+        ))
+    }
+}
+
+/// The inbox and its page as `ask-user inbox` serves them (no countdowns: each host's window
+/// decides), on loopback.
+async fn inbox_page() -> (
+    ask_user_inbox::Inbox,
+    ask_user_web::WebSurface,
+    user_questions::AnswererGuard,
+    WebServer,
+) {
+    let inbox = ask_user_inbox::Inbox::new(std::sync::Arc::new(NoLogs)).unwrap();
+    let options = ask_user_web::WebOptions {
+        countdowns: false,
+        ..ask_user_web::WebOptions::default()
+    };
+    let page = ask_user_web::WebSurface::new(inbox.seam(), Some(inbox.desk()), options).unwrap();
+    let guard = page.register(inbox.seam());
+    let server = page.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    (inbox, page, guard, server)
+}
+
+/// The machine's inbox in a browser: three agents' sessions (three clients, three folders) on
+/// one page, each card naming its session's client and folder and its age, answered one by one;
+/// each answer reaches its own agent. The screenshot in the README (`docs/inbox.png`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_page_shows_three_sessions_and_each_is_answered_in_turn() {
+    let _one = lock().await;
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let (inbox, page, _page, server) = inbox_page().await;
+    let hosts = [
+        linked_host(&inbox, "shop", "claude-code", "~/src/shop"),
+        linked_host(&inbox, "api", "codex-mcp-client", "~/src/api"),
+        linked_host(&inbox, "docs", "gemini-cli-mcp-client", "~/src/docs"),
+    ];
+    let questions = [
+        "Ship the checkout redesign behind a flag?",
+        "Drop the v1 endpoints in this release?",
+        "Publish the migration guide today?",
+    ];
+    let calls: Vec<_> = hosts
+        .iter()
+        .zip(questions)
+        .map(|(host, question)| host.ask(&format!("call_{}", host.session.name), question))
+        .collect();
+    // The labels reach the page as the sessions link: wait for them, then load it.
+    until("three sessions linked", || inbox.sessions().len() == 3).await;
+    for session in inbox.sessions() {
+        page.set_session_label(&session.name, session.label());
+    }
+    page.refresh().await;
+    browser.client.goto(&server.url()).await.unwrap();
+    for host in &hosts {
+        let card = browser
+            .card(&format!("call_{}", host.session.name), "open")
+            .await;
+        let origin = card
+            .find(Locator::Css(".origin"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let label = format!(
+            "{} · {}",
+            host.session.client.as_deref().unwrap(),
+            host.session.cwd.as_deref().unwrap()
+        );
+        assert!(origin.starts_with(&label), "{origin}");
+        assert!(origin.contains("asked "), "{origin}");
+    }
+    // Wide and tall enough for the three cards.
+    browser.client.set_window_size(760, 1500).await.unwrap();
+    let png = browser.client.screenshot().await.unwrap();
+    std::fs::write(
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("inbox.png"),
+        &png,
+    )
+    .unwrap();
+    if std::env::var_os("ASK_USER_UPDATE_SCREENSHOT").is_some() {
+        let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/inbox.png");
+        std::fs::write(docs, &png).unwrap();
+    }
+    // Answered one by one: each answer reaches its own agent, and only that card goes.
+    for ((host, call), choice) in hosts.iter().zip(calls).zip(["Yes", "No", "Yes"]) {
+        let call_id = format!("call_{}", host.session.name);
+        browser
+            .click(&format!(
+                r#"article[data-call-id="{call_id}"] input[name="q0"][value="{choice}"]"#
+            ))
+            .await;
+        browser
+            .click(&format!(
+                r#"article[data-call-id="{call_id}"] button.submit"#
+            ))
+            .await;
+        let outcome = tokio::time::timeout(Duration::from_secs(15), call)
+            .await
+            .expect("the agent never got its answer")
+            .unwrap();
+        let user_questions::TimedOutcome::Answered(answered) = outcome else {
+            panic!("{call_id}: {outcome:?}")
+        };
+        assert_eq!(
+            answered.answers,
+            user_questions::AnswerBatch::new([user_questions::AnswerItem::selected(
+                "pick",
+                [choice]
+            )])
+        );
+        assert_eq!(answered.provenance.answerer, "web");
+    }
+    browser.quit().await;
+}

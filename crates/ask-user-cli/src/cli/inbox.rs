@@ -47,6 +47,10 @@ pub struct InboxArgs {
     pub web_public_url: Option<String>,
     #[command(flatten)]
     pub notify: NotifyArgs,
+    /// Show the sessions of this database instead (`ask-user mcp --pg` keeps its MCP
+    /// sessions there): what `ask-user serve --pg` does, answers going to the database's ledger.
+    #[command(flatten)]
+    pub pg: super::pg::PgArgs,
 }
 
 /// What `inbox.json` keeps: where the page was served, its token, and the inbox's process id.
@@ -121,6 +125,12 @@ fn io_error(code: &'static str, what: &str) -> impl Fn(std::io::Error) -> CliErr
 }
 
 pub(super) async fn run(args: InboxArgs) -> Result<Exit, CliError> {
+    let pg = args.pg.filled(false);
+    if pg.pg.is_some() && !args.url {
+        // A database's sessions are answered through its ledger from any process: its page is
+        // the one `serve --pg` serves.
+        return super::web::serve_desk(&pg, &[], args.addr).await;
+    }
     let state_dir = state_dir_of(args.state_dir.clone())?;
     if args.url {
         if let Some(url) = running_url(&state_dir).await {

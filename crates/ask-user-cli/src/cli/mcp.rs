@@ -82,9 +82,14 @@ pub(super) async fn run(mut args: McpArgs) -> Result<Exit, CliError> {
             );
         }
         None => eprintln!(
-            "ask-user mcp: logs in {} (`{} pending` lists their questions)",
+            "ask-user mcp: logs in {} (`{} pending{}` lists their questions)",
             super::visible(&where_),
-            super::invoked()
+            super::invoked(),
+            if args.pg.pg.is_some() {
+                " --pg <URL>"
+            } else {
+                ""
+            }
         ),
     }
     let outcome = match args.http {
@@ -129,7 +134,7 @@ fn link_inbox(
     if args.pg.pg.is_some() {
         return Err(CliError::new(
             "BAD_USAGE",
-            "the inbox shows the sessions of a state directory; for the sessions of a database, serve their page with `ask-user serve --pg`",
+            "the inbox of a database's sessions is `ask-user inbox --pg` (answers reach them through the database's ledger); --inbox, --web and the notification flags link the sessions of a state directory",
             Exit::Usage,
         ));
     }

@@ -172,12 +172,21 @@ pub struct ServeArgs {
 
 pub(super) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     let pg = args.pg.filled(!args.logs.is_empty());
-    let picked = super::desk::pick(&pg, &args.logs, Access::Write)?;
+    serve_desk(&pg, &args.logs, args.addr).await
+}
+
+/// The page of `logs`' continued questions, or with `pg` of a database's sessions, until Ctrl-C.
+pub(super) async fn serve_desk(
+    pg: &super::pg::PgArgs,
+    logs: &[PathBuf],
+    addr: Option<SocketAddr>,
+) -> Result<Exit, CliError> {
+    let picked = super::desk::pick(pg, logs, Access::Write)?;
     // No question is asked here: a seam only to check answers against (the desk checks late
     // answers again when it takes them).
     let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default())
         .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
-    let (options, addr) = options_for(args.addr.or_else(|| super::config::current().web_addr()));
+    let (options, addr) = options_for(addr.or_else(|| super::config::current().web_addr()));
     let (desk, store): (Arc<dyn QuestionDesk>, _) = match picked {
         Picked::Logs(desk) => (Arc::new(desk), None),
         Picked::Database(desk) => {
