@@ -76,6 +76,14 @@ impl Drop for Server {
     }
 }
 
+/// The page's address a server's line names (`http://ADDR/`).
+fn page_of(line: &str) -> String {
+    let at = line
+        .find("http://")
+        .unwrap_or_else(|| panic!("no address: {line}"));
+    line[at..].split_whitespace().next().unwrap().to_owned()
+}
+
 /// Kills the inbox a test's servers started (its process id is in `inbox.json`).
 struct InboxGuard<'a>(&'a Path);
 
@@ -108,8 +116,8 @@ fn an_mcp_server_with_a_surface_starts_one_inbox_for_every_server_of_its_state_d
     ];
     let first = Server::start(home.path(), &args);
     let line = first.until("ask-user mcp: logs in");
-    let url = line.rsplit(' ').next().unwrap().to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    let page = page_of(&line);
+    assert!(page.starts_with("http://127.0.0.1:"), "{line}");
     assert!(
         line.contains(state_arg),
         "it says where its logs go: {line}"
@@ -117,28 +125,36 @@ fn an_mcp_server_with_a_surface_starts_one_inbox_for_every_server_of_its_state_d
     // A second server (another client's session) finds the inbox that runs.
     let second = Server::start(home.path(), &["--inbox", "--state-dir", state_arg]);
     let again = second.until("ask-user mcp: logs in");
-    assert!(
-        again.ends_with(&url),
-        "one inbox for both: {again} vs {url}"
-    );
+    assert_eq!(page_of(&again), page, "one inbox for both: {again}");
     let out = ask_user(home.path())
         .args(["inbox", "--url", "--state-dir", state_arg])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), url);
-    // Starting one more inbox by hand says which one runs, and starts nothing.
+    let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(
+        url.starts_with(&format!("{page}?token=")),
+        "{url} vs {page}"
+    );
+    // The token is only there: a server's line ends up in its client's logs.
+    let token = url.split("?token=").nth(1).unwrap();
+    assert!(!line.contains(token) && !again.contains(token), "{line}");
+    // Starting one more inbox by hand says which one runs (without its token), and starts
+    // nothing.
     let out = ask_user(home.path())
         .args(["inbox", "--state-dir", state_arg])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains(&page) && !said.contains(token), "{said}");
+    let log = std::fs::read_to_string(state.join("inbox.log")).unwrap_or_default();
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains(&url),
-        "{out:?}"
+        !log.contains(token),
+        "the token stays out of inbox.log: {log}"
     );
     // The socket and the address file are the owner's alone.
-    for name in ["inbox.sock", "inbox.json"] {
+    for name in ["inbox.sock", "inbox.json", "inbox.log"] {
         let mode = std::fs::metadata(state.join(name))
             .unwrap()
             .permissions()
@@ -312,4 +328,17 @@ fn the_configuration_file_sets_what_the_flags_leave_out() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("config.toml:2"), "{err}");
     assert!(err.contains("bogus"), "{err}");
+}
+
+#[test]
+fn a_bell_in_the_configuration_file_alone_starts_no_inbox_for_a_server() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config/ask-user");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "[notify]\nbell = true\n").unwrap();
+    let state = home.path().join("sessions");
+    let server = Server::start(home.path(), &["--state-dir", state.to_str().unwrap()]);
+    let line = server.until("ask-user mcp: logs in");
+    assert!(line.contains("pending"), "no inbox: {line}");
+    assert!(!state.join("inbox.sock").exists());
 }

@@ -510,3 +510,66 @@ fn mcp_pg_questions_are_answered_from_another_shell_in_the_window_and_late() {
     );
     ask_user_testkit::pg::drop_schema(&url, &schema);
 }
+
+/// `kill -9` of the server in a timed call's window: the next server's companion repairs the
+/// session when it first touches it (the call is continued, its pending result again), the page
+/// of `serve` lists it, and `ask-user answer` answers it, which the companion then delivers.
+#[test]
+fn a_question_whose_server_was_killed_in_its_window_is_answerable_on_every_path() {
+    let state = tempfile::tempdir().unwrap();
+    let mut first = Server::start(state.path(), &["--mode", "timed"]);
+    first.initialize(false);
+    let mut arguments = question();
+    arguments["timeout"] = json!(120);
+    first.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "ask_user_question", "arguments": arguments}}));
+    // The call is in the log, its window open.
+    let log = loop {
+        if let Some(log) = logs(state.path()).pop()
+            && events(&log).iter().any(|e| e["type"] == "tool/call")
+        {
+            break log;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let call_id = events(&log)
+        .iter()
+        .find(|e| e["type"] == "tool/call")
+        .map(|e| e["data"]["callId"].as_str().unwrap().to_owned())
+        .unwrap();
+
+    // Listed as interrupted (the page lists it too: `LogDesk::answerable`, the host's tests).
+    let listed = ask_user(&["pending", log.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("open, interrupted"),
+        "{listed:?}"
+    );
+
+    // A new server (a new client session): the companion finds the call and continues it.
+    let mut second = Server::start(state.path(), &["--mode", "timed"]);
+    second.initialize(false);
+    let again = second.call("ask_user_question_answer", json!({"callId": call_id}));
+    let text = &texts(&again)[0];
+    let value: Value = serde_json::from_str(text).unwrap_or_else(|_| panic!("{again}"));
+    assert_eq!(value["pending"], true, "{again}");
+    assert_eq!(value["callId"], call_id.as_str());
+    let listed = ask_user(&["pending", log.to_str().unwrap()]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains("continued"), "repaired: {listed}");
+
+    // Answered from a shell by the call id alone; the companion delivers it.
+    let answered = Command::new(BIN)
+        .args(["answer", &call_id, "--pick", "db=SQLite", "--state-dir"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert!(answered.status.success(), "{answered:?}");
+    let delivered = second.call("ask_user_question_answer", json!({"callId": call_id}));
+    assert!(
+        texts(&delivered)[0].contains(r#""answers":[{"id":"db","selected":["SQLite"]}]"#),
+        "{delivered}"
+    );
+    second.stop();
+}

@@ -146,6 +146,11 @@ fn http(addr: &str, method: &str, path: &str, token: &str, body: Option<&Value>)
 /// Opens the event stream as a page does and reads it until `needle` appears; the stream stays
 /// open (the page is looking) until the returned socket is dropped.
 fn watch(addr: &str, token: &str, needle: &str) -> TcpStream {
+    watch_seen(addr, token, needle).0
+}
+
+/// [`watch`], with what the stream said until `needle`.
+fn watch_seen(addr: &str, token: &str, needle: &str) -> (TcpStream, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(WAIT)).unwrap();
     write!(
@@ -164,7 +169,7 @@ fn watch(addr: &str, token: &str, needle: &str) -> TcpStream {
         );
         seen.extend_from_slice(&buf[..n]);
     }
-    stream
+    (stream, String::from_utf8_lossy(&seen).into_owned())
 }
 
 fn demo_answers() -> Value {
@@ -235,6 +240,53 @@ fn demo_web_takes_a_late_answer_on_the_page() {
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("answer_to_pending_question"), "{text}");
     assert!(text.contains("Going with SQLite"), "{text}");
+}
+
+/// A header the model made too long is cut for the page of `serve` as for the card of
+/// `ask --web` (the seam's twelve characters, SPEC §9.3): the log holds it whole.
+#[test]
+fn serve_shows_a_logged_header_cut_as_the_cards_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s.jsonl");
+    let args = dir.path().join("args.json");
+    std::fs::write(
+        &args,
+        r#"{"questions":[{"id":"go","header":"Deployment target","question":"Ship it?","options":[{"label":"yes"},{"label":"no"}]}]}"#,
+    )
+    .unwrap();
+    let asked = Command::new(BIN)
+        .args([
+            "ask",
+            "--mode",
+            "timed",
+            "--timeout",
+            "1",
+            "--call-id",
+            "call-h",
+            "--log",
+        ])
+        .arg(&log)
+        .arg(&args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&asked.stdout).starts_with(r#"{"pending":true"#),
+        "{asked:?}"
+    );
+    let mut serve = Running::start(&["serve", log.to_str().unwrap()]);
+    let (addr, token) = serve.url();
+    let (page, seen) = watch_seen(&addr, &token, "call-h");
+    drop(page);
+    assert!(seen.contains(r#""header":"Deployment "#), "{seen}");
+    assert!(!seen.contains("Deployment target"), "{seen}");
+    // The log holds it whole.
+    let (_, view) = http(&addr, "GET", "/pending", &token, None);
+    assert_eq!(
+        view["sessions"][0]["active"][0]["questions"][0]["header"],
+        "Deployment target"
+    );
+    drop(serve);
 }
 
 #[test]
@@ -308,6 +360,20 @@ fn serve_refuses_a_missing_log_and_a_foreign_address_needs_asking() {
         .unwrap();
     assert_eq!(out.status.code(), Some(6));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no session log"));
+    // A file that is not a session log is refused, as `pending` refuses it.
+    let not_a_log = dir.path().join("passwd");
+    std::fs::write(&not_a_log, "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+    let out = Command::new(BIN)
+        .arg("serve")
+        .arg(&not_a_log)
+        .args(["--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unreadable header"),
+        "{out:?}"
+    );
     let out = Command::new(BIN)
         .args(["demo", "--web-addr", "127.0.0.1:0"])
         .output()

@@ -400,23 +400,35 @@ impl QuestionDesk for LogDesk {
 
     /// The continued questions of each log, from its checkpoint and the lines after it: what a
     /// page looks up on every connect costs the lines since the checkpoint, not the whole log.
+    /// A call open in a log no writer holds (its host died in the window) is listed too, as
+    /// interrupted: answering it repairs the log first, which continues the call.
     fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
         let per_log = each_log(self.logs()?, |log| {
             let state = load(&log)?;
-            Ok(state
-                .view()
+            let view = state.view();
+            let any_open = view.active.iter().any(|a| a.state == ActiveState::Open);
+            // Only asked when it matters: an open call is interrupted only without a writer.
+            let orphaned = any_open
+                && !log
+                    .store
+                    .is_writing(&log.name)
+                    .map_err(|e| DeskError::from_error(e.code(), e))?;
+            Ok(view
                 .active
                 .iter()
-                .filter(|active| active.state == ActiveState::Continued)
-                .map(|active| DeskQuestion {
-                    session: log.label.clone(),
-                    call_id: active.call_id.clone(),
-                    questions: active.questions.clone(),
-                    state: DeskState::Continued,
-                    answerable: true,
-                    interrupted: false,
-                    answered: false,
-                    asked_at_ms: None,
+                .filter(|active| active.state == ActiveState::Continued || orphaned)
+                .map(|active| {
+                    let interrupted = active.state == ActiveState::Open;
+                    DeskQuestion {
+                        session: log.label.clone(),
+                        call_id: active.call_id.clone(),
+                        questions: active.questions.clone(),
+                        state: desk_state(active.state),
+                        answerable: true,
+                        interrupted,
+                        answered: false,
+                        asked_at_ms: None,
+                    }
                 })
                 .collect::<Vec<_>>())
         })?;

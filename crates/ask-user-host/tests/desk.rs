@@ -142,6 +142,25 @@ async fn a_log_desk_admits_the_answer_so_the_question_is_settled() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_call_whose_host_died_in_its_window_is_listed_answerable_as_interrupted() {
+    let store = two_sessions().await;
+    let desk = LogDesk::store(store);
+    let listed = desk.answerable().unwrap();
+    let calls: Vec<(&str, DeskState, bool)> = listed
+        .iter()
+        .map(|q| (q.call_id.as_str(), q.state, q.interrupted))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("a-1", DeskState::Continued, false),
+            ("b-1", DeskState::Open, true)
+        ]
+    );
+    assert!(listed.iter().all(|q| q.answerable));
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_interrupted_call_is_repaired_then_answered() {
     let store = two_sessions().await;
     let desk = LogDesk::store(store);

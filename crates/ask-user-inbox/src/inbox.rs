@@ -87,7 +87,9 @@ struct State {
     links: HashMap<u64, mpsc::UnboundedSender<ToHost>>,
     sessions: HashMap<String, SessionEntry>,
     questions: HashMap<Key, QuestionEntry>,
-    late: HashMap<u64, std::sync::mpsc::SyncSender<WireLate>>,
+    /// Late answers sent to a host, waiting for its word: the link each went to, and where the
+    /// word goes.
+    late: HashMap<u64, (u64, std::sync::mpsc::SyncSender<WireLate>)>,
     next_late: u64,
 }
 
@@ -368,7 +370,7 @@ impl Inner {
                 self.changed();
             }
             ToInbox::LateReply { id, result } => {
-                if let Some(waiter) = lock(&self.state).late.remove(&id) {
+                if let Some((_, waiter)) = lock(&self.state).late.remove(&id) {
                     let _ = waiter.try_send(result);
                 }
             }
@@ -565,6 +567,8 @@ impl Inner {
         let (verdicts, continued) = {
             let mut state = lock(&self.state);
             state.links.remove(&link);
+            // Late answers that host never took: their waiters learn it now (and go to the logs).
+            state.late.retain(|_, (to, _)| *to != link);
             for session in state.sessions.values_mut() {
                 if session.link == Some(link) {
                     session.link = None;
@@ -620,15 +624,12 @@ impl Inner {
     ) -> Option<Result<Accepted, LateRefusal>> {
         let (rx, id) = {
             let mut state = lock(&self.state);
-            let tx = state
-                .sessions
-                .get(session)
-                .and_then(|s| s.link)
-                .and_then(|link| state.links.get(&link).cloned())?;
+            let link = state.sessions.get(session).and_then(|s| s.link)?;
+            let tx = state.links.get(&link).cloned()?;
             state.next_late += 1;
             let id = state.next_late;
             let (wtx, wrx) = std::sync::mpsc::sync_channel(1);
-            state.late.insert(id, wtx);
+            state.late.insert(id, (link, wtx));
             let sent = tx.send(ToHost::Late {
                 id,
                 session: session.to_owned(),
@@ -644,13 +645,17 @@ impl Inner {
         };
         let outcome = rx.recv_timeout(LATE_WITHIN);
         lock(&self.state).late.remove(&id);
-        Some(match outcome {
-            Ok(result) => result.into_outcome().map(Accepted::Queued),
-            Err(_) => Err(LateRefusal::Unavailable(DeskError::new(
-                "INBOX_UNREACHABLE",
-                "the agent's server did not take the answer in time; nothing was kept, try again",
-            ))),
-        })
+        match outcome {
+            Ok(result) => Some(result.into_outcome().map(Accepted::Queued)),
+            // The host went before it said anything: the logs take the answer.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                Some(Err(LateRefusal::Unavailable(DeskError::new(
+                    "INBOX_UNREACHABLE",
+                    "the agent's server did not say in time whether it took the answer; look at the question again before answering again",
+                ))))
+            }
+        }
     }
 }
 
@@ -736,11 +741,14 @@ impl QuestionDesk for InboxDesk {
         answers: AnswerBatch,
         provenance: Provenance,
     ) -> Result<Accepted, LateRefusal> {
-        if let Some(outcome) =
-            self.inner
-                .late_through_host(session, call_id, answers.clone(), provenance.clone())
+        match self
+            .inner
+            .late_through_host(session, call_id, answers.clone(), provenance.clone())
         {
-            return outcome;
+            // A host that no longer serves the session (an HTTP server's ended session): the
+            // logs take the answer.
+            Some(Err(LateRefusal::UnknownSession(_))) | None => {}
+            Some(outcome) => return outcome,
         }
         self.inner
             .fallback

@@ -98,6 +98,8 @@ struct LinkInner {
     reached: AtomicBool,
     open: Mutex<HashMap<(String, CallId), OpenQuestion>>,
     sessions: Mutex<HashMap<String, LinkedSession>>,
+    /// The sessions seen asking, by id, for events that come after their host forgot them.
+    known: Mutex<HashMap<SessionId, LinkedSession>>,
     next_ask: AtomicU64,
 }
 
@@ -124,6 +126,7 @@ impl InboxLink {
             reached: AtomicBool::new(false),
             open: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
+            known: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
         });
         let answerer = seam.register(
@@ -181,14 +184,68 @@ impl LinkInner {
         lock(&self.open).remove(key)
     }
 
-    /// Takes the question off the inbox, telling it how its window ended (once).
+    /// Takes the question off the inbox, telling it how its window ended (once). Sent under
+    /// the lock of what is open, so a connection's first snapshot and this never cross.
     fn over(&self, key: &(String, CallId), how: Over) {
-        if self.remove(key).is_some() {
+        let mut open = lock(&self.open);
+        if open.remove(key).is_some() {
             self.send(ToInbox::Over {
                 session: key.0.clone(),
                 call: key.1.clone(),
                 how,
             });
+        }
+    }
+
+    /// The session of `id`: the host's word, else what it said while the session asked (an
+    /// HTTP host's session can be gone while its call's window still runs).
+    fn session_of(&self, id: &SessionId) -> Option<LinkedSession> {
+        match self.host.session(id) {
+            Some(session) => {
+                lock(&self.known).insert(id.clone(), session.clone());
+                Some(session)
+            }
+            None => lock(&self.known).get(id).cloned(),
+        }
+    }
+
+    /// Hands a question to the inbox: what is open gets it (re-sent on every new connection),
+    /// and the inbox is told now, under the same lock.
+    fn hand_over(
+        self: &Arc<Self>,
+        session: &str,
+        call: CallId,
+        questions: &[Question],
+        timed: bool,
+        keyed: bool,
+    ) -> Handed {
+        let key = (session.to_owned(), call);
+        let (tx, rx) = oneshot::channel();
+        let asked_at_ms = user_questions::now_unix_ms();
+        let mut open = lock(&self.open);
+        open.insert(
+            key.clone(),
+            OpenQuestion {
+                questions: questions.to_vec(),
+                timed,
+                asked_at_ms,
+                answer: Some(tx),
+            },
+        );
+        self.send(ToInbox::Open {
+            session: key.0.clone(),
+            call: key.1.clone(),
+            questions: questions.to_vec(),
+            timed,
+            asked_at_ms,
+        });
+        drop(open);
+        Handed {
+            inner: Arc::clone(self),
+            key,
+            keyed,
+            over: false,
+            answer: Some(rx),
         }
     }
 
@@ -202,17 +259,27 @@ impl LinkInner {
     ) {
         let key = (session, call);
         let waiting = lock(&self.open).get_mut(&key).and_then(|q| q.answer.take());
-        let unsent = match waiting {
+        let (answers, provenance) = match waiting {
             Some(tx) => match tx.send((answers, provenance)) {
                 Ok(()) => return,
                 Err(unsent) => unsent,
             },
             None => (answers, provenance),
         };
-        // The window closed as the answer came: a late answer once the call is continued.
+        self.late_after_window(key.0, key.1, answers, provenance);
+    }
+
+    /// An answer the inbox gave as the window closed: a late answer once the call is continued.
+    fn late_after_window(
+        &self,
+        session: String,
+        call: CallId,
+        answers: AnswerBatch,
+        provenance: Provenance,
+    ) {
+        let key = (session, call);
         let host = Arc::clone(&self.host);
         tokio::spawn(async move {
-            let (answers, provenance) = unsent;
             let deadline = tokio::time::Instant::now() + CONTINUED_WITHIN;
             loop {
                 let outcome = host
@@ -301,23 +368,28 @@ async fn keep_linked(inner: Weak<LinkInner>, connect: Connect, stop: Cancellatio
 async fn serve(inner: Arc<LinkInner>, stream: Stream) {
     let (read, write) = tokio::io::split(stream);
     let (tx, mut rx) = mpsc::unbounded_channel::<ToInbox>();
-    // What the inbox must know first: who this is, its sessions, and what is open now.
-    let _ = tx.send(ToInbox::Hello {
-        pid: std::process::id(),
-    });
-    for session in lock(&inner.sessions).values() {
-        let _ = tx.send(session_message(session));
-    }
-    for ((session, call), open) in lock(&inner.open).iter() {
-        let _ = tx.send(ToInbox::Open {
-            session: session.clone(),
-            call: call.clone(),
-            questions: open.questions.clone(),
-            timed: open.timed,
-            asked_at_ms: open.asked_at_ms,
+    {
+        // What the inbox must know first: who this is, its sessions, and what is open now. The
+        // connection is made the current one under the lock of what is open, so whatever
+        // changes next (a window closing, a new question) is sent after this, never lost.
+        let open = lock(&inner.open);
+        let _ = tx.send(ToInbox::Hello {
+            pid: std::process::id(),
         });
+        for session in lock(&inner.sessions).values() {
+            let _ = tx.send(session_message(session));
+        }
+        for ((session, call), open) in open.iter() {
+            let _ = tx.send(ToInbox::Open {
+                session: session.clone(),
+                call: call.clone(),
+                questions: open.questions.clone(),
+                timed: open.timed,
+                asked_at_ms: open.asked_at_ms,
+            });
+        }
+        *lock(&inner.out) = Some(tx);
     }
-    *lock(&inner.out) = Some(tx);
     inner.connected.store(true, Ordering::SeqCst);
     inner.reached.store(true, Ordering::SeqCst);
     let writer = tokio::spawn(async move {
@@ -372,7 +444,7 @@ async fn relay_events(
         let (Some(call), Some(session_id)) = (event.call_id, event.session_id) else {
             continue;
         };
-        let Some(session) = inner.host.session(&session_id) else {
+        let Some(session) = inner.session_of(&session_id) else {
             continue;
         };
         let key = (session.name, call);
@@ -415,6 +487,18 @@ struct Handed {
     key: (String, CallId),
     keyed: bool,
     over: bool,
+    /// Where the inbox's answer comes while the answerer waits.
+    answer: Option<oneshot::Receiver<(AnswerBatch, Provenance)>>,
+}
+
+impl Handed {
+    /// The inbox's answer; `None` when its sender went (the question was taken off).
+    async fn answer(&mut self) -> Option<(AnswerBatch, Provenance)> {
+        match self.answer.as_mut() {
+            Some(rx) => rx.await.ok(),
+            None => std::future::pending().await,
+        }
+    }
 }
 
 impl Drop for Handed {
@@ -424,9 +508,20 @@ impl Drop for Handed {
         }
         if self.keyed {
             // The seam's event (pending or cancelled) tells the inbox; an answer that comes
-            // meanwhile goes late.
+            // meanwhile goes late, and so does one that came just as the future was dropped.
             if let Some(open) = lock(&self.inner.open).get_mut(&self.key) {
                 open.answer = None;
+            }
+            if let Some(mut rx) = self.answer.take() {
+                rx.close();
+                if let Ok((answers, provenance)) = rx.try_recv() {
+                    self.inner.late_after_window(
+                        self.key.0.clone(),
+                        self.key.1.clone(),
+                        answers,
+                        provenance,
+                    );
+                }
             }
             return;
         }
@@ -456,7 +551,7 @@ impl Answerer for LinkAnswerer {
         let session = request
             .agent
             .as_ref()
-            .and_then(|agent| inner.host.session(agent.session().id()));
+            .and_then(|agent| inner.session_of(agent.session().id()));
         let Some(session) = session.filter(|_| inner.reached.load(Ordering::SeqCst)) else {
             return next.run().await;
         };
@@ -474,31 +569,7 @@ impl Answerer for LinkAnswerer {
             ),
         };
         inner.announce(&session);
-        let key = (session.name.clone(), call.clone());
-        let (tx, mut rx) = oneshot::channel();
-        let asked_at_ms = user_questions::now_unix_ms();
-        lock(&inner.open).insert(
-            key.clone(),
-            OpenQuestion {
-                questions: request.questions.clone(),
-                timed,
-                asked_at_ms,
-                answer: Some(tx),
-            },
-        );
-        inner.send(ToInbox::Open {
-            session: session.name.clone(),
-            call,
-            questions: request.questions.clone(),
-            timed,
-            asked_at_ms,
-        });
-        let mut handed = Handed {
-            inner: Arc::clone(&inner),
-            key,
-            keyed,
-            over: false,
-        };
+        let mut handed = inner.hand_over(&session.name, call, &request.questions, timed, keyed);
         let rest = next.run();
         tokio::pin!(rest);
         let mut rest_done = false;
@@ -510,8 +581,8 @@ impl Answerer for LinkAnswerer {
         loop {
             tokio::select! {
                 biased;
-                answer = &mut rx => {
-                    let Ok((answers, provenance)) = answer else {
+                answer = handed.answer() => {
+                    let Some((answers, provenance)) = answer else {
                         return Err(UserQuestionError::ask_aborted().into());
                     };
                     handed.over = true;
@@ -522,7 +593,7 @@ impl Answerer for LinkAnswerer {
                     return Err(UserQuestionError::ask_aborted().into());
                 }
                 _ = relabel.tick() => {
-                    if let Some(session) = session_id.as_ref().and_then(|id| inner.host.session(id)) {
+                    if let Some(session) = session_id.as_ref().and_then(|id| inner.session_of(id)) {
                         inner.announce(&session);
                     }
                 }

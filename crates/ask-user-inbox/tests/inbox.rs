@@ -113,6 +113,8 @@ struct Host {
     seam: UserQuestions,
     agent: AgentHandle,
     late: Arc<Mutex<Vec<(String, CallId, AnswerBatch)>>>,
+    /// The host no longer serves its sessions (an HTTP server's session ended).
+    forgot: std::sync::atomic::AtomicBool,
 }
 
 impl LinkedHost for Host {
@@ -131,6 +133,10 @@ impl LinkedHost for Host {
         answers: AnswerBatch,
         _provenance: Provenance,
     ) -> BoxFuture<'static, Result<Queued, LateRefusal>> {
+        if self.forgot.load(std::sync::atomic::Ordering::SeqCst) {
+            let session = session.to_owned();
+            return Box::pin(async move { Err(LateRefusal::UnknownSession(session)) });
+        }
         self.late
             .lock()
             .unwrap()
@@ -244,6 +250,7 @@ fn world(host_hand: Option<&Hand>) -> (World, Option<AnswererGuard>) {
         seam: seam.clone(),
         agent,
         late: Arc::default(),
+        forgot: std::sync::atomic::AtomicBool::new(false),
     });
     let (kill, kills) = mpsc::unbounded_channel::<()>();
     let kills = Arc::new(tokio::sync::Mutex::new(kills));
@@ -472,4 +479,27 @@ async fn the_inbox_going_and_coming_back_gets_what_is_still_open() {
         TimedOutcome::Answered(answered) => assert_eq!(answered.answers, batch("SQLite")),
         other @ TimedOutcome::Pending { .. } => panic!("expected the page's answer, got {other:?}"),
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_answer_the_linked_host_no_longer_serves_goes_to_the_logs() {
+    let (world, _form) = world(None);
+    world.linked().await;
+    let mut events = world.inbox.seam().subscribe();
+    let asked = world.ask_timed(200);
+    world.page.reached().await;
+    assert!(matches!(finish(asked).await, TimedOutcome::Pending { .. }));
+    announce_continued(&world.host.seam);
+    World::inbox_told(&mut events, "continued").await;
+    // The session ended at its host (still linked for others): the logs take the answer.
+    world
+        .host
+        .forgot
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let accepted = answer_late_in_the_inbox(&world.inbox).await;
+    assert!(matches!(accepted, Accepted::Recorded { .. }));
+    assert_eq!(
+        world.fallback.answered.lock().unwrap().clone(),
+        vec![("log-1.jsonl".to_owned(), CallId::from("call_1"))]
+    );
 }

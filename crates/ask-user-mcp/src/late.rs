@@ -103,7 +103,9 @@ pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult 
 /// The companion's result for a call of another session in the store (a session of an earlier
 /// server process), found by the session UUID the call id carries. A settled question is answered
 /// from a read-only load of that log; only a pending one, whose reply may wait in the log's inbox,
-/// has the session opened, its queued reply admitted in a turn of its own, and given up.
+/// has the session opened, its queued reply admitted in a turn of its own, and given up. A call
+/// the log shows open, whose server died in its window, is continued by that open's resume
+/// repair first (another process's window still running refuses the open).
 pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToolResult {
     let runtime = server.runtime();
     let store = runtime.store();
@@ -126,18 +128,29 @@ pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToo
     if state.is_settled(call_id.as_str()) {
         return settled_result(&**store, &log, call_id);
     }
-    if state.continued(call_id.as_str()).is_none() {
+    // A call open in the log whose server is gone (killed in the window) is continued by the
+    // open's resume repair: opening the session makes it answerable, as `ask-user answer` does.
+    let open_in_log = state.active(call_id.as_str()).is_some();
+    if state.continued(call_id.as_str()).is_none() && !open_in_log {
         return unknown();
     }
     let options = SessionOptions::named(ask_user_host::new_session_id());
     let host = match runtime.open(&log, options) {
         Ok((host, _)) => host,
+        Err(error) if open_in_log => {
+            return error_result(&format!(
+                "call {call_id} is still waiting for its answer in the foreground of another process ({error}); its own result brings the answer"
+            ));
+        }
         Err(error) => {
             return error_result(&format!(
                 "the session of call {call_id} cannot be opened now: {error}"
             ));
         }
     };
+    if host.projection().continued(call_id.as_str()).is_none() {
+        return unknown();
+    }
     // A reply waiting in that session's inbox is admitted in a turn of its own, which settles
     // the question; else the question is still pending.
     let result = match host.admit_queued(call_id) {

@@ -31,6 +31,7 @@ mod answerer;
 pub mod companion;
 mod connection;
 pub mod form;
+mod http;
 mod inflight;
 mod late;
 mod limit;
@@ -44,7 +45,8 @@ mod util;
 pub use answerer::{ASK_DECLINED, declined};
 pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};
 pub use server::{
-    ANSWER_LATE_WAIT, AskUserMcp, DEFAULT_PROGRESS_INTERVAL, HTTP_PATH, McpOptions, McpSessionInfo,
+    ANSWER_LATE_WAIT, AskUserMcp, DEFAULT_MAX_SESSIONS, DEFAULT_PROGRESS_INTERVAL,
+    DEFAULT_SESSION_IDLE, HTTP_PATH, HttpLimits, McpHttpOptions, McpOptions, McpSessionInfo,
     ServeError, SessionHook, default_state_dir,
 };
 

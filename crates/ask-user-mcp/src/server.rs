@@ -10,7 +10,6 @@ use ask_user_host::{HostError, HostRuntime};
 use pending_answer::{LateRefusal, Queued};
 use rmcp::ServiceExt;
 use rmcp::model::Tool;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use session_log::{JsonlStore, SessionStore};
 use tokio_util::sync::CancellationToken;
@@ -19,10 +18,15 @@ use user_questions::{AnswerBatch, CallId, Provenance, SessionId};
 
 use crate::companion::{ANSWER_TOOL_DESCRIPTION, ANSWER_TOOL_NAME, answer_tool_parameters};
 use crate::connection::McpConnection;
+use crate::http::{Guard, HttpSessions};
 use crate::sessions::Sessions;
 use crate::state::ServerInner;
 pub use crate::state::SessionHook;
-pub use crate::state::{DEFAULT_PROGRESS_INTERVAL, McpOptions, McpSessionInfo};
+pub use crate::state::{
+    DEFAULT_MAX_SESSIONS, DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, McpHttpOptions,
+    McpOptions, McpSessionInfo,
+};
+pub use ask_user_http::HttpLimits;
 
 /// How long [`AskUserMcp::answer_late`] tries to open a session's log that another writer holds
 /// before it gives the refusal back: a person waits for the answer.
@@ -118,6 +122,7 @@ impl AskUserMcp {
                 runtime,
                 options,
                 tools,
+                http_sessions: Arc::default(),
             }),
             sessions: Arc::default(),
         })
@@ -204,43 +209,73 @@ impl AskUserMcp {
         served.map_err(ServeError::Transport)
     }
 
-    /// The streamable HTTP service at [`HTTP_PATH`], one MCP session per client session. It
-    /// accepts only loopback `Host` headers unless `allowed_hosts` says otherwise; `cancel` ends
-    /// every session.
+    /// Live streamable HTTP sessions (of every router this server made).
+    pub fn http_sessions(&self) -> usize {
+        self.inner
+            .http_sessions
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The streamable HTTP service at [`HTTP_PATH`], one MCP session per client session, at most
+    /// [`McpHttpOptions::max_sessions`] at once, each closed once idle for
+    /// [`McpHttpOptions::session_idle`]. It accepts only loopback `Host` headers unless
+    /// `allowed_hosts` says otherwise, an `Origin` only when it is the server's own (`http://`
+    /// and the request's `Host`) or an allowed one; `cancel` ends every session. Not knowing
+    /// where it is served, it takes the server's own origin with any port;
+    /// [`serve_http`](Self::serve_http) only with the one it serves.
     pub fn http_router(
         &self,
         allowed_hosts: Option<Vec<String>>,
         cancel: CancellationToken,
+    ) -> axum::Router {
+        self.router_for(allowed_hosts, cancel, None)
+    }
+
+    fn router_for(
+        &self,
+        allowed_hosts: Option<Vec<String>>,
+        cancel: CancellationToken,
+        port: Option<u16>,
     ) -> axum::Router {
         // No SSE priming event (`id: 0`, an empty `data:`, `retry:`): it only helps a client
         // resume a stream, which this server cannot (it keeps no event store), and clients that
         // negotiated 2025-06-18 do not expect it (the official SDKs send it only to 2025-11-25 and
         // later); Gemini CLI fails to parse it.
         let mut config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(cancel)
+            .with_cancellation_token(cancel.clone())
             .with_sse_retry(None);
         if let Some(hosts) = allowed_hosts {
             config = config.with_allowed_hosts(hosts);
         }
-        let mut sessions = LocalSessionManager::default();
-        sessions.session_config.sse_retry = None;
+        let http = &self.inner.options.http;
+        let sessions = HttpSessions::new(http, Arc::clone(&self.inner.http_sessions), cancel);
+        let guard = Guard {
+            sessions: Arc::clone(&sessions),
+            port,
+            allowed_origins: http.allowed_origins.clone().into(),
+        };
         let server = self.clone();
-        let service =
-            StreamableHttpService::new(move || Ok(server.connection()), Arc::new(sessions), config);
-        axum::Router::new().nest_service(HTTP_PATH, service)
+        let service = StreamableHttpService::new(move || Ok(server.connection()), sessions, config);
+        axum::Router::new().nest_service(HTTP_PATH, service).layer(
+            axum::middleware::from_fn_with_state(guard, crate::http::guard),
+        )
     }
 
-    /// Serves streamable HTTP on `listener` until `cancel` is cancelled.
+    /// Serves streamable HTTP on `listener` until `cancel` is cancelled, within the options'
+    /// [`HttpLimits`] (timeouts for a request's head and body and for an idle connection, a
+    /// cap on connections); a response in progress has no timeout.
     pub async fn serve_http(
         &self,
         listener: tokio::net::TcpListener,
         cancel: CancellationToken,
     ) -> Result<(), ServeError> {
-        let router = self.http_router(None, cancel.clone());
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move { cancel.cancelled_owned().await })
-            .await
-            .map_err(|e| ServeError::Transport(e.to_string()))
+        let port = listener
+            .local_addr()
+            .map_err(|e| ServeError::Transport(e.to_string()))?
+            .port();
+        let router = self.router_for(None, cancel.clone(), Some(port));
+        ask_user_http::serve(listener, router, self.inner.options.http.limits, cancel).await;
+        Ok(())
     }
 
     /// Binds `addr` for [`AskUserMcp::serve_http`], refusing a non-loopback address unless

@@ -11,6 +11,8 @@ use ask_user_host::{Host, HostRuntime};
 use rmcp::model::Tool;
 use tool_ask_user::AskUserConfig;
 
+use ask_user_http::HttpLimits;
+
 /// How often a waiting call reports progress when its request carries a progress token.
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
 
@@ -41,6 +43,45 @@ pub struct McpOptions {
     pub progress_interval: Duration,
     /// Wired into each session while a request has it open (none by default).
     pub on_open: Option<SessionHook>,
+    /// Streamable HTTP's limits: connections, sessions, origins.
+    pub http: McpHttpOptions,
+}
+
+/// The limits of streamable HTTP ([`AskUserMcp::serve_http`](crate::AskUserMcp::serve_http)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpHttpOptions {
+    /// The server's timeouts and connection cap ([`HttpLimits::default`]: a head in 10 s, a body
+    /// in 20 s, 20 s idle, 256 connections). A response in progress (a call that waits, a
+    /// client's standalone event stream) has no timeout.
+    pub limits: HttpLimits,
+    /// Live sessions at most ([`DEFAULT_MAX_SESSIONS`]); past it, a new client's `initialize`
+    /// is answered `503` with a JSON-RPC error that says so.
+    pub max_sessions: usize,
+    /// A session with no request in progress (no response streaming, no standalone stream open)
+    /// is closed after this long ([`DEFAULT_SESSION_IDLE`]); its client gets `404` and
+    /// initializes again.
+    pub session_idle: Duration,
+    /// Browser origins taken besides the server's own (`http://` and the `Host` of the request,
+    /// with the port served), exactly (`http://localhost:5173`); empty by default. A request
+    /// without `Origin` (a client that is not a browser) is always taken.
+    pub allowed_origins: Vec<String>,
+}
+
+/// The default of [`McpHttpOptions::max_sessions`]: 256 (a session costs some 40 KB).
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+
+/// The default of [`McpHttpOptions::session_idle`]: 120 s.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_mins(2);
+
+impl Default for McpHttpOptions {
+    fn default() -> Self {
+        Self {
+            limits: HttpLimits::default(),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle: DEFAULT_SESSION_IDLE,
+            allowed_origins: Vec::new(),
+        }
+    }
 }
 
 impl McpOptions {
@@ -51,7 +92,15 @@ impl McpOptions {
             state_dir: state_dir.into(),
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             on_open: None,
+            http: McpHttpOptions::default(),
         }
+    }
+
+    /// With these limits for streamable HTTP.
+    #[must_use]
+    pub fn with_http(mut self, http: McpHttpOptions) -> Self {
+        self.http = http;
+        self
     }
 
     /// With this hook run for each session a request opens.
@@ -96,6 +145,8 @@ pub(crate) struct ServerInner {
     pub(crate) runtime: HostRuntime,
     pub(crate) options: McpOptions,
     pub(crate) tools: Vec<Tool>,
+    /// Live streamable HTTP sessions, over every router made.
+    pub(crate) http_sessions: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl ServerInner {

@@ -9,6 +9,7 @@ use crate::PgError;
 use crate::db::Connection;
 use crate::ledger::QuestionState;
 use crate::store::PgStore;
+use crate::text::{from_db, may_exist, to_db};
 
 /// Why the ledger refused an answer. Nothing was written.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +109,9 @@ impl PgStore {
         provenance: &Provenance,
         limits: &QuestionLimits,
     ) -> Result<String, AnswerError> {
+        if !may_exist(name) {
+            return Err(AnswerError::UnknownSession(name.to_owned()));
+        }
         let key = name.to_owned();
         let call = call_id.clone();
         let batch = batch.clone();
@@ -118,7 +122,7 @@ impl PgStore {
             // one statement that holds its row, checks it is still open or continued, inserts the answer
             // unless one is there, and notifies the workers, committed on its own.
             let read = connection.statement(
-                "SELECT q.state, q.questions::text,
+                "SELECT q.state, q.questions,
                         EXISTS (SELECT 1 FROM ask_user_answers a
                                 WHERE a.name = q.name AND a.call_id = q.call_id)
                  FROM ask_user_questions q
@@ -126,7 +130,7 @@ impl PgStore {
             )?;
             let row = connection
                 .client()?
-                .query_opt(&read, &[&key, &call.as_str()])
+                .query_opt(&read, &[&key, &to_db(call.as_str())])
                 .map_err(PgError::Query)?;
             let Some(row) = row else {
                 return Ok(Err(unknown(connection, key, call)?));
@@ -157,7 +161,7 @@ impl PgStore {
                      FOR UPDATE
                  ), ins AS (
                      INSERT INTO ask_user_answers (name, call_id, answer_id, batch, provenance)
-                     SELECT $1, $2, $3, $4::text::jsonb, $5::text::jsonb FROM q
+                     SELECT $1, $2, $3, $4, $5 FROM q
                      ON CONFLICT (name, call_id) DO NOTHING
                      RETURNING 1
                  ), note AS (
@@ -170,7 +174,13 @@ impl PgStore {
                 .client()?
                 .query_one(
                     &insert,
-                    &[&key, &call.as_str(), &answer_id, &answers, &provenance],
+                    &[
+                        &key,
+                        &to_db(call.as_str()),
+                        &answer_id,
+                        &answers,
+                        &provenance,
+                    ],
                 )
                 .map_err(PgError::Commit)?;
             let (continued, inserted): (i64, i64) = (row.get(0), row.get(1));
@@ -189,12 +199,15 @@ impl PgStore {
     /// continued, oldest first (an open question's answer is its window's: see
     /// [`PgStore::answer`]).
     pub fn unadmitted(&self, name: &str) -> Result<Vec<LedgerAnswer>, PgError> {
+        if !may_exist(name) {
+            return Ok(Vec::new());
+        }
         let key = name.to_owned();
         self.db().run(move |connection| {
             let rows = connection
                 .client()?
                 .query(
-                    "SELECT a.call_id, a.answer_id, a.batch::text, a.provenance::text
+                    "SELECT a.call_id, a.answer_id, a.batch, a.provenance
                      FROM ask_user_answers a
                      JOIN ask_user_questions q ON q.name = a.name AND q.call_id = a.call_id
                      WHERE a.name = $1 AND a.admitted_seq IS NULL AND a.refused IS NULL
@@ -207,7 +220,7 @@ impl PgStore {
                 .map(|row| {
                     Ok(LedgerAnswer {
                         session: key.clone(),
-                        call_id: CallId::from(row.get::<_, &str>(0)),
+                        call_id: CallId::from(from_db(row.get(0)).as_ref()),
                         answer_id: row.get(1),
                         batch: serde_json::from_str(row.get(2)).map_err(PgError::Json)?,
                         provenance: serde_json::from_str(row.get(3)).map_err(PgError::Json)?,
@@ -221,9 +234,9 @@ impl PgStore {
     pub fn refuse(&self, name: &str, answer: &LedgerAnswer, why: &str) -> Result<(), PgError> {
         let (key, call, id, why) = (
             name.to_owned(),
-            answer.call_id.as_str().to_owned(),
+            to_db(answer.call_id.as_str()).into_owned(),
             answer.answer_id.clone(),
-            why.to_owned(),
+            to_db(why).into_owned(),
         );
         tracing::warn!(session = name, call_id = %answer.call_id, reason = %why, "accepted answer refused");
         self.db().run(move |connection| {
@@ -266,12 +279,15 @@ impl PgStore {
     /// The open and continued questions of session `name` (every session when `None`), as the
     /// ledger holds them.
     pub fn questions(&self, name: Option<&str>) -> Result<Vec<LedgerQuestion>, PgError> {
+        if !name.is_none_or(may_exist) {
+            return Ok(Vec::new());
+        }
         let key = name.map(str::to_owned);
         self.db().run(move |connection| {
             let rows = connection
                 .client()?
                 .query(
-                    "SELECT q.name, q.call_id, q.state, q.questions::text,
+                    "SELECT q.name, q.call_id, q.state, q.questions,
                             EXISTS (SELECT 1 FROM ask_user_answers a
                                     WHERE a.name = q.name AND a.call_id = q.call_id
                                       AND a.admitted_seq IS NULL AND a.refused IS NULL)
@@ -285,7 +301,7 @@ impl PgStore {
                 .map(|row| {
                     Ok(LedgerQuestion {
                         session: row.get(0),
-                        call_id: CallId::from(row.get::<_, &str>(1)),
+                        call_id: CallId::from(from_db(row.get(1)).as_ref()),
                         state: QuestionState::parse(row.get(2)).unwrap_or(QuestionState::Settled),
                         questions: serde_json::from_str(row.get(3)).map_err(PgError::Json)?,
                         answered: row.get(4),

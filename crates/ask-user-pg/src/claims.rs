@@ -16,6 +16,7 @@ use crate::PgError;
 use crate::answers::{AnswerError, LedgerAnswer, unknown};
 use crate::ledger::QuestionState;
 use crate::store::PgStore;
+use crate::text::{may_exist, to_db};
 
 /// What the host running an open question's call sees of it in the ledger.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,7 +54,7 @@ const RELEASE: &str = "WITH gone AS (
      SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM note)";
 
 const WINDOW: &str = "SELECT q.state,
-         a.answer_id, a.batch::text, a.provenance::text,
+         a.answer_id, a.batch, a.provenance,
          (SELECT ceil(extract(epoch FROM max(c.expires_at) - now()) * 1000)::bigint
           FROM ask_user_claims c
           WHERE c.name = q.name AND c.call_id = q.call_id AND c.expires_at > now())
@@ -74,13 +75,19 @@ impl PgStore {
         client: &str,
         ttl: Duration,
     ) -> Result<QuestionState, AnswerError> {
+        if !may_exist(name) {
+            return Err(AnswerError::UnknownSession(name.to_owned()));
+        }
         let (key, call, client) = (name.to_owned(), call_id.clone(), client.to_owned());
         let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
         self.db().run(move |connection| {
             let claim = connection.statement(CLAIM)?;
             let row = connection
                 .client()?
-                .query_one(&claim, &[&key, &call.as_str(), &client, &ttl])
+                .query_one(
+                    &claim,
+                    &[&key, &to_db(call.as_str()), &to_db(&client), &ttl],
+                )
                 .map_err(PgError::Query)?;
             match row.get::<_, Option<&str>>(0) {
                 Some(state) => Ok(Ok(
@@ -99,12 +106,15 @@ impl PgStore {
         call_id: &CallId,
         client: &str,
     ) -> Result<bool, PgError> {
+        if !may_exist(name) {
+            return Ok(false);
+        }
         let (key, call, client) = (name.to_owned(), call_id.clone(), client.to_owned());
         self.db().run(move |connection| {
             let release = connection.statement(RELEASE)?;
             let row = connection
                 .client()?
-                .query_one(&release, &[&key, &call.as_str(), &client])
+                .query_one(&release, &[&key, &to_db(call.as_str()), &to_db(&client)])
                 .map_err(PgError::Query)?;
             Ok(row.get::<_, i64>(0) > 0)
         })
@@ -113,12 +123,19 @@ impl PgStore {
     /// The question `call_id` of session `name` as the host running its call sees it: its state,
     /// the answer waiting for it, and how long the longest live claim has left. One round trip.
     pub fn window(&self, name: &str, call_id: &CallId) -> Result<Window, PgError> {
+        if !may_exist(name) {
+            return Ok(Window {
+                state: None,
+                answer: None,
+                claimed_for: None,
+            });
+        }
         let (key, call) = (name.to_owned(), call_id.clone());
         self.db().run(move |connection| {
             let window = connection.statement(WINDOW)?;
             let row = connection
                 .client()?
-                .query_opt(&window, &[&key, &call.as_str()])
+                .query_opt(&window, &[&key, &to_db(call.as_str())])
                 .map_err(PgError::Query)?;
             let Some(row) = row else {
                 return Ok(Window {

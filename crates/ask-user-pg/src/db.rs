@@ -12,6 +12,7 @@ use std::time::Duration;
 use postgres::{Client, NoTls, Statement};
 
 use crate::PgError;
+use crate::tls::Target;
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
@@ -58,21 +59,26 @@ impl Connection {
     }
 }
 
-/// Connects with `search_path` set to `schema`.
+/// Connects with `search_path` set to `schema`, over TLS as the connection string's `sslmode`
+/// and `sslrootcert` ask (see [`tls`](crate::tls)).
 ///
 /// Every wait is bounded, so a stalled or cut-off peer never blocks this connection for long: a
 /// connect times out after 10 s, a dead server is noticed by TCP keepalives within about a
 /// minute, a lock is waited for at most 10 s, a statement runs at most 60 s, and a transaction
 /// left idle (its client stalled mid-way) is ended by the server after 60 s, releasing its locks.
 pub(crate) fn connect(config: &str, schema: &str) -> Result<Client, PgError> {
-    let mut config: postgres::Config = config.parse().map_err(PgError::Connect)?;
+    let Target { mut config, tls } = Target::parse(config)?;
     config
         .connect_timeout(Duration::from_secs(10))
         .keepalives(true)
         .keepalives_idle(Duration::from_secs(30))
         .keepalives_interval(Duration::from_secs(10))
         .keepalives_retries(3);
-    let mut client = config.connect(NoTls).map_err(PgError::Connect)?;
+    let connected = match tls {
+        Some(tls) => config.connect(tls),
+        None => config.connect(NoTls),
+    };
+    let mut client = connected.map_err(PgError::Connect)?;
     client
         .batch_execute(&format!(
             "SET search_path TO {};

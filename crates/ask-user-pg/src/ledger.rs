@@ -26,6 +26,7 @@ use user_questions_projection::{ActiveState, Replay};
 
 use crate::PgError;
 use crate::db::Connection;
+use crate::text::to_db;
 
 /// A question's state in the ledger.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -271,7 +272,7 @@ impl LedgerFold {
         let active = view
             .active
             .iter()
-            .map(|e| e.call_id.as_str().to_owned())
+            .map(|e| to_db(e.call_id.as_str()).into_owned())
             .collect();
         LedgerPlan {
             changes,
@@ -311,7 +312,7 @@ pub(crate) struct LedgerStatements {
 /// window go with it.
 const UPSERT_QUESTIONS: &str = "WITH up AS (
          INSERT INTO ask_user_questions AS q (name, call_id, state, questions, changed_seq)
-         SELECT $1, u.c, u.s, u.q::jsonb, u.seq
+         SELECT $1, u.c, u.s, u.q, u.seq
          FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(c, s, q, seq)
          ON CONFLICT (name, call_id) DO UPDATE SET
              state = EXCLUDED.state,
@@ -403,20 +404,20 @@ impl LedgerPlan {
         let (mut ended_calls, mut ended_seqs, mut ended_by) = (Vec::new(), Vec::new(), Vec::new());
         let mut ended_in_window = Vec::new();
         for (call, change) in &self.changes {
-            calls.push(call.as_str().to_owned());
+            calls.push(to_db(call.as_str()).into_owned());
             states.push(change.state.as_str());
             questions.push(change.questions.clone());
             let seq = i64::try_from(change.seq).unwrap_or(i64::MAX);
             seqs.push(seq);
             let (by, in_window) = match change.state {
                 QuestionState::Settled => (
-                    Some(change.settled_by.message.clone()),
+                    Some(to_db(&change.settled_by.message).into_owned()),
                     change.settled_by.ledger_window,
                 ),
                 QuestionState::Dropped => (None, false),
                 QuestionState::Open | QuestionState::Continued => continue,
             };
-            ended_calls.push(call.as_str().to_owned());
+            ended_calls.push(to_db(call.as_str()).into_owned());
             ended_seqs.push(seq);
             ended_by.push(by);
             ended_in_window.push(in_window);

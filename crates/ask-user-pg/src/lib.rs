@@ -4,6 +4,10 @@
 //! the transaction of the append that changed it; first-answer-wins answers from any front end;
 //! and admission of an answer exactly once, in the transaction that appends its `user/message`.
 //!
+//! The connection string is libpq's (`key=value` or a `postgres://` URL), TLS included:
+//! `sslmode=require`, or `sslmode=verify-full sslrootcert=/etc/ssl/db-ca.pem` (see the crate
+//! README for every mode). Whatever a session holds is stored byte for byte, U+0000 included.
+//!
 //! ```no_run
 //! use ask_user_pg::{PgOptions, PgStore};
 //! use session_log::{NewSession, Record, SessionStore};
@@ -26,6 +30,8 @@ mod ledger;
 mod lines;
 mod schema;
 mod store;
+mod text;
+mod tls;
 mod transfer;
 mod worker;
 
@@ -38,23 +44,40 @@ pub use ledger::{FoldVisitor, QuestionState};
 pub use lines::Lines;
 pub use schema::SCHEMA_VERSION;
 pub use store::{PgHold, PgOptions, PgStore};
+pub use text::{MAX_SCHEMA_NAME, MAX_SESSION_NAME, check_schema_name, check_session_name};
 pub use transfer::{ExportError, ImportReport};
 pub use worker::{AdmitError, Admitted, Worker, WorkerEvent, WorkerStop, admit_answers};
 
-/// Why talking to the database failed.
+/// Why talking to the database failed. A message names what the server said (its message and
+/// SQLSTATE code) or what failed on the way to it, never the connection string or a password.
 #[derive(Debug, thiserror::Error)]
 pub enum PgError {
-    /// Connecting failed.
-    #[error("cannot connect to PostgreSQL: {0}")]
+    /// The connection settings do not work (nothing was sent): a connection string that does
+    /// not parse, an unknown `sslmode`, a CA file (`sslrootcert`) that does not read.
+    #[error("the PostgreSQL connection settings do not work: {0}")]
+    Settings(String),
+    /// A name cannot name what it should (a schema, a session): see [`check_schema_name`] and
+    /// [`check_session_name`].
+    #[error("the {what} name {name:?} {why}")]
+    BadName {
+        /// What it names: `"schema"` or `"session"`.
+        what: &'static str,
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// Connecting failed (the server refused, TLS failed, the server is not there).
+    #[error("cannot connect to PostgreSQL: {}", describe(.0))]
     Connect(#[source] postgres::Error),
     /// A statement failed.
-    #[error("PostgreSQL: {0}")]
+    #[error("PostgreSQL: {}", describe(.0))]
     Query(#[source] postgres::Error),
     /// A commit failed: its outcome is unknown when the connection broke.
-    #[error("PostgreSQL commit failed: {0}")]
+    #[error("PostgreSQL commit failed: {}", describe(.0))]
     Commit(#[source] postgres::Error),
     /// A migration failed (nothing of it was applied).
-    #[error("migration {name} failed: {source}")]
+    #[error("migration {name} failed: {}", describe(source))]
     Migration {
         /// The migration.
         name: &'static str,
@@ -62,6 +85,12 @@ pub enum PgError {
         #[source]
         source: postgres::Error,
     },
+    /// The database's encoding cannot hold every character a session may hold (it must be
+    /// `UTF8`, or `SQL_ASCII`, which keeps bytes as they are).
+    #[error(
+        "the database's encoding is {0}: ask-user needs a UTF8 database (CREATE DATABASE … ENCODING 'UTF8')"
+    )]
+    Encoding(String),
     /// The database's schema is newer than this build: it is refused, never written.
     #[error(
         "the database's ask-user schema is version {found}, newer than this build's {supported}; upgrade ask-user"
@@ -99,6 +128,9 @@ impl PgError {
     /// A stable code for messages and exit codes.
     pub fn code(&self) -> &'static str {
         match self {
+            Self::Settings(_) => "DB_SETTINGS",
+            Self::BadName { .. } => "BAD_USAGE",
+            Self::Encoding(_) => "DB_ENCODING",
             Self::Connect(_) | Self::Closed | Self::Thread(_) => "DB_UNAVAILABLE",
             Self::NewerSchema { .. } => "DB_NEWER_SCHEMA",
             Self::NoSchema { .. } => "DB_NO_SCHEMA",
@@ -106,4 +138,36 @@ impl PgError {
             Self::Query(_) | Self::Commit(_) | Self::Json(_) => "DB_FAILED",
         }
     }
+}
+
+/// A `postgres` error as a sentence: the server's message, detail and hint with its SQLSTATE
+/// code, or what failed on the way (its causes after it, and what a TLS failure means). The
+/// client's errors never carry the connection string, so neither does this.
+pub(crate) fn describe(error: &postgres::Error) -> String {
+    use std::error::Error as _;
+    if let Some(db) = error.as_db_error() {
+        let mut text = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+        if let Some(detail) = db.detail() {
+            text.push_str("; ");
+            text.push_str(detail);
+        }
+        if let Some(hint) = db.hint() {
+            text.push_str("; hint: ");
+            text.push_str(hint);
+        }
+        return text;
+    }
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    if let Some(hint) = tls::hint(error) {
+        text.push_str(" (");
+        text.push_str(hint);
+        text.push(')');
+    }
+    text
 }

@@ -15,6 +15,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ),
     ("0002_ledger", include_str!("../migrations/0002_ledger.sql")),
     ("0003_claims", include_str!("../migrations/0003_claims.sql")),
+    (
+        "0004_json_text",
+        include_str!("../migrations/0004_json_text.sql"),
+    ),
 ];
 
 /// The schema version this build writes.
@@ -25,6 +29,7 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 /// Brings the schema `schema` to [`SCHEMA_VERSION`], creating it when missing. Returns the
 /// version found before.
 pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<i32, PgError> {
+    check_encoding(client)?;
     let mut tx = client.transaction().map_err(PgError::Query)?;
     // One migrator at a time per schema; the lock ends with the transaction.
     tx.execute(
@@ -67,6 +72,20 @@ pub(crate) fn migrate(client: &mut Client, schema: &str) -> Result<i32, PgError>
     Ok(found)
 }
 
+/// Refuses a database whose `text` cannot hold every character: one that is neither `UTF8` nor
+/// `SQL_ASCII` (which keeps the bytes it is given). A question in any script, stored in `LATIN1`,
+/// would fail to be written.
+fn check_encoding(client: &mut Client) -> Result<(), PgError> {
+    let encoding: String = client
+        .query_one("SELECT current_setting('server_encoding')", &[])
+        .map_err(PgError::Query)?
+        .get(0);
+    match encoding.as_str() {
+        "UTF8" | "SQL_ASCII" => Ok(()),
+        _ => Err(PgError::Encoding(encoding)),
+    }
+}
+
 /// The newest migration applied in `schema` (0: none), whose version table exists.
 fn version(client: &mut impl GenericClient, schema: &str) -> Result<i32, PgError> {
     Ok(client
@@ -85,6 +104,7 @@ fn version(client: &mut impl GenericClient, schema: &str) -> Result<i32, PgError
 /// read-only connection): a missing or older schema is [`PgError::NoSchema`], a newer one
 /// [`PgError::NewerSchema`].
 pub(crate) fn check(client: &mut Client, schema: &str) -> Result<(), PgError> {
+    check_encoding(client)?;
     let exists: bool = client
         .query_one(
             "SELECT to_regclass(quote_ident($1) || '.ask_user_schema') IS NOT NULL",

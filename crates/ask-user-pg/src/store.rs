@@ -30,7 +30,8 @@ use crate::lines::Lines;
 /// How a [`PgStore`] connects and leases.
 #[derive(Clone, Debug)]
 pub struct PgOptions {
-    /// The `PostgreSQL` schema the tables live in (created and migrated on connect).
+    /// The `PostgreSQL` schema the tables live in (created and migrated on connect): not empty, at
+    /// most 63 bytes ([`check_schema_name`](crate::check_schema_name)).
     pub schema: String,
     /// How long a writer's ownership lasts without renewal.
     pub lease: Duration,
@@ -96,9 +97,12 @@ impl std::fmt::Debug for PgStore {
 }
 
 impl PgStore {
-    /// Connects to the database `config` (a libpq connection string or URL), brings the schema up
-    /// to date (refusing one newer than this build), and starts renewing leases.
+    /// Connects to the database `config` (a libpq connection string or URL, TLS as its `sslmode`
+    /// and `sslrootcert` say), brings the schema up to date (refusing one newer than this build),
+    /// and starts renewing leases. A schema name `PostgreSQL` would not keep as it is (empty,
+    /// longer than 63 bytes) is refused before anything is sent ([`PgError::BadName`]).
     pub fn connect(config: &str, options: &PgOptions) -> Result<Self, PgError> {
+        crate::check_schema_name(&options.schema)?;
         let db = Db::start(config, &options.schema)?;
         let schema = options.schema.clone();
         if options.migrate {
@@ -174,6 +178,9 @@ impl PgStore {
         sql: &'static str,
         map: fn(&postgres::Row) -> T,
     ) -> Result<Option<T>, StoreError> {
+        if !crate::text::may_exist(name) {
+            return Ok(None);
+        }
         let key = name.to_owned();
         self.inner
             .db
@@ -219,6 +226,9 @@ impl PgStore {
     /// Takes the lease of the log `name`: `Ok(Some(epoch))`, or `Ok(None)` while another writer
     /// holds it.
     fn take_lease(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        if !crate::text::may_exist(name) {
+            return Err(Self::not_found(name));
+        }
         let key = name.to_owned();
         let owner = self.inner.owner.clone();
         let lease = self.inner.lease_secs;
@@ -409,7 +419,16 @@ impl LogBackend for PgStore {
         Ok(names)
     }
 
+    /// Creates the log `name`, which must be a usable session name
+    /// ([`check_session_name`](crate::check_session_name)).
     fn create(&self, name: &str, header_line: &[u8]) -> Result<(), StoreError> {
+        crate::check_session_name(name).map_err(|e| {
+            StoreError::io(
+                "create",
+                &location(name),
+                io::Error::new(io::ErrorKind::InvalidInput, e),
+            )
+        })?;
         let key = name.to_owned();
         let header = header_line.to_vec();
         let created = self

@@ -96,7 +96,11 @@ impl PgStore {
     /// Imports a JSONL session log as the session `name`, in one transaction on a connection of
     /// its own, then opens it once so the ledger learns its questions. Nothing is appended: the
     /// session exports byte for byte as imported.
+    ///
+    /// `name` must be a usable session name ([`check_session_name`](crate::check_session_name)):
+    /// an empty one is refused ([`PgError::BadName`]) before anything is read.
     pub fn import(&self, name: &str, input: &mut dyn BufRead) -> Result<ImportReport, ExportError> {
+        crate::check_session_name(name)?;
         let mut header = Vec::new();
         (&mut *input)
             .take(MAX_LINE_LEN + 1)

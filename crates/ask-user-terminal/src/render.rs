@@ -214,10 +214,14 @@ fn render_reminder(view: ReminderView<'_>, area: Rect, buf: &mut Buffer) {
 fn render_card(view: &CardView<'_>, area: Rect, buf: &mut Buffer) {
     let layout = CardLayout::new(view, inner_width(area.width));
     let card = view.card;
+    // A model's header: shown through the sanitiser like the rest of the card.
     let header = card
         .question()
-        .and_then(|q| q.header.clone())
-        .unwrap_or_else(|| "Question".to_owned());
+        .and_then(|q| q.header.as_deref())
+        .map_or_else(
+            || "Question".to_owned(),
+            |header| crate::sanitize::visible(header).into_owned(),
+        );
     let mut title = vec![
         Span::raw(" "),
         Span::styled(format!(" {header} "), Style::new().black().on_cyan().bold()),
@@ -346,7 +350,7 @@ impl CardLayout {
                 "{}{} {}",
                 if done { "✓" } else { "·" },
                 at + 1,
-                q.header.as_deref().unwrap_or(&q.id)
+                crate::sanitize::visible(q.header.as_deref().unwrap_or(&q.id))
             );
             spans.push(if at == card.current() {
                 Span::styled(label, Style::new().bold().underlined())

@@ -276,3 +276,26 @@ fn the_status_line_under_a_card_and_the_reminder() {
     });
     assert_snapshot!(screen(&reminder, &[], 72, 3));
 }
+
+#[test]
+fn a_header_with_bidi_and_invisible_characters_is_shown_escaped_in_the_chip_and_the_tabs() {
+    let hostile = |id: &str, header: &str| {
+        Question::new(id, "Which?")
+            .with_header(header)
+            .with_options([QuestionOption::new("a"), QuestionOption::new("b")])
+    };
+    let card = card(
+        vec![
+            hostile("one", "gpj\u{202e}exe"),
+            hostile("two", "x\u{2066}y\u{200b}z"),
+        ],
+        &[],
+    );
+    let scene = Scene::Card(view(&card, Clock::Untimed, CloseMode::Cancel));
+    let text = draw(&scene, 72);
+    for raw in ['\u{202e}', '\u{2066}', '\u{200b}'] {
+        assert!(!text.contains(raw), "{raw:?} passed raw:\n{text}");
+    }
+    assert!(text.contains(r"gpj\u{202e}exe"), "{text}");
+    assert!(text.contains(r"x\u{2066}y\u{200b}z"), "{text}");
+}

@@ -690,19 +690,25 @@ impl Hub {
     /// open ones an answer here reaches), read off the async threads (the desk may read logs or
     /// ask a database). A desk that cannot be read lists nothing, with a warning.
     pub(crate) async fn listed(&self) -> Vec<DeskQuestion> {
+        self.listing().await.unwrap_or_default()
+    }
+
+    /// [`listed`](Self::listed), or `None` when the desk could not be read (which is no proof
+    /// that anything was settled).
+    async fn listing(&self) -> Option<Vec<DeskQuestion>> {
         let Some(desk) = self.desk.clone() else {
-            return Vec::new();
+            return Some(Vec::new());
         };
         let listed = tokio::task::spawn_blocking(move || desk.answerable()).await;
         match listed {
-            Ok(Ok(questions)) => questions,
+            Ok(Ok(questions)) => Some(questions),
             Ok(Err(error)) => {
                 tracing::warn!(%error, "the questions cannot be listed");
-                Vec::new()
+                None
             }
             Err(error) => {
                 tracing::warn!(%error, "the questions cannot be listed");
-                Vec::new()
+                None
             }
         }
     }
@@ -711,6 +717,9 @@ impl Hub {
     /// surface, then the questions the desk `listed` that this surface has no card for.
     pub(crate) fn snapshot(&self, listed: Vec<DeskQuestion>) -> Value {
         let now = Instant::now();
+        // Listed questions come from logs, not through the seam: they are shown as the seam
+        // shows a question to its answerers (headers truncated, SPEC §9.3), like the cards.
+        let limits = self.seam.upgrade().map(|seam| seam.limits().clone());
         let mut state = lock(&self.state);
         let listed_keys: HashSet<CardKey> = listed.iter().map(desk_key).collect();
         // A reply the agent admitted settles its question: it is no longer listed.
@@ -745,7 +754,10 @@ impl Hub {
                 "remainingMs": null,
                 "askedAtMs": question.asked_at_ms,
                 "replyQueued": state.queued.contains(&key),
-                "questions": question.questions,
+                "questions": limits.as_ref().map_or(
+                    std::borrow::Cow::Borrowed(question.questions.as_slice()),
+                    |limits| user_questions::truncate_headers(&question.questions, limits),
+                ),
             }));
         }
         json!({ "cards": cards })
@@ -754,7 +766,11 @@ impl Hub {
     /// Sends every page a fresh snapshot: the sessions' list changed. A continued card the desk
     /// no longer lists (answered from a shell, say) goes with it.
     pub(crate) async fn refresh(&self) {
-        let listed = self.listed().await;
+        // A desk that cannot be read now says nothing of what is settled: no snapshot then (the
+        // pages keep what they show, and the next refresh tries again).
+        let Some(listed) = self.listing().await else {
+            return;
+        };
         if self.desk.is_some() {
             let keys: HashSet<CardKey> = listed.iter().map(desk_key).collect();
             let mut state = lock(&self.state);

@@ -19,6 +19,7 @@ use user_questions::{
     AnswererGuard, CallId, CancellationToken, Question, RegisterOptions, UserQuestions,
 };
 
+pub use ask_user_http::HttpLimits;
 pub use routes::TOKEN_HEADER;
 pub use sessions::WebOptions;
 
@@ -105,13 +106,15 @@ impl WebSurface {
     }
 
     /// The routes (see the crate docs), with the token, `Host` and `Origin` checks and the body
-    /// limit.
+    /// limit. Not knowing where it is served, it takes any port in `Host`;
+    /// [`serve`](Self::serve) takes only the one it serves.
     pub fn router(&self) -> axum::Router {
         routes::router(
             Arc::clone(&self.hub),
             Arc::clone(&self.token),
             Arc::clone(&self.grants),
             CancellationToken::new(),
+            None,
         )
     }
 
@@ -177,7 +180,8 @@ impl WebSurface {
         self.hub.clients()
     }
 
-    /// Serves the surface on `listener` until the returned server is shut down or dropped.
+    /// Serves the surface on `listener` until the returned server is shut down or dropped, within
+    /// the options' [`HttpLimits`]; a request's `Host` must name the port served.
     pub fn serve(&self, listener: TcpListener) -> std::io::Result<WebServer> {
         let addr = listener.local_addr()?;
         let stop = CancellationToken::new();
@@ -187,17 +191,14 @@ impl WebSurface {
             Arc::clone(&self.token),
             Arc::clone(&self.grants),
             stop.clone(),
+            Some(addr.port()),
         );
         let wait = stop.clone();
         let stopped = CancellationToken::new();
         let done = stopped.clone();
+        let limits = self.hub.options.limits;
         tokio::spawn(async move {
-            let served = axum::serve(listener, router)
-                .with_graceful_shutdown(async move { wait.cancelled().await })
-                .await;
-            if let Err(error) = served {
-                tracing::warn!(%error, "the web surface stopped serving");
-            }
+            ask_user_http::serve(listener, router, limits, wait).await;
             done.cancel();
         });
         Ok(WebServer {

@@ -1,5 +1,6 @@
-//! The HTTP routes, and the checks every request passes first: the `Host` (no DNS rebinding),
-//! the `Origin` (no cross-site requests), the capability token, and a body size limit.
+//! The HTTP routes, and the checks every request passes first: the `Host` (no DNS rebinding; the
+//! port served), the `Origin` (no cross-site requests), the capability token, and a body size
+//! limit. `/favicon.ico` alone needs no token: it is answered empty.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -34,6 +35,8 @@ struct App {
     grants: Arc<Grants>,
     /// Cancelled when the server stops: every event stream ends.
     stop: CancellationToken,
+    /// The port served, when known: the only one `Host` may name.
+    port: Option<u16>,
 }
 
 pub(crate) fn router(
@@ -41,6 +44,7 @@ pub(crate) fn router(
     token: Arc<str>,
     grants: Arc<Grants>,
     stop: CancellationToken,
+    port: Option<u16>,
 ) -> Router {
     let limit = hub.options.body_limit;
     let app = App {
@@ -48,6 +52,7 @@ pub(crate) fn router(
         token,
         grants,
         stop,
+        port,
     };
     Router::new()
         .route("/", get(index))
@@ -82,26 +87,44 @@ async fn not_found() -> Response {
 }
 
 /// Whether `host` (a `Host` header value, or an origin's host) names this server in a way no DNS
-/// name can: `localhost` or an IP literal, with or without a port. With `loopback_only`, the IP
-/// must be a loopback address.
-fn host_allowed(host: &str, loopback_only: bool) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
+/// name can: `localhost` or an IP literal, with or without a port (1 to 65535). With
+/// `loopback_only`, the IP must be a loopback address; with `served`, the port must be that one
+/// (no port: 80).
+fn host_allowed(host: &str, loopback_only: bool, served: Option<u16>) -> bool {
+    let (name, port) = if let Some(rest) = host.strip_prefix('[') {
         // `[v6]` or `[v6]:port`.
         let Some((ip, after)) = rest.split_once(']') else {
             return false;
         };
-        if !(after.is_empty() || after.strip_prefix(':').is_some_and(is_port)) {
-            return false;
-        }
-        return ip
+        let port = match after {
+            "" => None,
+            after => match after.strip_prefix(':').and_then(port_of) {
+                Some(port) => Some(port),
+                None => return false,
+            },
+        };
+        let ip_ok = ip
             .parse::<std::net::Ipv6Addr>()
             .is_ok_and(|ip| !loopback_only || ip.is_loopback());
+        if !ip_ok {
+            return false;
+        }
+        (None, port)
     } else {
         match host.rsplit_once(':') {
-            Some((name, port)) if is_port(port) => name,
-            Some(_) => return false,
-            None => host,
+            Some((name, port)) => match port_of(port) {
+                Some(port) => (Some(name), Some(port)),
+                None => return false,
+            },
+            None => (Some(host), None),
         }
+    };
+    if served.is_some_and(|served| port.unwrap_or(80) != served) {
+        return false;
+    }
+    let Some(name) = name else {
+        // An IPv6 literal, checked above.
+        return true;
     };
     if name.eq_ignore_ascii_case("localhost") {
         return true;
@@ -110,8 +133,12 @@ fn host_allowed(host: &str, loopback_only: bool) -> bool {
         .is_ok_and(|ip| !loopback_only || ip.is_loopback())
 }
 
-fn is_port(text: &str) -> bool {
-    !text.is_empty() && text.len() <= 5 && text.bytes().all(|b| b.is_ascii_digit())
+/// A port as `Host` spells it: 1 to 5 digits, 1 to 65535.
+fn port_of(text: &str) -> Option<u16> {
+    if text.is_empty() || text.len() > 5 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok().filter(|port| *port != 0)
 }
 
 /// The value of `name` in a query string (tokens and grants are hex: no decoding needed).
@@ -163,12 +190,16 @@ async fn guard(State(app): State<App>, request: Request, next: Next) -> Response
             "The request names no host.",
         ));
     };
-    if !host_allowed(host, loopback_only) {
+    if !host_allowed(host, loopback_only, app.port) {
         return secured(refuse(
             StatusCode::FORBIDDEN,
             "BAD_HOST",
-            "This server answers to its own address only (no DNS names).",
+            "This server answers to its own address only (no DNS names, the port it serves).",
         ));
+    }
+    // Browsers ask for an icon without the page's token: nothing to see, nothing to log.
+    if request.method() == Method::GET && request.uri().path() == "/favicon.ico" {
+        return secured(StatusCode::NO_CONTENT.into_response());
     }
     // Opening the printed link from another site (a chat, a mail page) is a top-level
     // navigation to the page itself: allowed (the token is still needed). Everything else must
@@ -580,7 +611,7 @@ mod tests {
             "[::1]:9",
             "[::1]",
         ] {
-            assert!(host_allowed(ok, true), "{ok}");
+            assert!(host_allowed(ok, true, None), "{ok}");
         }
         for bad in [
             "evil.example:8080",
@@ -589,12 +620,36 @@ mod tests {
             "[::2]:80",
             "127.0.0.1:",
             "127.0.0.1:123456",
+            "127.0.0.1:99999",
+            "127.0.0.1:65536",
+            "127.0.0.1:0",
+            "[::1]:99999",
+            "[::1]:",
             "[::1",
             "",
         ] {
-            assert!(!host_allowed(bad, true), "{bad}");
+            assert!(!host_allowed(bad, true, None), "{bad}");
         }
-        assert!(host_allowed("10.0.0.1:80", false));
-        assert!(!host_allowed("evil.example:80", false));
+        assert!(host_allowed("10.0.0.1:80", false, None));
+        assert!(!host_allowed("evil.example:80", false, None));
+    }
+
+    #[test]
+    fn a_served_port_is_the_only_port() {
+        for ok in ["127.0.0.1:8080", "localhost:8080", "[::1]:8080"] {
+            assert!(host_allowed(ok, true, Some(8080)), "{ok}");
+        }
+        for bad in [
+            "127.0.0.1:8081",
+            "localhost:80",
+            "[::1]:99999",
+            "127.0.0.1",
+            "[::1]",
+        ] {
+            assert!(!host_allowed(bad, true, Some(8080)), "{bad}");
+        }
+        // No port is port 80.
+        assert!(host_allowed("127.0.0.1", true, Some(80)));
+        assert!(host_allowed("[::1]", true, Some(80)));
     }
 }

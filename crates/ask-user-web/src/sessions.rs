@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use user_questions::CallId;
 
+use ask_user_http::HttpLimits;
+
 /// A card's identity: its session and call.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct CardKey {
@@ -36,6 +38,10 @@ pub struct WebOptions {
     /// Whether a timed card shows its window's countdown (true by default). A surface whose
     /// windows are kept elsewhere (the inbox: each host's own window decides) turns it off.
     pub countdowns: bool,
+    /// The server's timeouts and connection cap ([`HttpLimits::default`]: a head in 10 s, a
+    /// body in 20 s, 20 s idle, 256 connections). A page's event stream is a response in
+    /// progress: no timeout closes it.
+    pub limits: HttpLimits,
 }
 
 impl Default for WebOptions {
@@ -49,6 +55,7 @@ impl Default for WebOptions {
             loopback_only: true,
             token: None,
             countdowns: true,
+            limits: HttpLimits::default(),
         }
     }
 }

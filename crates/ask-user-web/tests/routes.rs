@@ -73,6 +73,10 @@ async fn every_request_needs_the_token_a_literal_host_and_its_own_origin() {
         "evil.example:8080",
         "127.0.0.1.nip.io:8080",
         "10.1.2.3:8080",
+        // A port no server has.
+        "127.0.0.1:99999",
+        "127.0.0.1:0",
+        "[::1]:65536",
     ] {
         let (status, body) = send(
             &router,
@@ -128,6 +132,29 @@ async fn every_request_needs_the_token_a_literal_host_and_its_own_origin() {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// Browsers ask for `/favicon.ico` without the page's token: it is answered empty (204), not
+/// with a 401 every page load would log.
+#[tokio::test(start_paused = true)]
+async fn the_favicon_needs_no_token_and_is_empty() {
+    let fx = Fixture::new(60);
+    let router = fx.web.router();
+    let (status, body) = send(&router, raw("GET", "/favicon.ico", &[("host", HOST)], "")).await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::NO_CONTENT, serde_json::Value::Null)
+    );
+    // Still this server's own address only.
+    let (status, _) = send(
+        &router,
+        raw("GET", "/favicon.ico", &[("host", "evil.example")], ""),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Nothing else is served without the token.
+    let (status, _) = send(&router, raw("GET", "/favicon.png", &[("host", HOST)], "")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test(start_paused = true)]

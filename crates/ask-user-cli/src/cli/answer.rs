@@ -56,7 +56,9 @@ pub struct AnswerArgs {
 }
 
 pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
-    let pg = args.pg.filled(args.targets.len() == 2);
+    let pg = args
+        .pg
+        .filled(args.targets.len() == 2 || args.state_dir.is_some());
     let (session, picked, call_id) = match args.targets.as_slice() {
         [log, call] => {
             let log = PathBuf::from(log);

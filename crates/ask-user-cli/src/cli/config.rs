@@ -40,7 +40,7 @@
 //! | `[notify.ntfy]` `token` (secret) | an access token for a protected ntfy server, sent as `Authorization: Bearer` | | none |
 //! | `[[notify.webhooks]]` `url` | post signed notifications (Standard Webhooks) here, `http://` or `https://`; one table per webhook | `--notify-webhook` | no webhook |
 //! | `[[notify.webhooks]]` `secret` (secret) | the webhook's `whsec_…` signing secret; required | `--webhook-secret` | |
-//! | `[pg]` `url` (secret) | keep sessions in this PostgreSQL database: a libpq connection string or a `postgres://` URL, no TLS | `--pg` | log files, no database |
+//! | `[pg]` `url` (secret) | keep sessions in this PostgreSQL database: a libpq connection string or a `postgres://` URL; `sslmode` (`require`, `verify-full`, …) and `sslrootcert` go in it | `--pg` | log files, no database |
 //! | `[pg]` `schema` | the database schema of the tables | `--pg-schema` | `"ask_user"` |
 //!
 //! ## Secrets
@@ -351,11 +351,6 @@ impl Config {
     /// `[pg]` `schema`.
     pub(crate) fn pg_schema(&self) -> Option<&str> {
         self.pg.schema.as_ref().map(|s| s.value.as_str())
-    }
-
-    /// `[notify.ntfy]` `token`.
-    pub(crate) fn ntfy_token(&self) -> Option<&SecretString> {
-        self.notify.ntfy.as_ref()?.token.as_ref().map(|s| &s.value)
     }
 
     /// The file's notifications, the base the `--notify-*` flags add to (what

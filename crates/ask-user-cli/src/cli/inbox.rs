@@ -104,6 +104,40 @@ pub(crate) fn socket(state_dir: &Path) -> PathBuf {
     state_dir.join(SOCKET_NAME)
 }
 
+/// The page's address without its token (`http://ADDR/`), as kept in `state_dir`: what a line
+/// that may end in a log file says.
+pub(crate) fn page_address(state_dir: &Path) -> Option<String> {
+    Address::load(state_dir).map(|a| format!("http://{}/", a.addr))
+}
+
+/// Listens on `socket`, the owner's alone: it is bound in a fresh directory only the owner can
+/// enter, made the owner's alone, and only then moved to its place, so nobody connects to it
+/// before its mode is set. (Whoever connects can answer every question.) A socket left there
+/// is a dead inbox's: the caller holds the lock.
+fn listen_privately(state_dir: &Path, socket: &Path) -> Result<tokio::net::UnixListener, CliError> {
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    let fail = |what| io_error("INBOX_SOCKET", what);
+    let private = state_dir.join(format!(".inbox-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&private);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&private)
+        .map_err(fail("cannot make the inbox socket's directory"))?;
+    let staged = private.join(SOCKET_NAME);
+    let bound = tokio::net::UnixListener::bind(&staged)
+        .map_err(fail("cannot listen on the inbox socket"))
+        .and_then(|listener| {
+            std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600))
+                .map_err(fail("cannot protect the inbox socket"))?;
+            let _ = std::fs::remove_file(socket);
+            std::fs::rename(&staged, socket)
+                .map_err(fail("cannot put the inbox socket in place"))?;
+            Ok(listener)
+        });
+    let _ = std::fs::remove_dir_all(&private);
+    bound
+}
+
 /// The URL of the inbox that runs for `state_dir`, if one answers on its socket.
 pub(crate) async fn running_url(state_dir: &Path) -> Option<String> {
     ask_user_inbox::connect(&socket(state_dir)).await.ok()?;
@@ -125,7 +159,7 @@ fn io_error(code: &'static str, what: &str) -> impl Fn(std::io::Error) -> CliErr
 }
 
 pub(super) async fn run(args: InboxArgs) -> Result<Exit, CliError> {
-    let pg = args.pg.filled(false);
+    let pg = args.pg.filled(args.state_dir.is_some());
     if pg.pg.is_some() && !args.url {
         // A database's sessions are answered through its ledger from any process: its page is
         // the one `serve --pg` serves.
@@ -153,25 +187,20 @@ pub(super) async fn run(args: InboxArgs) -> Result<Exit, CliError> {
         .open(state_dir.join("inbox.lock"))
         .map_err(io_error("STATE_DIR", "the inbox lock"))?;
     if lock.try_lock().is_err() {
+        // Said without the token: this may be an inbox started in the background, whose
+        // stderr is a file.
         match running_url(&state_dir).await {
-            Some(url) => eprintln!("an inbox runs for this state directory already: {url}"),
+            Some(_) => eprintln!(
+                "an inbox runs for this state directory already: {} (`{} inbox --url` prints its address with the token)",
+                page_address(&state_dir).unwrap_or_default(),
+                super::invoked()
+            ),
             None => eprintln!("an inbox is starting for this state directory already"),
         }
         return Ok(Exit::Ok);
     }
     let socket = socket(&state_dir);
-    // No inbox holds the lock, so a socket left there is a dead one's.
-    let _ = std::fs::remove_file(&socket);
-    let listener = tokio::net::UnixListener::bind(&socket).map_err(io_error(
-        "INBOX_SOCKET",
-        "cannot listen on the inbox socket",
-    ))?;
-    // Whoever connects can answer every question: the owner only.
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
-            .map_err(io_error("INBOX_SOCKET", "cannot protect the inbox socket"))?;
-    }
+    let listener = listen_privately(&state_dir, &socket)?;
 
     let store = crate::store::JsonlStore::new(state_dir.clone());
     let fallback: Arc<dyn QuestionDesk> = Arc::new(LogDesk::store(Arc::new(store)));
@@ -230,10 +259,13 @@ async fn serve_page(
     args: &InboxArgs,
     saved: Option<&Address>,
 ) -> Result<(WebSurface, ask_user_web::WebServer), CliError> {
+    // Where it served last, on loopback: an address beyond loopback serves others only when
+    // asked for each time (by the flag or the configuration file).
+    let kept = saved.map(|s| SocketAddr::new(DEFAULT_ADDR.ip(), s.addr.port()));
     let addr = args
         .addr
         .or_else(|| super::config::current().web_addr())
-        .or_else(|| saved.map(|s| s.addr))
+        .or(kept)
         .unwrap_or(DEFAULT_ADDR);
     let options = WebOptions {
         loopback_only: addr.ip().is_loopback(),
@@ -380,10 +412,14 @@ fn start_inbox(
 ) -> std::io::Result<()> {
     use std::os::unix::process::CommandExt as _;
     std::fs::create_dir_all(state_dir)?;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(state_dir.join("inbox.log"))?;
+    let log = {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(state_dir.join("inbox.log"))?
+    };
     let mut command = std::process::Command::new(std::env::current_exe()?);
     command
         .arg("inbox")

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use ask_user_mcp::{AskUserMcp, HTTP_PATH, McpOptions};
+use ask_user_mcp::{AskUserMcp, DEFAULT_MAX_SESSIONS, HTTP_PATH, McpHttpOptions, McpOptions};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +24,16 @@ pub struct McpArgs {
     /// Serve streamable HTTP at `http://ADDR/mcp` instead of stdio (loopback only).
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    /// With --http: also take requests from this browser origin (exactly, e.g.
+    /// `http://localhost:5173`); repeat for more. Without it only the server's own origin is
+    /// taken (requests without `Origin`, from clients that are not browsers, always are).
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
+    /// With --http: serve at most this many MCP sessions at once (256 by default); a new
+    /// client past it is told to try again (503). A session with no request or stream open for
+    /// 120 s ends (its client initializes again).
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u16).range(1..))]
+    max_sessions: Option<u16>,
     #[command(flatten)]
     pg: super::pg::PgArgs,
     /// Hand every session's questions to the machine's inbox too (one page and one
@@ -39,10 +49,11 @@ pub struct McpArgs {
 
 /// `--pg` of `mcp`, which names no session itself (the other commands' help says how a name
 /// replaces a log path).
-const MCP_PG_HELP: &str = "Keep the MCP sessions in this PostgreSQL database (a libpq connection string or `postgres://` URL; no TLS) instead of log files in the state directory: any worker resumes them, and an answer given there from anywhere reaches a question in its window";
+const MCP_PG_HELP: &str = "Keep the MCP sessions in this PostgreSQL database (a libpq connection string or `postgres://` URL; TLS with sslmode=require, or verify-full and sslrootcert=CA_FILE) instead of log files in the state directory: any worker resumes them, and an answer given there from anywhere reaches a question in its window";
 
 pub(super) async fn run(mut args: McpArgs) -> Result<Exit, CliError> {
-    args.pg = args.pg.filled(false);
+    // A state directory given names where the sessions are: the file's database does not.
+    args.pg = args.pg.filled(args.state_dir.is_some());
     let config = args.tool.config()?;
     // With --pg the sessions live in the database: no state directory is needed.
     let state_dir = match super::state_dir(args.state_dir.clone()) {
@@ -56,7 +67,13 @@ pub(super) async fn run(mut args: McpArgs) -> Result<Exit, CliError> {
             ));
         }
     };
-    let options = McpOptions::new(&state_dir).with_tool(config);
+    let options = McpOptions::new(&state_dir)
+        .with_tool(config)
+        .with_http(McpHttpOptions {
+            allowed_origins: args.allow_origin.clone(),
+            max_sessions: args.max_sessions.map_or(DEFAULT_MAX_SESSIONS, usize::from),
+            ..McpHttpOptions::default()
+        });
     let (server, where_) = if let Some(url) = &args.pg.pg {
         let server = super::pg::mcp_server(url, args.pg.schema(), options)?;
         (server, "the database".to_owned())
@@ -71,14 +88,20 @@ pub(super) async fn run(mut args: McpArgs) -> Result<Exit, CliError> {
             // Said once the inbox answers (a started one takes a moment), on stderr, which
             // clients show in their server logs.
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), link.connected()).await;
-            let url = super::inbox::running_url(&state_dir).await;
+            // Without the token: a client keeps this line in its logs.
+            let page = if super::inbox::running_url(&state_dir).await.is_some() {
+                super::inbox::page_address(&state_dir)
+            } else {
+                None
+            };
             eprintln!(
-                "ask-user mcp: logs in {}; questions on the inbox page too: {}",
+                "ask-user mcp: logs in {}; questions on the inbox page too: {} (`{} inbox --url` prints its address with the token)",
                 super::visible(&where_),
-                url.as_deref().map_or_else(
+                page.as_deref().map_or_else(
                     || "(the inbox is not up yet)".to_owned(),
                     |u| super::visible(u).into_owned()
-                )
+                ),
+                super::invoked()
             );
         }
         None => eprintln!(
@@ -125,19 +148,32 @@ fn link_inbox(
     server: &AskUserMcp,
     state_dir: &std::path::Path,
 ) -> Result<Option<ask_user_inbox::InboxLink>, CliError> {
-    // The configuration file's page or notifications are surfaces too.
-    let configured = super::config::current().web_addr().is_some()
-        || super::config::current().web_public_url().is_some();
-    if !(args.inbox || args.web.web || args.notify.any() || configured) {
+    let flagged = args.inbox || args.web.web || args.notify.any();
+    // The configuration file's page or notifications to a phone or a webhook are surfaces too
+    // (its bell alone is not: a server in the background has no terminal).
+    let file = super::config::current();
+    let file_notify = file.notify_config();
+    let configured = file.web_addr().is_some()
+        || file.web_public_url().is_some()
+        || file_notify.ntfy.is_some()
+        || !file_notify.webhooks.is_empty();
+    if !(flagged || configured) {
         return Ok(None);
     }
     if args.pg.pg.is_some() {
+        if !flagged {
+            // The file's surfaces are for the state directory's inbox; a database's sessions
+            // have theirs in `ask-user inbox --pg`.
+            return Ok(None);
+        }
         return Err(CliError::new(
             "BAD_USAGE",
             "the inbox of a database's sessions is `ask-user inbox --pg` (answers reach them through the database's ledger); --inbox, --web and the notification flags link the sessions of a state directory",
             Exit::Usage,
         ));
     }
+    // What the started inbox would fail on is said here, where it is read.
+    args.notify.check()?;
     let mut inbox_args: Vec<std::ffi::OsString> = Vec::new();
     // The inbox reads the same configuration file.
     if let Some(path) = super::config::explicit_path() {

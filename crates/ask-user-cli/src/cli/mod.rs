@@ -305,6 +305,20 @@ fn report(error: &CliError) -> Exit {
     error.exit
 }
 
+/// Reads `text` as a configuration file named `path`, with no environment (a secret named by
+/// an `…_env` key is missing): `Ok` when it is a valid file, else the one-line error a command
+/// would report. The reader the fuzz target `config_file` drives; commands read the file
+/// themselves.
+///
+/// # Errors
+///
+/// The error message, which names the file, the line and the column.
+pub fn check_config_text(text: &str, path: &Path) -> Result<(), String> {
+    config::parse(text, path, &|_| Err(std::env::VarError::NotPresent))
+        .map(|_| ())
+        .map_err(|error| error.message)
+}
+
 /// The state directory: the flag's, else the configuration file's, else `ask-user mcp`'s
 /// default; `None` when none can be found (neither `XDG_STATE_HOME` nor `HOME` is set).
 pub(crate) fn state_dir(given: Option<PathBuf>) -> Option<PathBuf> {

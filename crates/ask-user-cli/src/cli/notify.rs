@@ -30,8 +30,9 @@ pub struct NotifyArgs {
     /// Push to this ntfy topic (with answer buttons when --web serves the question).
     #[arg(long, value_name = "TOPIC")]
     pub ntfy: Option<String>,
-    /// The ntfy server (default `https://ntfy.sh`).
-    #[arg(long, value_name = "URL", requires = "ntfy")]
+    /// The ntfy server (default: the configuration file's, else `https://ntfy.sh`); with a
+    /// topic from --ntfy or the configuration file.
+    #[arg(long, value_name = "URL")]
     pub ntfy_server: Option<String>,
     /// Notify when nobody has claimed or answered a question after this many seconds
     /// (default 10; for a timed question at most half its window).
@@ -117,16 +118,29 @@ impl NotifyArgs {
                 });
             }
         }
-        if let Some(topic) = &self.ntfy {
+        // Field by field: the flag's, else the file's, else the default. The file's token goes
+        // only to the file's server.
+        let file = config.ntfy.take();
+        let topic = self
+            .ntfy
+            .clone()
+            .or_else(|| file.as_ref().map(|f| f.topic.clone()));
+        if topic.is_none() && self.ntfy_server.is_some() {
+            return Err(bad(
+                "--ntfy-server needs a topic: --ntfy TOPIC, or the configuration file's [notify.ntfy] topic".to_owned(),
+            ));
+        }
+        if let Some(topic) = topic {
+            let server = self
+                .ntfy_server
+                .clone()
+                .or_else(|| file.as_ref().map(|f| f.server.clone()))
+                .unwrap_or_else(|| "https://ntfy.sh".to_owned());
+            let token = file.filter(|f| f.server == server).and_then(|f| f.token);
             config.ntfy = Some(NtfyConfig {
-                token: super::config::current()
-                    .ntfy_token()
-                    .map(|t| t.expose().to_owned()),
-                topic: topic.clone(),
-                server: self
-                    .ntfy_server
-                    .clone()
-                    .unwrap_or_else(|| "https://ntfy.sh".to_owned()),
+                topic,
+                server,
+                token,
             });
         }
         if let Some(secs) = self.notify_after {
@@ -150,7 +164,12 @@ impl NotifyArgs {
             || !self.notify_webhook.is_empty()
             || self.ntfy.is_some()
             || self.bell
-            || !super::config::current().notify_config().is_empty()
+    }
+
+    /// Checks what the flags and the configuration file make (for a command that hands them to
+    /// another process, which would fail where nobody reads it).
+    pub(crate) fn check(&self) -> Result<(), CliError> {
+        self.config(false).map(|_| ())
     }
 
     /// The flags again, for an inbox started in the background, and the webhooks' secret to
@@ -215,5 +234,56 @@ impl NotifyArgs {
             )
         })?;
         Ok(Some(Notifier::start(seam, config, links, backends)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use clap::Parser;
+
+    use super::NotifyArgs;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        notify: NotifyArgs,
+    }
+
+    /// The ntfy the flags make over a base that names a private server and its token.
+    fn ntfy(flags: &[&str]) -> ask_user_notify::NtfyConfig {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("notify.json");
+        std::fs::write(
+            &base,
+            r#"{"ntfy":{"topic":"base-topic","server":"https://ntfy.example.com","token":"tk_private"}}"#,
+        )
+        .unwrap();
+        let mut argv = vec!["t", "--notify-config", base.to_str().unwrap()];
+        argv.extend_from_slice(flags);
+        let parsed = Flags::try_parse_from(argv).unwrap();
+        parsed.notify.config(false).unwrap().unwrap().ntfy.unwrap()
+    }
+
+    #[test]
+    fn a_flag_replaces_one_ntfy_field_and_the_token_goes_only_to_its_own_server() {
+        // A topic of the flag's: the base's server and its token stay.
+        let merged = ntfy(&["--ntfy", "mine"]);
+        assert_eq!(
+            (merged.topic.as_str(), merged.server.as_str()),
+            ("mine", "https://ntfy.example.com")
+        );
+        assert_eq!(merged.token.as_deref(), Some("tk_private"));
+        // Another server: the private server's token is not sent there.
+        let elsewhere = ntfy(&["--ntfy", "mine", "--ntfy-server", "https://ntfy.sh"]);
+        assert_eq!(elsewhere.server, "https://ntfy.sh");
+        assert_eq!(elsewhere.token, None);
+        // The server alone: the base's topic goes to it, without the token.
+        let moved = ntfy(&["--ntfy-server", "https://other.example.com"]);
+        assert_eq!(
+            (moved.topic.as_str(), moved.token.as_deref()),
+            ("base-topic", None)
+        );
     }
 }

@@ -31,7 +31,9 @@ pub struct PendingArgs {
 pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
     let session = args.log.as_ref().map(|p| p.display().to_string());
     let logs: Vec<PathBuf> = args.log.iter().cloned().collect();
-    let pg = args.pg.filled(args.log.is_some());
+    let pg = args
+        .pg
+        .filled(args.log.is_some() || args.state_dir.is_some());
     if pg.pg.is_none() && logs.is_empty() {
         let mut questions: Vec<DeskQuestion> = match super::desk::state_dir(args.state_dir.clone())?
         {

@@ -24,7 +24,8 @@ use crate::host::HostRuntime;
 #[derive(Clone, Debug, Args)]
 pub struct PgArgs {
     /// Use sessions in this PostgreSQL database (a libpq connection string or
-    /// `postgres://` URL; no TLS) instead of log files: a session is named, not a path.
+    /// `postgres://` URL; TLS with sslmode=require, or verify-full and sslrootcert=CA_FILE)
+    /// instead of log files: a session is named, not a path.
     #[arg(long, value_name = "URL")]
     pub pg: Option<String>,
     /// The database schema of the tables (a writing command creates or migrates it; a reading
@@ -38,7 +39,8 @@ pub(crate) const DEFAULT_SCHEMA: &str = "ask_user";
 
 impl PgArgs {
     /// Fills in what the configuration file's `[pg]` gives and the flags do not: the database
-    /// (only when no session log is named instead: `logs_named`) and the schema.
+    /// (only when the command line names no session log or state directory instead:
+    /// `logs_named`) and the schema.
     pub(crate) fn filled(&self, logs_named: bool) -> Self {
         let config = super::config::current();
         let mut filled = self.clone();
@@ -60,7 +62,8 @@ impl PgArgs {
 /// `--pg URL` required.
 #[derive(Clone, Debug, Args)]
 pub struct PgRequired {
-    /// The PostgreSQL database (a libpq connection string or `postgres://` URL; no TLS).
+    /// The PostgreSQL database (a libpq connection string or `postgres://` URL; TLS with
+    /// sslmode=require, or verify-full and sslrootcert=CA_FILE).
     #[arg(long, value_name = "URL")]
     pub pg: String,
     /// The database schema of the tables (a writing command creates or migrates it; a reading
@@ -84,8 +87,14 @@ pub(super) fn connect_read_only(url: &str, schema: &str) -> Result<PgStore, CliE
     PgStore::connect(url, &options).map_err(|e| db_error(&e))
 }
 
+/// A database error as the command's: a name or connection setting that cannot work is a usage
+/// error, anything else the log's (the message never holds the connection string).
 pub(super) fn db_error(error: &PgError) -> CliError {
-    CliError::new(error.code(), error.to_string(), Exit::Log)
+    let exit = match error {
+        PgError::BadName { .. } | PgError::Settings(_) => Exit::Usage,
+        _ => Exit::Log,
+    };
+    CliError::new(error.code(), error.to_string(), exit)
 }
 
 /// Arguments of `worker`.
@@ -292,6 +301,14 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
             .map(|n| n.to_string_lossy().into_owned())
             .ok_or_else(|| CliError::input("the log path has no file name; pass --name"))?,
     };
+    // A name `pending` and `answer` could not name is refused before anything is read.
+    ask_user_pg::check_session_name(&name).map_err(|e| {
+        CliError::new(
+            "BAD_USAGE",
+            format!("--name: {e}; give the session a name"),
+            Exit::Usage,
+        )
+    })?;
     let file = std::fs::File::open(&args.log).map_err(|e| {
         CliError::new(
             "LOG_IO",

@@ -182,6 +182,13 @@ pub(super) async fn serve_desk(
     addr: Option<SocketAddr>,
 ) -> Result<Exit, CliError> {
     let picked = super::desk::pick(pg, logs, Access::Write)?;
+    // Each log named must be one (as `pending` says of a file that is not): a page over files
+    // that are not logs would only ever be empty.
+    for log in logs {
+        crate::host::LogDesk::files([log])
+            .map_err(|e| CliError::new(e.code(), e.to_string(), Exit::Log))?
+            .views(None)?;
+    }
     // No question is asked here: a seam only to check answers against (the desk checks late
     // answers again when it takes them).
     let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default())

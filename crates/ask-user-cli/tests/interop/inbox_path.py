@@ -93,6 +93,16 @@ def ntfy_server() -> str:
     return f"http://127.0.0.1:{server.server_address[1]}"
 
 
+def forget_pushes() -> None:
+    """Drops every push received so far (their buttons were a dead inbox's grants)."""
+    SEEN_PUSHES.clear()
+    while True:
+        try:
+            PUSHES.get_nowait()
+        except queue.Empty:
+            return
+
+
 def button_for(call_id: str, label: str) -> dict[str, Any]:
     """The newest push's answer button choosing `label` for `call_id`."""
     deadline = time.monotonic() + WAIT
@@ -285,7 +295,9 @@ async def run(binary: str, state_dir: str) -> None:
                 ok("both sessions' questions on one page, with their clients, B's folder, and ages")
 
                 # The inbox dies and is started again: same address and token, same questions.
+                # Its answer buttons die with it: only the new inbox's pushes count from here.
                 inbox.kill()
+                forget_pushes()
                 again = InboxProcess(binary, state_dir, ntfy, fresh=False)
                 check(again.url == inbox.url, f"the address changed: {inbox.url} -> {again.url}")
                 inbox = again

@@ -8,6 +8,7 @@ use ask_user_pg::{PgOptions, PgStore};
 #[allow(unused_imports)]
 pub use ask_user_testkit::logs::{create_pending, pending_turn};
 
+#[allow(unused_imports)]
 pub use ask_user_testkit::pg::{drop_schema, fresh_schema, pg_url};
 
 /// Options for a store in `schema`.

@@ -1,0 +1,524 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Bytes, HttpBody};
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use user_questions::sync::lock_unpoisoned;
+
+/// Limits on the connections of an HTTP server, so that slow or idle clients cannot hold it.
+///
+/// The timeouts close a connection that makes a request slowly or makes none; a response in
+/// progress has no timeout (an event stream stays open as long as its client reads it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Connections served at once; 256 by default, and never more than the process's descriptor
+    /// limit (`RLIMIT_NOFILE`) leaves after 64 for everything else. At the cap a new connection
+    /// closes the one that has done nothing useful the longest (idle, or a request still
+    /// coming in); when every connection is streaming a response, accepting waits.
+    pub max_connections: usize,
+    /// From a request's first byte until its head (request line and headers) is in; 10 s by
+    /// default.
+    pub header_timeout: Duration,
+    /// From a request's head until its body is in; 20 s by default.
+    pub body_timeout: Duration,
+    /// How long a connection may stay open with no request (after it was accepted, or after its
+    /// last response ended); 20 s by default.
+    pub idle_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(20),
+            idle_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Descriptors left for everything but connections (logs, the runtime, the listener).
+const RESERVED_DESCRIPTORS: usize = 64;
+
+impl HttpLimits {
+    /// The cap in effect: [`max_connections`](Self::max_connections), lowered to what the
+    /// descriptor limit leaves (at least 1).
+    pub fn connection_cap(&self) -> usize {
+        let cap = self.max_connections.max(1);
+        match descriptor_limit() {
+            Some(limit) => cap.min(limit.saturating_sub(RESERVED_DESCRIPTORS).max(1)),
+            None => cap,
+        }
+    }
+}
+
+/// The soft `RLIMIT_NOFILE` of this process, where `/proc` tells it.
+fn descriptor_limit() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// What one connection is doing, as far as its timeouts are concerned.
+struct State {
+    /// Request bodies not yet read to their end.
+    bodies: usize,
+    /// When the oldest of them started.
+    body_since: Instant,
+    /// Requests whose response has not ended (from the head until the last byte of the body).
+    responses: usize,
+    /// When the connection last had nothing to do: accepted, or its last response ended.
+    free_since: Instant,
+    /// When the first byte of the next request came, while free.
+    head_since: Option<Instant>,
+}
+
+impl State {
+    /// When the connection is closed unless something happens first; `None` while a response
+    /// is in progress and its request's body is in.
+    fn deadline(&self, limits: &HttpLimits) -> Option<Instant> {
+        if self.bodies > 0 {
+            Some(self.body_since + limits.body_timeout)
+        } else if self.responses > 0 {
+            None
+        } else if let Some(head) = self.head_since {
+            Some(head + limits.header_timeout)
+        } else {
+            Some(self.free_since + limits.idle_timeout)
+        }
+    }
+
+    /// Since when the connection has done nothing useful (idle, or a request still coming in);
+    /// `None` while it is answering.
+    fn stalled_since(&self) -> Option<Instant> {
+        if self.bodies > 0 {
+            Some(self.body_since)
+        } else if self.responses > 0 {
+            None
+        } else {
+            Some(self.head_since.unwrap_or(self.free_since))
+        }
+    }
+}
+
+/// One connection's state, shared by its reader, its requests and the accept loop.
+struct Watch {
+    state: Mutex<State>,
+    /// Told when the deadline may have moved.
+    changed: Notify,
+    /// Cancelled to close the connection at once (the cap needs its descriptor).
+    evict: CancellationToken,
+}
+
+impl Watch {
+    fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            state: Mutex::new(State {
+                bodies: 0,
+                body_since: now,
+                responses: 0,
+                free_since: now,
+                head_since: None,
+            }),
+            changed: Notify::new(),
+            evict: CancellationToken::new(),
+        }
+    }
+
+    fn update(&self, change: impl FnOnce(&mut State)) {
+        change(&mut lock_unpoisoned(&self.state));
+        self.changed.notify_one();
+    }
+
+    fn deadline(&self, limits: &HttpLimits) -> Option<Instant> {
+        lock_unpoisoned(&self.state).deadline(limits)
+    }
+
+    fn stalled_since(&self) -> Option<Instant> {
+        lock_unpoisoned(&self.state).stalled_since()
+    }
+
+    /// Bytes came in: on a free connection, the next request's head has started.
+    fn read_some(&self) {
+        let mut state = lock_unpoisoned(&self.state);
+        if state.bodies == 0 && state.responses == 0 && state.head_since.is_none() {
+            state.head_since = Some(Instant::now());
+            drop(state);
+            self.changed.notify_one();
+        }
+    }
+
+    /// A request's head is in: its response is under way, and its body, if it has one, comes.
+    fn request(self: &Arc<Self>, has_body: bool) -> (Done, Option<Done>) {
+        self.update(|state| {
+            state.responses += 1;
+            state.head_since = None;
+            if has_body {
+                if state.bodies == 0 {
+                    state.body_since = Instant::now();
+                }
+                state.bodies += 1;
+            }
+        });
+        let body = has_body.then(|| Done {
+            watch: Arc::clone(self),
+            what: Part::Body,
+        });
+        (
+            Done {
+                watch: Arc::clone(self),
+                what: Part::Response,
+            },
+            body,
+        )
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Part {
+    Body,
+    Response,
+}
+
+/// Ends a request's body or response when dropped.
+pub(crate) struct Done {
+    watch: Arc<Watch>,
+    what: Part,
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        let what = self.what;
+        self.watch.update(|state| match what {
+            Part::Body => state.bodies = state.bodies.saturating_sub(1),
+            Part::Response => {
+                state.responses = state.responses.saturating_sub(1);
+                if state.responses == 0 {
+                    state.free_since = Instant::now();
+                    state.head_since = None;
+                }
+            }
+        });
+    }
+}
+
+/// A body that drops `guard` once it has ended (or failed), or when it is dropped.
+pub struct Watched<B, G> {
+    inner: B,
+    guard: Option<G>,
+}
+
+impl<B, G> Watched<B, G> {
+    /// `inner`, holding `guard` until it ends.
+    pub fn new(inner: B, guard: G) -> Self {
+        Self {
+            inner,
+            guard: Some(guard),
+        }
+    }
+}
+
+impl<B, G> HttpBody for Watched<B, G>
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    G: Unpin,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        let ended = match &polled {
+            Poll::Ready(None | Some(Err(_))) => true,
+            Poll::Ready(Some(Ok(_))) => this.inner.is_end_stream(),
+            Poll::Pending => false,
+        };
+        if ended {
+            this.guard = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The connection's socket, telling its watch when bytes come in.
+struct WatchedIo {
+    inner: TcpStream,
+    watch: Arc<Watch>,
+}
+
+impl AsyncRead for WatchedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.watch.read_some();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for WatchedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// The connections being served.
+struct Live {
+    conns: Mutex<HashMap<u64, Arc<Watch>>>,
+    /// How many there are.
+    count: tokio::sync::watch::Sender<usize>,
+}
+
+impl Live {
+    fn insert(&self, id: u64, watch: Arc<Watch>) -> usize {
+        let mut conns = lock_unpoisoned(&self.conns);
+        conns.insert(id, watch);
+        let count = conns.len();
+        self.count.send_replace(count);
+        count
+    }
+
+    fn remove(&self, id: u64) {
+        let mut conns = lock_unpoisoned(&self.conns);
+        conns.remove(&id);
+        self.count.send_replace(conns.len());
+    }
+
+    /// Closes the connection (other than `spare`) that has done nothing useful the longest;
+    /// false when every one is answering.
+    fn evict_stalled(&self, spare: u64) -> bool {
+        let conns = lock_unpoisoned(&self.conns);
+        let oldest = conns
+            .iter()
+            .filter(|(id, watch)| **id != spare && !watch.evict.is_cancelled())
+            .filter_map(|(_, watch)| watch.stalled_since().map(|since| (since, watch)))
+            .min_by_key(|(since, _)| *since);
+        match oldest {
+            Some((_, watch)) => {
+                watch.evict.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Whether an accept error concerns only the connection being accepted.
+fn is_connection_error(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    )
+}
+
+/// Serves `router` on `listener` within `limits` until `stop` is cancelled, then lets the
+/// responses in progress end (an event stream ends when the server tells it to) and returns.
+pub async fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: HttpLimits,
+    stop: CancellationToken,
+) {
+    let cap = limits.connection_cap();
+    let (count, mut counted) = tokio::sync::watch::channel(0);
+    let live = Arc::new(Live {
+        conns: Mutex::new(HashMap::new()),
+        count,
+    });
+    let mut next_id = 0_u64;
+    let mut warned: Option<Instant> = None;
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stop.cancelled() => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(error) if is_connection_error(&error) => continue,
+            Err(error) => {
+                // Out of descriptors, most likely: free one, and try again in a moment.
+                if warned.is_none_or(|at| at.elapsed() > Duration::from_mins(1)) {
+                    tracing::warn!(%error, "cannot accept a connection");
+                    warned = Some(Instant::now());
+                }
+                live.evict_stalled(u64::MAX);
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(50)) => continue,
+                    () = stop.cancelled() => break,
+                }
+            }
+        };
+        let id = next_id;
+        next_id += 1;
+        let watch = Arc::new(Watch::new());
+        if live.insert(id, Arc::clone(&watch)) > cap {
+            // Room is made by closing a stalled connection; while every other one is answering,
+            // this one is served once one of them ends or stalls.
+            loop {
+                let count = *counted.borrow_and_update();
+                if count <= cap || live.evict_stalled(id) {
+                    break;
+                }
+                tokio::select! {
+                    _ = counted.changed() => {}
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                    () = stop.cancelled() => break,
+                }
+            }
+            if stop.is_cancelled() {
+                live.remove(id);
+                break;
+            }
+        }
+        tokio::spawn({
+            let live = Arc::clone(&live);
+            let router = router.clone();
+            let stop = stop.clone();
+            async move {
+                connection(stream, router, limits, &watch, &stop).await;
+                live.remove(id);
+            }
+        });
+    }
+    drop(listener);
+    let _ = counted.wait_for(|n| *n == 0).await;
+}
+
+/// Serves one connection until it ends, a timeout or the cap closes it, or the server stops.
+async fn connection(
+    stream: TcpStream,
+    router: axum::Router,
+    limits: HttpLimits,
+    watch: &Arc<Watch>,
+    stop: &CancellationToken,
+) {
+    let io = TokioIo::new(WatchedIo {
+        inner: stream,
+        watch: Arc::clone(watch),
+    });
+    let service = {
+        let watch = Arc::clone(watch);
+        let router = TowerToHyperService::new(router);
+        hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let (response, body) = watch.request(!request.body().is_end_stream());
+            let request = request.map(|incoming| Watched {
+                inner: incoming,
+                guard: body,
+            });
+            let call = hyper::service::Service::call(&router, request);
+            async move {
+                let answer = call.await?;
+                Ok::<_, Infallible>(answer.map(|inner| Watched::new(inner, response)))
+            }
+        })
+    };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        // hyper's own clock for the head runs from the moment a request may come: a bound on
+        // idle time and head together, behind the watch's finer ones.
+        .header_read_timeout(limits.idle_timeout + limits.header_timeout)
+        .keep_alive(true);
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    let mut stopping = false;
+    loop {
+        let deadline = watch.deadline(&limits);
+        let expiry = async move {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            served = conn.as_mut() => {
+                if let Err(error) = served {
+                    tracing::debug!(%error, "a connection ended");
+                }
+                return;
+            }
+            () = expiry => {
+                if watch.deadline(&limits).is_some_and(|at| at <= Instant::now()) {
+                    tracing::debug!("closing a connection that was too slow or idle");
+                    return;
+                }
+            }
+            () = watch.changed.notified() => {}
+            () = watch.evict.cancelled() => {
+                tracing::debug!("closing a stalled connection to make room for a new one");
+                return;
+            }
+            () = stop.cancelled(), if !stopping => {
+                if watch.stalled_since().is_some() {
+                    return;
+                }
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}

@@ -1,0 +1,723 @@
+//! Streamable HTTP under slow and greedy clients, over raw HTTP/1.1 on loopback: the siege (the
+//! server in a child process, this test binary again, under `ulimit -n 256`: 300 connections that
+//! send a header a byte every 2 s, send nothing, or stop halfway through a body, while a client's
+//! `initialize` must be answered within 15 s and the bad connections closed within 30 s), the cap
+//! on live sessions, sessions that come and go (memory and descriptors back where they were), the
+//! idle expiry, the `Origin` check and `DELETE` of an unknown session.
+//!
+//! `ASK_USER_SIEGE_SECS=120` keeps the siege going that long (every closed bad connection opened
+//! again, a legitimate request every second); by default it is one wave.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use ask_user_mcp::{AskUserMcp, HttpLimits, McpHttpOptions, McpOptions};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+/// Set in the child: it serves instead of testing.
+const CHILD: &str = "ASK_USER_LIMITS_CHILD";
+/// How long the siege lasts, in seconds (one wave when unset).
+const SIEGE_SECS: &str = "ASK_USER_SIEGE_SECS";
+
+/// The descriptor limit of the child.
+const NOFILE: usize = 256;
+/// Bad connections at once.
+const BAD: usize = 300;
+/// What a legitimate request may take.
+const ANSWER_WITHIN: Duration = Duration::from_secs(15);
+/// What the server may take to close a bad connection.
+const CLOSED_WITHIN: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------------
+// Raw HTTP.
+
+/// One request on a fresh connection (`Connection: close`); the response, or why not.
+async fn exchange(addr: SocketAddr, request: &str) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(addr).await?;
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    Ok(String::from_utf8_lossy(&response).into_owned())
+}
+
+/// A request to `/mcp` with these extra headers (and a JSON body for `POST`).
+fn mcp_request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> String {
+    let mut request = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    if method == "POST" {
+        write!(
+            request,
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            body.len()
+        )
+        .unwrap();
+    }
+    for (name, value) in headers {
+        write!(request, "{name}: {value}\r\n").unwrap();
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    request
+}
+
+fn initialize_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string()
+}
+
+fn status(response: &str) -> u16 {
+    response
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {response:?}"))
+}
+
+fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+    let (head, _) = response.split_once("\r\n\r\n")?;
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
+/// A new session: `initialize`, then `notifications/initialized`; its id.
+async fn open_session(addr: SocketAddr) -> String {
+    let response = exchange(addr, &mcp_request(addr, "POST", &[], &initialize_body()))
+        .await
+        .unwrap();
+    assert_eq!(status(&response), 200, "{response}");
+    let id = header(&response, "mcp-session-id").unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let response = exchange(
+        addr,
+        &mcp_request(addr, "POST", &session_headers(&id), &initialized),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status(&response), 202, "{response}");
+    id
+}
+
+fn session_headers(id: &str) -> [(&str, &str); 2] {
+    [
+        ("Mcp-Session-Id", id),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ]
+}
+
+/// `DELETE` of session `id`: its status.
+async fn delete_session(addr: SocketAddr, id: &str) -> u16 {
+    let response = exchange(addr, &mcp_request(addr, "DELETE", &session_headers(id), ""))
+        .await
+        .unwrap();
+    status(&response)
+}
+
+/// `tools/list` in session `id`: its status.
+async fn list_tools(addr: SocketAddr, id: &str) -> u16 {
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let response = exchange(
+        addr,
+        &mcp_request(addr, "POST", &session_headers(id), &body),
+    )
+    .await
+    .unwrap();
+    status(&response)
+}
+
+/// A server on a loopback port, stopped on drop.
+struct Served {
+    addr: SocketAddr,
+    server: AskUserMcp,
+    cancel: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+async fn serve(options: impl FnOnce(McpOptions) -> McpOptions) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let server = AskUserMcp::new(options(McpOptions::new(dir.path()))).unwrap();
+    let listener = AskUserMcp::bind_http("127.0.0.1:0".parse().unwrap(), false)
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cancel = CancellationToken::new();
+    tokio::spawn({
+        let server = server.clone();
+        let cancel = cancel.clone();
+        async move { server.serve_http(listener, cancel).await }
+    });
+    Served {
+        addr,
+        server,
+        cancel,
+        _dir: dir,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The siege.
+
+/// The server in a child process, killed on drop.
+struct ChildServer {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `test` of this binary under a 256-descriptor limit; it prints `LISTENING ADDR NOFILE`.
+fn child_server(test: &str) -> ChildServer {
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(r#"ulimit -n {NOFILE} && exec "$0" "$@""#))
+        .arg(&exe)
+        .args([
+            "--include-ignored",
+            "--exact",
+            test,
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines
+        .by_ref()
+        // libtest may have written `test NAME ... ` before it on the same line.
+        .find_map(|line| Some(line.ok()?.split_once("LISTENING ")?.1.to_owned()))
+        .expect("the child serves");
+    std::thread::spawn(move || lines.for_each(drop));
+    let mut words = line.split(' ');
+    let addr = words.next().unwrap().parse().unwrap();
+    assert_eq!(
+        words.next(),
+        Some(NOFILE.to_string().as_str()),
+        "the child's descriptor limit"
+    );
+    ChildServer { child, addr }
+}
+
+/// The soft `RLIMIT_NOFILE` of this process, from `/proc/self/limits`.
+fn nofile() -> String {
+    std::fs::read_to_string("/proc/self/limits")
+        .unwrap()
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("Max open files")
+                .and_then(|rest| rest.split_whitespace().next().map(str::to_owned))
+        })
+        .unwrap()
+}
+
+/// What a bad connection does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bad {
+    /// Sends a request line, then a header one byte every 2 s.
+    SlowHeader,
+    /// Sends nothing.
+    Idle,
+    /// Sends a request head announcing 1,000 body bytes, then 10 of them, then nothing.
+    PartialBody,
+}
+
+/// Opens one bad connection and waits (at most a minute) until the server closes it: how long
+/// that took from the connection's opening.
+async fn bad_connection(addr: SocketAddr, kind: Bad, partial: String) -> Duration {
+    let opened = Instant::now();
+    let Ok(mut stream) = TcpStream::connect(addr).await else {
+        return opened.elapsed();
+    };
+    let first: &[u8] = match kind {
+        Bad::SlowHeader => b"POST /mcp HTTP/1.1\r\nX-Slow: ",
+        Bad::Idle => b"",
+        Bad::PartialBody => partial.as_bytes(),
+    };
+    if stream.write_all(first).await.is_err() {
+        return opened.elapsed();
+    }
+    let mut buf = [0u8; 4096];
+    let mut drip = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs(2),
+        Duration::from_secs(2),
+    );
+    let give_up = tokio::time::sleep(Duration::from_mins(1));
+    tokio::pin!(give_up);
+    loop {
+        tokio::select! {
+            () = &mut give_up => return opened.elapsed(),
+            read = stream.read(&mut buf) => match read {
+                Ok(0) | Err(_) => return opened.elapsed(),
+                Ok(_) => {}
+            },
+            _ = drip.tick(), if kind == Bad::SlowHeader => {
+                if stream.write_all(b"a").await.is_err() {
+                    return opened.elapsed();
+                }
+            }
+        }
+    }
+}
+
+/// What the siege measured.
+#[derive(Debug)]
+#[allow(dead_code, reason = "printed")]
+struct Figures {
+    /// The slowest legitimate answer.
+    slowest_answer: Duration,
+    /// Legitimate requests answered.
+    answered: usize,
+    /// The longest a bad connection stayed open.
+    longest_open: Duration,
+    /// The same for each kind: slow header, idle, partial body.
+    longest_by_kind: [Duration; 3],
+    /// Bad connections opened.
+    opened: usize,
+}
+
+/// Besieges `addr` with [`BAD`] bad connections (in equal parts of each kind), opened again as
+/// they close for `hold`, while `legit` (a request that must get a `200`) is sent once, and then
+/// every second while the siege holds.
+async fn siege(addr: SocketAddr, partial: String, legit: String, hold: Duration) -> Figures {
+    let kinds = [Bad::SlowHeader, Bad::Idle, Bad::PartialBody];
+    let started = Instant::now();
+    let mut bad = tokio::task::JoinSet::new();
+    for i in 0..BAD {
+        let kind = kinds[i % kinds.len()];
+        bad.spawn(tagged(
+            i % kinds.len(),
+            bad_connection(addr, kind, partial.clone()),
+        ));
+    }
+    let mut opened = BAD;
+    let mut longest_by_kind = [Duration::ZERO; 3];
+    // Every bad connection is open (and has said what it says) before the first request.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut slowest_answer = Duration::ZERO;
+    let mut answered = 0;
+    let mut longest_open = Duration::ZERO;
+    loop {
+        let asked = Instant::now();
+        let response = tokio::time::timeout(ANSWER_WITHIN, exchange(addr, &legit))
+            .await
+            .unwrap_or_else(|_| {
+                panic!("a legitimate request was not answered within {ANSWER_WITHIN:?}")
+            })
+            .unwrap();
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        slowest_answer = slowest_answer.max(asked.elapsed());
+        answered += 1;
+        if started.elapsed() >= hold {
+            break;
+        }
+        // Bad connections the server closed are opened again.
+        let pause = tokio::time::sleep(Duration::from_secs(1));
+        tokio::pin!(pause);
+        loop {
+            tokio::select! {
+                () = &mut pause => break,
+                Some(done) = bad.join_next() => {
+                    let (kind, open) = done.unwrap();
+                    longest_by_kind[kind] = longest_by_kind[kind].max(open);
+                    longest_open = longest_open.max(open);
+                    let next = opened % kinds.len();
+                    bad.spawn(tagged(next, bad_connection(addr, kinds[next], partial.clone())));
+                    opened += 1;
+                }
+            }
+        }
+    }
+    while let Some(done) = bad.join_next().await {
+        let (kind, open) = done.unwrap();
+        longest_by_kind[kind] = longest_by_kind[kind].max(open);
+        longest_open = longest_open.max(open);
+    }
+    Figures {
+        slowest_answer,
+        answered,
+        longest_open,
+        longest_by_kind,
+        opened,
+    }
+}
+
+/// `future`'s output with `tag`.
+async fn tagged<T>(tag: usize, future: impl std::future::Future<Output = T>) -> (usize, T) {
+    (tag, future.await)
+}
+
+fn siege_hold() -> Duration {
+    Duration::from_secs(
+        std::env::var(SIEGE_SECS)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    )
+}
+
+/// The server of [`slow_and_idle_clients_do_not_starve_mcp`], in its child process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the server of slow_and_idle_clients_do_not_starve_mcp, which starts it"]
+async fn mcp_server() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let served = serve(|options| options).await;
+    println!("LISTENING {} {}", served.addr, nofile());
+    std::future::pending::<()>().await;
+}
+
+/// 300 slow-header, idle and half-sent-body connections under a 256-descriptor limit: a client's
+/// `initialize` is still answered at once, and the server closes every one of them in time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_and_idle_clients_do_not_starve_mcp() {
+    let server = child_server("mcp_server");
+    let addr = server.addr;
+    let partial = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{\"jsonrpc\""
+    );
+    let legit = mcp_request(addr, "POST", &[], &initialize_body());
+    let figures = siege(addr, partial, legit, siege_hold()).await;
+    eprintln!("MCP under siege: {figures:?}");
+    assert!(figures.slowest_answer <= ANSWER_WITHIN, "{figures:?}");
+    assert!(figures.longest_open <= CLOSED_WITHIN, "{figures:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions.
+
+/// The default cap on live sessions.
+const MAX_SESSIONS: usize = 256;
+
+/// Past the cap a new client is told why, with a 503 and a JSON-RPC error; once a session ends,
+/// a new one is served again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_beyond_the_cap_are_refused_with_a_clear_error() {
+    let served = serve(|options| options).await;
+    let addr = served.addr;
+    let mut ids = Vec::new();
+    for _ in 0..MAX_SESSIONS {
+        ids.push(open_session(addr).await);
+    }
+    let response = exchange(addr, &mcp_request(addr, "POST", &[], &initialize_body()))
+        .await
+        .unwrap();
+    assert_eq!(status(&response), 503, "{response}");
+    assert!(header(&response, "retry-after").is_some(), "{response}");
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    let error: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(error["jsonrpc"], "2.0", "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 256 sessions"),
+        "{error}"
+    );
+    // The sessions already there are served as before.
+    assert_eq!(list_tools(addr, &ids[0]).await, 200);
+    assert_eq!(delete_session(addr, &ids[0]).await, 202);
+    open_session(addr).await;
+}
+
+/// `DELETE` of a session the server does not have answers 404, as every other request of an
+/// unknown session does; of a live one, 202, and then it is unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_of_an_unknown_session_is_404() {
+    let served = serve(|options| options).await;
+    let addr = served.addr;
+    assert_eq!(delete_session(addr, "no-such-session").await, 404);
+    let id = open_session(addr).await;
+    assert_eq!(delete_session(addr, &id).await, 202);
+    assert_eq!(delete_session(addr, &id).await, 404);
+    assert_eq!(list_tools(addr, &id).await, 404);
+}
+
+/// A request with an `Origin` that is not the server's own (`http://` and the `Host` it was
+/// sent to, a loopback literal or `localhost` with the served port) is refused with 403, and so
+/// is one that Fetch Metadata says is cross-site; without either (a client that is not a
+/// browser) it is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_origin_is_refused() {
+    let served = serve(|options| options).await;
+    let addr = served.addr;
+    let port = addr.port();
+    let init = initialize_body();
+    for origin in [
+        "http://evil.example".to_owned(),
+        "null".to_owned(),
+        format!("http://evil.example:{port}"),
+        format!("http://127.0.0.1:{}", port.wrapping_add(1)),
+        format!("https://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+    ] {
+        let response = exchange(
+            addr,
+            &mcp_request(addr, "POST", &[("Origin", &origin)], &init),
+        )
+        .await
+        .unwrap();
+        assert_eq!(status(&response), 403, "{origin}: {response}");
+    }
+    let response = exchange(
+        addr,
+        &mcp_request(addr, "POST", &[("Sec-Fetch-Site", "cross-site")], &init),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status(&response), 403, "{response}");
+    // The server's own origin, and no origin at all.
+    let own = format!("http://{addr}");
+    for headers in [vec![("Origin", own.as_str())], vec![]] {
+        let response = exchange(addr, &mcp_request(addr, "POST", &headers, &init))
+            .await
+            .unwrap();
+        assert_eq!(status(&response), 200, "{headers:?}: {response}");
+    }
+    // The session's other requests are checked too.
+    let id = open_session(addr).await;
+    let mut headers = session_headers(&id).to_vec();
+    headers.push(("Origin", "http://evil.example"));
+    let response = exchange(addr, &mcp_request(addr, "DELETE", &headers, ""))
+        .await
+        .unwrap();
+    assert_eq!(status(&response), 403, "{response}");
+    assert_eq!(list_tools(addr, &id).await, 200);
+}
+
+/// This process's open descriptors and resident memory (bytes).
+fn usage() -> (usize, usize) {
+    let fds = std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: usize = statm.split(' ').nth(1).unwrap().parse().unwrap();
+    (fds, pages * 4096)
+}
+
+/// `count` sessions, 8 at a time, each opened and asked for its tools, then deleted (every
+/// other one) or left for the idle expiry; then waits until `server` has none left. The most
+/// sessions that were live at once.
+async fn sessions_come_and_go(server: &Served, count: usize) -> usize {
+    const PARALLEL: usize = 8;
+    let addr = server.addr;
+    let most = Arc::new(AtomicUsize::new(0));
+    let sampler = tokio::spawn({
+        let most = Arc::clone(&most);
+        let server = server.server.clone();
+        async move {
+            loop {
+                most.fetch_max(server.http_sessions(), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    });
+    let mut workers = tokio::task::JoinSet::new();
+    for worker in 0..PARALLEL {
+        workers.spawn(async move {
+            for (n, _) in (worker..count).step_by(PARALLEL).enumerate() {
+                let id = open_session(addr).await;
+                assert_eq!(list_tools(addr, &id).await, 200);
+                if n % 2 == 0 {
+                    assert_eq!(delete_session(addr, &id).await, 202);
+                }
+            }
+        });
+    }
+    while let Some(done) = workers.join_next().await {
+        done.unwrap();
+    }
+    assert!(
+        until(Duration::from_secs(10), || server.server.http_sessions()
+            == 0)
+        .await,
+        "{} sessions left",
+        server.server.http_sessions()
+    );
+    sampler.abort();
+    most.load(Ordering::Relaxed)
+}
+
+/// Waits (at most `within`) until `done` holds.
+async fn until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    true
+}
+
+/// [`memory_and_descriptors_return_after_3000_sessions`] in a process of its own, so that no
+/// other test's connections or memory count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by memory_and_descriptors_return_after_3000_sessions in a process of its own"]
+async fn sessions_come_and_go_in_a_process_of_their_own() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let served = serve(|options| {
+        options.with_http(McpHttpOptions {
+            session_idle: Duration::from_millis(300),
+            ..McpHttpOptions::default()
+        })
+    })
+    .await;
+    let cold = usage();
+    // The allocator's and the runtime's pools warmed up: 200 sessions live at once (more than
+    // the flow below has), then 2,000 more, reach where the memory stays (the allocator keeps
+    // what it gave out once, for the next ones; past that it creeps by some 60 bytes a session).
+    let addr = served.addr;
+    let mut burst = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        burst.spawn(async move {
+            for _ in 0..25 {
+                open_session(addr).await;
+            }
+        });
+    }
+    while let Some(done) = burst.join_next().await {
+        done.unwrap();
+    }
+    assert!(
+        until(Duration::from_secs(10), || served.server.http_sessions()
+            == 0)
+        .await
+    );
+    sessions_come_and_go(&served, 2000).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (fds_before, rss_before) = usage();
+    let started = Instant::now();
+    let most = sessions_come_and_go(&served, 3000).await;
+    let took = started.elapsed();
+    let within = |(fds, rss): (usize, usize)| {
+        fds <= fds_before + fds_before / 10 && rss <= rss_before + rss_before / 10
+    };
+    let mut after = usage();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !within(after) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        after = usage();
+    }
+    #[allow(clippy::cast_precision_loss, reason = "a figure to print")]
+    let mb = |bytes: usize| bytes as f64 / 1e6;
+    eprintln!(
+        "3,000 sessions (half deleted, half left idle; at most {most} live at once) gone in \
+         {took:?}: descriptors {} cold, {fds_before} -> {}; RSS {:.1} MB cold, {:.1} MB -> \
+         {:.1} MB",
+        cold.0,
+        after.0,
+        mb(cold.1),
+        mb(rss_before),
+        mb(after.1)
+    );
+    assert!(after.0 <= fds_before + fds_before / 10, "descriptors");
+    assert!(
+        after.0 <= cold.0 + cold.0 / 10,
+        "descriptors since the start"
+    );
+    assert!(after.1 <= rss_before + rss_before / 10, "memory");
+    // Generous: what the warm-up left with the allocator, not 3,000 sessions' worth.
+    assert!(after.1 <= cold.1 + 64_000_000, "memory since the start");
+}
+
+/// 3,000 sessions come and go, half deleted by their client, half left to the idle expiry: none
+/// is left, and the descriptors and the memory of the process are back within 10% of where they
+/// were.
+#[test]
+fn memory_and_descriptors_return_after_3000_sessions() {
+    let exe = std::env::current_exe().unwrap();
+    let status = Command::new(exe)
+        .args([
+            "--include-ignored",
+            "--exact",
+            "sessions_come_and_go_in_a_process_of_their_own",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status}");
+}
+
+/// A session with no request in progress is closed after the idle expiry, and its client told
+/// `404`; one whose client holds its standalone event stream open is kept however long, past
+/// the connections' own timeouts too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_expire_but_an_open_stream_keeps_one() {
+    let served = serve(|options| {
+        options.with_http(McpHttpOptions {
+            session_idle: Duration::from_millis(800),
+            limits: HttpLimits {
+                header_timeout: Duration::from_millis(500),
+                body_timeout: Duration::from_millis(500),
+                idle_timeout: Duration::from_millis(500),
+                ..HttpLimits::default()
+            },
+            ..McpHttpOptions::default()
+        })
+    })
+    .await;
+    let addr = served.addr;
+    let kept = open_session(addr).await;
+    let quiet = open_session(addr).await;
+    assert_eq!(served.server.http_sessions(), 2);
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let mut get = mcp_request(addr, "GET", &session_headers(&kept), "");
+    get = get.replace("Connection: close\r\n", "Accept: text/event-stream\r\n");
+    stream.write_all(get.as_bytes()).await.unwrap();
+    let mut head = vec![0u8; 1024];
+    let n = stream.read(&mut head).await.unwrap();
+    let head = String::from_utf8_lossy(&head[..n]).into_owned();
+    assert_eq!(status(&head), 200, "{head}");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(list_tools(addr, &quiet).await, 404, "the quiet one expired");
+    assert_eq!(
+        list_tools(addr, &kept).await,
+        200,
+        "the one with a stream stays"
+    );
+    assert_eq!(served.server.http_sessions(), 1);
+    // The stream is still open: nothing has closed it.
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(Duration::from_millis(100), stream.read(&mut byte)).await;
+    assert!(read.is_err(), "the stream was closed: {read:?}");
+    drop(stream);
+    assert!(
+        until(Duration::from_secs(3), || served.server.http_sessions()
+            == 0)
+        .await
+    );
+    assert_eq!(list_tools(addr, &kept).await, 404);
+}
