@@ -18,4 +18,5 @@
 pub mod logs;
 pub mod pg;
 pub mod pty;
+pub mod siege;
 pub mod store_contract;

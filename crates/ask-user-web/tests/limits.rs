@@ -19,17 +19,15 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Set in the child: it serves instead of testing.
-const CHILD: &str = "ASK_USER_LIMITS_CHILD";
-/// How long the siege lasts, in seconds (one wave when unset).
-const SIEGE_SECS: &str = "ASK_USER_SIEGE_SECS";
+use ask_user_testkit::siege::{ANSWER_WITHIN, exchange, nofile, siege, siege_hold};
 
+/// Set in the child: it serves instead of testing.
+/// How a slow head starts here.
+const SLOW_HEAD: &str = "GET / HTTP/1.1\r\nX-Slow: ";
+
+const CHILD: &str = "ASK_USER_LIMITS_CHILD";
 /// The descriptor limit of the child.
 const NOFILE: usize = 256;
-/// Bad connections at once.
-const BAD: usize = 300;
-/// What a legitimate request may take.
-const ANSWER_WITHIN: Duration = Duration::from_secs(15);
 /// What the server may take to close a bad connection.
 const CLOSED_WITHIN: Duration = Duration::from_secs(30);
 
@@ -86,172 +84,6 @@ fn child_server(test: &str) -> ChildServer {
     ChildServer { child, addr, token }
 }
 
-/// The soft `RLIMIT_NOFILE` of this process, from `/proc/self/limits`.
-fn nofile() -> String {
-    std::fs::read_to_string("/proc/self/limits")
-        .unwrap()
-        .lines()
-        .find_map(|line| {
-            line.strip_prefix("Max open files")
-                .and_then(|rest| rest.split_whitespace().next().map(str::to_owned))
-        })
-        .unwrap()
-}
-
-/// What a bad connection does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Bad {
-    /// Sends a request line, then a header one byte every 2 s.
-    SlowHeader,
-    /// Sends nothing.
-    Idle,
-    /// Sends a request head announcing 1,000 body bytes, then 10 of them, then nothing.
-    PartialBody,
-}
-
-/// Opens one bad connection and waits (at most a minute) until the server closes it: how long
-/// that took from the connection's opening.
-async fn bad_connection(addr: SocketAddr, kind: Bad, partial: String) -> Duration {
-    let opened = Instant::now();
-    let Ok(mut stream) = TcpStream::connect(addr).await else {
-        return opened.elapsed();
-    };
-    let first: &[u8] = match kind {
-        Bad::SlowHeader => b"GET / HTTP/1.1\r\nX-Slow: ",
-        Bad::Idle => b"",
-        Bad::PartialBody => partial.as_bytes(),
-    };
-    if stream.write_all(first).await.is_err() {
-        return opened.elapsed();
-    }
-    let mut buf = [0u8; 4096];
-    let mut drip = tokio::time::interval_at(
-        tokio::time::Instant::now() + Duration::from_secs(2),
-        Duration::from_secs(2),
-    );
-    let give_up = tokio::time::sleep(Duration::from_mins(1));
-    tokio::pin!(give_up);
-    loop {
-        tokio::select! {
-            () = &mut give_up => return opened.elapsed(),
-            read = stream.read(&mut buf) => match read {
-                Ok(0) | Err(_) => return opened.elapsed(),
-                Ok(_) => {}
-            },
-            _ = drip.tick(), if kind == Bad::SlowHeader => {
-                if stream.write_all(b"a").await.is_err() {
-                    return opened.elapsed();
-                }
-            }
-        }
-    }
-}
-
-/// One request on a fresh connection (`Connection: close`); the response, or why not.
-async fn exchange(addr: SocketAddr, request: &str) -> std::io::Result<String> {
-    let mut stream = TcpStream::connect(addr).await?;
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await?;
-    Ok(String::from_utf8_lossy(&response).into_owned())
-}
-
-/// What the siege measured.
-#[derive(Debug)]
-#[allow(dead_code, reason = "printed")]
-struct Figures {
-    /// The slowest legitimate answer.
-    slowest_answer: Duration,
-    /// Legitimate requests answered.
-    answered: usize,
-    /// The longest a bad connection stayed open.
-    longest_open: Duration,
-    /// The same for each kind: slow header, idle, partial body.
-    longest_by_kind: [Duration; 3],
-    /// Bad connections opened.
-    opened: usize,
-}
-
-/// Besieges `addr` with [`BAD`] bad connections (in equal parts of each kind), opened again as
-/// they close for `hold`, while `legit` (a request that must get a `200`) is sent once, and then
-/// every second while the siege holds.
-async fn siege(addr: SocketAddr, partial: String, legit: String, hold: Duration) -> Figures {
-    let kinds = [Bad::SlowHeader, Bad::Idle, Bad::PartialBody];
-    let started = Instant::now();
-    let mut bad = tokio::task::JoinSet::new();
-    for i in 0..BAD {
-        let kind = kinds[i % kinds.len()];
-        bad.spawn(tagged(
-            i % kinds.len(),
-            bad_connection(addr, kind, partial.clone()),
-        ));
-    }
-    let mut opened = BAD;
-    let mut longest_by_kind = [Duration::ZERO; 3];
-    // Every bad connection is open (and has said what it says) before the first request.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let mut slowest_answer = Duration::ZERO;
-    let mut answered = 0;
-    let mut longest_open = Duration::ZERO;
-    loop {
-        let asked = Instant::now();
-        let response = tokio::time::timeout(ANSWER_WITHIN, exchange(addr, &legit))
-            .await
-            .unwrap_or_else(|_| {
-                panic!("a legitimate request was not answered within {ANSWER_WITHIN:?}")
-            })
-            .unwrap();
-        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-        slowest_answer = slowest_answer.max(asked.elapsed());
-        answered += 1;
-        if started.elapsed() >= hold {
-            break;
-        }
-        // Bad connections the server closed are opened again.
-        let pause = tokio::time::sleep(Duration::from_secs(1));
-        tokio::pin!(pause);
-        loop {
-            tokio::select! {
-                () = &mut pause => break,
-                Some(done) = bad.join_next() => {
-                    let (kind, open) = done.unwrap();
-                    longest_by_kind[kind] = longest_by_kind[kind].max(open);
-                    longest_open = longest_open.max(open);
-                    let next = opened % kinds.len();
-                    bad.spawn(tagged(next, bad_connection(addr, kinds[next], partial.clone())));
-                    opened += 1;
-                }
-            }
-        }
-    }
-    while let Some(done) = bad.join_next().await {
-        let (kind, open) = done.unwrap();
-        longest_by_kind[kind] = longest_by_kind[kind].max(open);
-        longest_open = longest_open.max(open);
-    }
-    Figures {
-        slowest_answer,
-        answered,
-        longest_open,
-        longest_by_kind,
-        opened,
-    }
-}
-
-/// `future`'s output with `tag`.
-async fn tagged<T>(tag: usize, future: impl std::future::Future<Output = T>) -> (usize, T) {
-    (tag, future.await)
-}
-
-fn siege_hold() -> Duration {
-    Duration::from_secs(
-        std::env::var(SIEGE_SECS)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0),
-    )
-}
-
 /// The server of [`slow_and_idle_clients_do_not_starve_the_page`], in its child process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the server of slow_and_idle_clients_do_not_starve_the_page, which starts it"]
@@ -281,7 +113,7 @@ async fn slow_and_idle_clients_do_not_starve_the_page() {
     );
     let legit =
         format!("GET /pending?token={token} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    let figures = siege(addr, partial, legit, siege_hold()).await;
+    let figures = siege(addr, SLOW_HEAD, partial, legit, siege_hold()).await;
     eprintln!("the page under siege: {figures:?}");
     assert!(figures.slowest_answer <= ANSWER_WITHIN, "{figures:?}");
     assert!(figures.longest_open <= CLOSED_WITHIN, "{figures:?}");
