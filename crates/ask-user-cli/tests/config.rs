@@ -17,6 +17,8 @@ const WEBHOOK_KEY: &str = "c3VwZXItc2VjcmV0LWtleS0x";
 const NTFY_TOKEN: &str = "tk_ntfy_token_value_42";
 const NTFY_TOPIC: &str = "private-topic-8f3e1c";
 const PG_PASSWORD: &str = "hunter2-pg-password";
+const MCP_TOKEN: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+const MCP_TOKEN_2: &str = "aaaabbbbccccddddeeeeffff00001111";
 /// Part of a webhook URL that can carry a credential (a Slack-style path).
 const HOOK_PATH: &str = "T0000/B0000/path-token-xyz";
 
@@ -60,6 +62,8 @@ impl Output {
             NTFY_TOPIC,
             PG_PASSWORD,
             HOOK_PATH,
+            MCP_TOKEN,
+            MCP_TOKEN_2,
         ] {
             assert!(!self.stdout.contains(secret), "{secret} in {self:#?}");
             assert!(!self.stderr.contains(secret), "{secret} in {self:#?}");
@@ -198,6 +202,7 @@ timeout = 120                             # from built-in default
 [web]
 # addr: not set (127.0.0.1 on a free port)
 # public_url: not set (the address served)
+# tls_cert, tls_key: not set (plain HTTP)
 
 [notify]
 after = 10                                # from built-in default
@@ -212,6 +217,10 @@ ignore_claims = false                     # from built-in default
 [pg]
 # url: not set (log files, no database)
 schema = "ask_user"                       # from built-in default
+
+[mcp]
+# tokens: not set (mcp --http serves loopback only)
+# tls_cert, tls_key: not set (plain HTTP)
 "#
     );
 }
@@ -231,6 +240,8 @@ timeout = -1
 [web]
 addr = \"0.0.0.0:8766\"
 public_url = \"http://192.168.1.20:8766\"
+tls_cert = \"~/tls/cert.pem\"
+tls_key = \"/etc/ask-user/key.pem\"
 
 [notify]
 after = 2.5
@@ -250,6 +261,11 @@ secret = \"{WEBHOOK_SECRET}\"
 [pg]
 url = \"postgres://ask:{PG_PASSWORD}@db.internal:5432/agents\"
 schema = \"agents\"
+
+[mcp]
+tokens = [\"{MCP_TOKEN}\", \"{MCP_TOKEN_2}\"]
+tls_cert = \"/etc/ask-user/mcp.pem\"
+tls_key = \"/etc/ask-user/mcp.key\"
 "
         ),
     );
@@ -269,25 +285,32 @@ timeout = -1                              # from {f}:4
 [web]
 addr = "0.0.0.0:8766"                     # from {f}:7
 public_url = "http://192.168.1.20:8766"   # from {f}:8
+tls_cert = "$TMP/home/tls/cert.pem"       # from {f}:9
+tls_key = "/etc/ask-user/key.pem"         # from {f}:10
 
 [notify]
-after = 2.5                               # from {f}:11
-text = true                               # from {f}:12
-bell = true                               # from {f}:13
-ignore_claims = true                      # from {f}:14
+after = 2.5                               # from {f}:13
+text = true                               # from {f}:14
+bell = true                               # from {f}:15
+ignore_claims = true                      # from {f}:16
 
 [notify.ntfy]
-topic = "********"                        # from {f}:17
-server = "https://ntfy.example:8443/"     # from {f}:18
-token = "********"                        # from {f}:19
+topic = "********"                        # from {f}:19
+server = "https://ntfy.example:8443/"     # from {f}:20
+token = "********"                        # from {f}:21
 
 [[notify.webhooks]]
-url = "https://hooks.example/…"           # from {f}:22
-secret = "********"                       # from {f}:23
+url = "https://hooks.example/…"           # from {f}:24
+secret = "********"                       # from {f}:25
 
 [pg]
-url = "postgres://ask:********@db.internal:5432/agents"  # from {f}:26
-schema = "agents"                         # from {f}:27
+url = "postgres://ask:********@db.internal:5432/agents"  # from {f}:28
+schema = "agents"                         # from {f}:29
+
+[mcp]
+tokens = ["********", "********"]         # from {f}:32
+tls_cert = "/etc/ask-user/mcp.pem"        # from {f}:33
+tls_key = "/etc/ask-user/mcp.key"         # from {f}:34
 "#
         )
     );
@@ -621,7 +644,7 @@ fn an_unknown_key_is_an_error_naming_the_key_the_file_and_the_line() {
     for (text, expected) in [
         (
             "mode = \"timed\"\ncolour = \"blue\"\n",
-            "FILE:2:1: unknown field `colour`, expected one of `state_dir`, `mode`, `timeout`, `web`, `notify`, `pg`",
+            "FILE:2:1: unknown field `colour`, expected one of `state_dir`, `mode`, `timeout`, `web`, `notify`, `pg`, `mcp`",
         ),
         (
             "[notify]\nafter = 5\nbel = true\n",
@@ -629,7 +652,7 @@ fn an_unknown_key_is_an_error_naming_the_key_the_file_and_the_line() {
         ),
         (
             "[web]\nport = 8766\n",
-            "FILE:2:1: unknown field `port`, expected `addr` or `public_url`",
+            "FILE:2:1: unknown field `port`, expected one of `addr`, `public_url`, `tls_cert`, `tls_key`",
         ),
         (
             "[[notify.webhooks]]\nurl = \"https://x.example\"\nsecrte = \"x\"\n",
@@ -645,7 +668,7 @@ fn an_unknown_key_is_an_error_naming_the_key_the_file_and_the_line() {
         ),
         (
             "[database]\nurl = \"x\"\n",
-            "FILE:1:2: unknown field `database`, expected one of `state_dir`, `mode`, `timeout`, `web`, `notify`, `pg`",
+            "FILE:1:2: unknown field `database`, expected one of `state_dir`, `mode`, `timeout`, `web`, `notify`, `pg`, `mcp`",
         ),
     ] {
         assert_eq!(home.error_for(text), expected, "{text:?}");
@@ -756,4 +779,92 @@ fn the_help_lists_the_config_command_and_the_global_option() {
     // The global option is on every command's page.
     let ask = home.run(&["ask", "--help"], &[]);
     assert!(ask.ok().contains("--config <FILE>"), "{ask:#?}");
+}
+
+/// `[mcp]` and the TLS keys: a token that is too short or has other characters is named by its
+/// place, never quoted; `tls_cert` and `tls_key` come together; `tokens_env` reads one or more
+/// tokens from a variable, shown masked.
+#[test]
+fn mcp_tokens_and_tls_files_are_checked_and_never_quoted() {
+    let home = Home::new();
+    for (text, expected) in [
+        (
+            format!(
+                "[mcp]\ntokens = [\"{MCP_TOKEN}\", \"{}\"]\n",
+                &MCP_TOKEN_2[..20]
+            ),
+            "FILE:2:{col}: token 2 of `tokens`: a bearer token has 32 to 512 characters, this one 20",
+        ),
+        (
+            format!("[mcp]\ntokens = [\"{MCP_TOKEN} x\"]\n"),
+            "FILE:2:11: token 1 of `tokens`: a bearer token has letters, digits and `-._~+/` only (then `=` padding), e.g. the output of `openssl rand -hex 32`",
+        ),
+        (
+            "[mcp]\ntokens = []\n".to_owned(),
+            "FILE:2:10: `tokens` is empty: leave it out, or give one",
+        ),
+        (
+            "[web]\ntls_key = \"/k.pem\"\n".to_owned(),
+            "FILE:2:11: `tls_key` needs `tls_cert` beside it",
+        ),
+        (
+            "[mcp]\ntls_cert = \"/c.pem\"\n".to_owned(),
+            "FILE:2: `tls_cert` needs `tls_key` beside it",
+        ),
+    ] {
+        let col = format!("[mcp]\ntokens = [\"{MCP_TOKEN}\", ").len() - "[mcp]\n".len() + 1;
+        let expected = expected.replace("{col}", &col.to_string());
+        assert_eq!(home.error_for(&text), expected, "{text:?}");
+    }
+
+    write(
+        home.home_file(),
+        "[mcp]\ntokens_env = \"ASK_USER_TEST_MCP_TOKENS\"\n",
+    );
+    let tokens = format!("{MCP_TOKEN}, {MCP_TOKEN_2}");
+    let printout = home.config(&[], &[("ASK_USER_TEST_MCP_TOKENS", &tokens)]);
+    assert_eq!(value_of(&printout, "tokens"), r#"["********", "********"]"#);
+    assert_eq!(
+        source_of(&printout, "tokens"),
+        "env ASK_USER_TEST_MCP_TOKENS"
+    );
+    let out = home.run(&["config"], &[("ASK_USER_TEST_MCP_TOKENS", "short")]);
+    assert!(
+        out.bad_config().contains(
+            "token 1 of env ASK_USER_TEST_MCP_TOKENS: a bearer token has 32 to 512 characters"
+        ),
+        "{out:?}"
+    );
+}
+
+/// `mcp --http` beyond loopback without tokens does not start, and says what it needs; with a
+/// certificate that cannot be read, it says which file.
+#[test]
+fn mcp_beyond_loopback_needs_bearer_tokens() {
+    let home = Home::new();
+    let out = home.run(&["mcp", "--http", "0.0.0.0:0"], &[]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("serving MCP beyond loopback needs bearer tokens"),
+        "{out:?}"
+    );
+    let out = home.run(
+        &[
+            "mcp",
+            "--http",
+            "127.0.0.1:0",
+            "--tls-cert",
+            "/nonexistent/cert.pem",
+            "--tls-key",
+            "/nonexistent/key.pem",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("error[BAD_TLS]: cannot read /nonexistent/cert.pem"),
+        "{out:?}"
+    );
 }

@@ -21,6 +21,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use user_questions::sync::lock_unpoisoned;
 
+mod tls;
+
+pub use tls::{ServerTls, TlsError};
+
 /// Limits on the connections of an HTTP server, so that slow or idle clients cannot hold it.
 ///
 /// The timeouts close a connection that makes a request slowly or makes none; a response in
@@ -40,6 +44,10 @@ pub struct HttpLimits {
     /// How long a connection may stay open with no request (after it was accepted, or after its
     /// last response ended); 20 s by default.
     pub idle_timeout: Duration,
+    /// How long a response may wait to write because its client reads nothing (its socket's
+    /// buffers full); 60 s by default. A client that reads slowly, or a stream with nothing to
+    /// say, is never closed by it: only one whose writes make no progress at all.
+    pub write_timeout: Duration,
 }
 
 impl Default for HttpLimits {
@@ -49,6 +57,7 @@ impl Default for HttpLimits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(20),
             idle_timeout: Duration::from_secs(20),
+            write_timeout: Duration::from_mins(1),
         }
     }
 }
@@ -91,12 +100,23 @@ struct State {
     free_since: Instant,
     /// When the first byte of the next request came, while free.
     head_since: Option<Instant>,
+    /// Since when a write has waited for the client to read (the socket's buffers full).
+    write_blocked: Option<Instant>,
 }
 
 impl State {
     /// When the connection is closed unless something happens first; `None` while a response
     /// is in progress and its request's body is in.
     fn deadline(&self, limits: &HttpLimits) -> Option<Instant> {
+        let reading = self.reading_deadline(limits);
+        match self.write_blocked.map(|since| since + limits.write_timeout) {
+            Some(write) => Some(reading.map_or(write, |read| read.min(write))),
+            None => reading,
+        }
+    }
+
+    /// [`deadline`](Self::deadline) as far as the client's requests are concerned.
+    fn reading_deadline(&self, limits: &HttpLimits) -> Option<Instant> {
         if self.bodies > 0 {
             Some(self.body_since + limits.body_timeout)
         } else if self.responses > 0 {
@@ -114,7 +134,8 @@ impl State {
         if self.bodies > 0 {
             Some(self.body_since)
         } else if self.responses > 0 {
-            None
+            // A response nobody reads is no use either.
+            self.write_blocked
         } else {
             Some(self.head_since.unwrap_or(self.free_since))
         }
@@ -140,6 +161,7 @@ impl Watch {
                 responses: 0,
                 free_since: now,
                 head_since: None,
+                write_blocked: None,
             }),
             changed: Notify::new(),
             evict: CancellationToken::new(),
@@ -164,6 +186,16 @@ impl Watch {
         let mut state = lock_unpoisoned(&self.state);
         if state.bodies == 0 && state.responses == 0 && state.head_since.is_none() {
             state.head_since = Some(Instant::now());
+            drop(state);
+            self.changed.notify_one();
+        }
+    }
+
+    /// A write waited (`blocked`) or went through.
+    fn wrote(&self, blocked: bool) {
+        let mut state = lock_unpoisoned(&self.state);
+        if state.write_blocked.is_some() != blocked {
+            state.write_blocked = blocked.then(Instant::now);
             drop(state);
             self.changed.notify_one();
         }
@@ -300,7 +332,9 @@ impl AsyncWrite for WatchedIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watch.wrote(polled.is_pending());
+        polled
     }
 
     fn poll_write_vectored(
@@ -308,7 +342,9 @@ impl AsyncWrite for WatchedIo {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watch.wrote(polled.is_pending());
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -316,7 +352,9 @@ impl AsyncWrite for WatchedIo {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        self.watch.wrote(polled.is_pending());
+        polled
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -383,6 +421,29 @@ pub async fn serve(
     limits: HttpLimits,
     stop: CancellationToken,
 ) {
+    serve_with(listener, router, limits, None, stop).await;
+}
+
+/// [`serve`] over TLS: each connection's handshake first, within the head's timeout (a client
+/// that stalls it is closed as one that stalls a head), then HTTP/1.1 inside.
+pub async fn serve_tls(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: HttpLimits,
+    tls: ServerTls,
+    stop: CancellationToken,
+) {
+    serve_with(listener, router, limits, Some(tls), stop).await;
+}
+
+/// [`serve`] or [`serve_tls`], as `tls` says.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: HttpLimits,
+    tls: Option<ServerTls>,
+    stop: CancellationToken,
+) {
     let cap = limits.connection_cap();
     let (count, mut counted) = tokio::sync::watch::channel(0);
     let live = Arc::new(Live {
@@ -438,8 +499,20 @@ pub async fn serve(
             let live = Arc::clone(&live);
             let router = router.clone();
             let stop = stop.clone();
+            let tls = tls.clone();
             async move {
-                connection(stream, router, limits, &watch, &stop).await;
+                let io = WatchedIo {
+                    inner: stream,
+                    watch: Arc::clone(&watch),
+                };
+                match tls {
+                    None => connection(io, router, limits, &watch, &stop).await,
+                    Some(tls) => {
+                        if let Some(io) = handshake(&tls, io, &limits, &watch, &stop).await {
+                            connection(io, router, limits, &watch, &stop).await;
+                        }
+                    }
+                }
                 live.remove(id);
             }
         });
@@ -448,18 +521,43 @@ pub async fn serve(
     let _ = counted.wait_for(|n| *n == 0).await;
 }
 
+/// The TLS handshake of a connection, within the head's timeout; `None` when it failed, took
+/// too long, or the cap or the server's stop closed the connection first.
+async fn handshake(
+    tls: &ServerTls,
+    io: WatchedIo,
+    limits: &HttpLimits,
+    watch: &Watch,
+    stop: &CancellationToken,
+) -> Option<tokio_rustls::server::TlsStream<WatchedIo>> {
+    tokio::select! {
+        done = tokio::time::timeout(limits.header_timeout, tls.acceptor.accept(io)) => match done {
+            Ok(Ok(io)) => Some(io),
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "a TLS handshake failed");
+                None
+            }
+            Err(_) => {
+                tracing::debug!("closing a connection whose TLS handshake was too slow");
+                None
+            }
+        },
+        () = watch.evict.cancelled() => None,
+        () = stop.cancelled() => None,
+    }
+}
+
 /// Serves one connection until it ends, a timeout or the cap closes it, or the server stops.
-async fn connection(
-    stream: TcpStream,
+async fn connection<I>(
+    io: I,
     router: axum::Router,
     limits: HttpLimits,
     watch: &Arc<Watch>,
     stop: &CancellationToken,
-) {
-    let io = TokioIo::new(WatchedIo {
-        inner: stream,
-        watch: Arc::clone(watch),
-    });
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let io = TokioIo::new(io);
     let service = {
         let watch = Arc::clone(watch);
         let router = TowerToHyperService::new(router);

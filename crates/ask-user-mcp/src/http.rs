@@ -285,6 +285,10 @@ pub(crate) struct Guard {
     pub(crate) port: Option<u16>,
     /// Origins taken besides the server's own (exact, compared without case).
     pub(crate) allowed_origins: Arc<[String]>,
+    /// The bearer tokens of which a request must carry one; none needed when empty.
+    pub(crate) tokens: Arc<[crate::auth::BearerToken]>,
+    /// `https://` when the server serves TLS, else `http://`: the scheme of its own origin.
+    pub(crate) scheme: &'static str,
 }
 
 /// A JSON-RPC error without an id (the request's body is not read here), with `status`.
@@ -317,7 +321,7 @@ fn host_port(host: &str) -> Option<u16> {
 
 impl Guard {
     /// The page's rule: a request with an `Origin` comes from an allowed origin or from the
-    /// server's own (`http://` and the `Host` it names, with the port served); one without comes
+    /// server's own (the scheme served and the `Host` it names, with the port served); one without comes
     /// from no browser, unless Fetch Metadata says it is cross-site.
     fn origin_allowed(&self, headers: &HeaderMap) -> bool {
         let Some(origin) = headers.get(header::ORIGIN) else {
@@ -344,13 +348,23 @@ impl Guard {
         };
         own_port
             && origin
-                .strip_prefix("http://")
+                .strip_prefix(self.scheme)
                 .is_some_and(|rest| rest.eq_ignore_ascii_case(host))
     }
 }
 
 /// The checks every request passes before rmcp's service, and the activity of its session.
 pub(crate) async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    if !guard.tokens.is_empty()
+        && let Err(refused) = crate::auth::check(&guard.tokens, request.headers())
+    {
+        let mut response = jsonrpc_refusal(StatusCode::UNAUTHORIZED, -32001, refused.message());
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(refused.challenge()),
+        );
+        return response;
+    }
     if !guard.origin_allowed(request.headers()) {
         return jsonrpc_refusal(
             StatusCode::FORBIDDEN,

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod answerer;
+mod auth;
 pub mod companion;
 mod connection;
 pub mod form;
@@ -45,9 +46,9 @@ mod util;
 pub use answerer::{ASK_DECLINED, declined};
 pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};
 pub use server::{
-    ANSWER_LATE_WAIT, AskUserMcp, DEFAULT_MAX_SESSIONS, DEFAULT_PROGRESS_INTERVAL,
-    DEFAULT_SESSION_IDLE, HTTP_PATH, HttpLimits, McpHttpOptions, McpOptions, McpSessionInfo,
-    ServeError, SessionHook, default_state_dir,
+    ANSWER_LATE_WAIT, AskUserMcp, BearerToken, BearerTokenError, DEFAULT_MAX_SESSIONS,
+    DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, HTTP_PATH, HttpLimits, McpHttpOptions,
+    McpOptions, McpSessionInfo, ServeError, ServerTls, SessionHook, TlsError, default_state_dir,
 };
 
 /// Catalog metadata of the companion tool for `cargo xtask catalog`.

@@ -23,10 +23,10 @@ use crate::sessions::Sessions;
 use crate::state::ServerInner;
 pub use crate::state::SessionHook;
 pub use crate::state::{
-    DEFAULT_MAX_SESSIONS, DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, McpHttpOptions,
-    McpOptions, McpSessionInfo,
+    BearerToken, BearerTokenError, DEFAULT_MAX_SESSIONS, DEFAULT_PROGRESS_INTERVAL,
+    DEFAULT_SESSION_IDLE, McpHttpOptions, McpOptions, McpSessionInfo,
 };
-pub use ask_user_http::HttpLimits;
+pub use ask_user_http::{HttpLimits, ServerTls, TlsError};
 
 /// How long [`AskUserMcp::answer_late`] tries to open a session's log that another writer holds
 /// before it gives the refusal back: a person waits for the answer.
@@ -218,11 +218,12 @@ impl AskUserMcp {
 
     /// The streamable HTTP service at [`HTTP_PATH`], one MCP session per client session, at most
     /// [`McpHttpOptions::max_sessions`] at once, each closed once idle for
-    /// [`McpHttpOptions::session_idle`]. It accepts only loopback `Host` headers unless
-    /// `allowed_hosts` says otherwise, an `Origin` only when it is the server's own (`http://`
-    /// and the request's `Host`) or an allowed one; `cancel` ends every session. Not knowing
-    /// where it is served, it takes the server's own origin with any port;
-    /// [`serve_http`](Self::serve_http) only with the one it serves.
+    /// [`McpHttpOptions::session_idle`]. With [`McpHttpOptions::bearer_tokens`], every request
+    /// carries one of them (`401` otherwise) and any `Host` is taken; without, only loopback
+    /// `Host` headers unless `allowed_hosts` says otherwise. An `Origin` is taken only when it is
+    /// the server's own (the scheme served and the request's `Host`) or an allowed one; `cancel`
+    /// ends every session. Not knowing where it is served, it takes the server's own origin and
+    /// loopback hosts with any port; [`serve_http`](Self::serve_http) only with the one it serves.
     pub fn http_router(
         &self,
         allowed_hosts: Option<Vec<String>>,
@@ -244,15 +245,31 @@ impl AskUserMcp {
         let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(cancel.clone())
             .with_sse_retry(None);
+        let http = &self.inner.options.http;
         if let Some(hosts) = allowed_hosts {
             config = config.with_allowed_hosts(hosts);
+        } else if !http.bearer_tokens.is_empty() {
+            // A token is needed: a page of another site that rebinds its name to this server
+            // has none, so any name may reach it (the one its certificate names, say).
+            config = config.disable_allowed_hosts();
+        } else if let Some(port) = port {
+            // Loopback names with the port served: a `Host` naming another port is no request
+            // meant for this server.
+            config = config.with_allowed_hosts(
+                ["localhost", "127.0.0.1", "[::1]"].map(|host| format!("{host}:{port}")),
+            );
         }
-        let http = &self.inner.options.http;
         let sessions = HttpSessions::new(http, Arc::clone(&self.inner.http_sessions), cancel);
         let guard = Guard {
             sessions: Arc::clone(&sessions),
             port,
             allowed_origins: http.allowed_origins.clone().into(),
+            tokens: http.bearer_tokens.clone().into(),
+            scheme: if http.tls.is_some() {
+                "https://"
+            } else {
+                "http://"
+            },
         };
         let server = self.clone();
         let service = StreamableHttpService::new(move || Ok(server.connection()), sessions, config);
@@ -263,36 +280,51 @@ impl AskUserMcp {
 
     /// Serves streamable HTTP on `listener` until `cancel` is cancelled, within the options'
     /// [`HttpLimits`] (timeouts for a request's head and body and for an idle connection, a
-    /// cap on connections); a response in progress has no timeout.
+    /// cap on connections); a response in progress has no timeout. Over TLS when the options
+    /// have [`McpHttpOptions::tls`].
+    ///
+    /// # Errors
+    ///
+    /// [`ServeError::Transport`] when `listener` is bound beyond loopback and the options have
+    /// no [`McpHttpOptions::bearer_tokens`]: a server anyone on the network could use is never
+    /// started.
     pub async fn serve_http(
         &self,
         listener: tokio::net::TcpListener,
         cancel: CancellationToken,
     ) -> Result<(), ServeError> {
-        let port = listener
+        let local = listener
             .local_addr()
-            .map_err(|e| ServeError::Transport(e.to_string()))?
-            .port();
-        let router = self.router_for(None, cancel.clone(), Some(port));
-        ask_user_http::serve(listener, router, self.inner.options.http.limits, cancel).await;
+            .map_err(|e| ServeError::Transport(e.to_string()))?;
+        let http = &self.inner.options.http;
+        if !local.ip().is_loopback() && http.bearer_tokens.is_empty() {
+            return Err(ServeError::Transport(no_token_beyond_loopback(local)));
+        }
+        let router = self.router_for(None, cancel.clone(), Some(local.port()));
+        ask_user_http::serve_with(listener, router, http.limits, http.tls.clone(), cancel).await;
         Ok(())
     }
 
-    /// Binds `addr` for [`AskUserMcp::serve_http`], refusing a non-loopback address unless
-    /// `public` is set.
+    /// Binds `addr` for [`AskUserMcp::serve_http`], refusing an address beyond loopback unless
+    /// `authenticated` (the options have bearer tokens).
     pub async fn bind_http(
         addr: SocketAddr,
-        public: bool,
+        authenticated: bool,
     ) -> Result<tokio::net::TcpListener, ServeError> {
-        if !public && !addr.ip().is_loopback() {
-            return Err(ServeError::Transport(format!(
-                "{addr} is not a loopback address; the server has no authentication, so it listens on loopback only"
-            )));
+        if !authenticated && !addr.ip().is_loopback() {
+            return Err(ServeError::Transport(no_token_beyond_loopback(addr)));
         }
         tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| ServeError::Transport(format!("cannot listen on {addr}: {e}")))
     }
+}
+
+/// Why a server without tokens is not served at `addr`.
+fn no_token_beyond_loopback(addr: SocketAddr) -> String {
+    format!(
+        "{addr} is not a loopback address: serving MCP beyond loopback needs bearer tokens (`[mcp] tokens` in the configuration file), so that only clients given one are served"
+    )
 }
 
 /// `ask_user_question` exactly as the tool crate defines it for this configuration (description

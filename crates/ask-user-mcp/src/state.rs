@@ -11,7 +11,9 @@ use ask_user_host::{Host, HostRuntime};
 use rmcp::model::Tool;
 use tool_ask_user::AskUserConfig;
 
-use ask_user_http::HttpLimits;
+use ask_user_http::{HttpLimits, ServerTls};
+
+pub use crate::auth::{BearerToken, BearerTokenError};
 
 /// How often a waiting call reports progress when its request carries a progress token.
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
@@ -47,8 +49,9 @@ pub struct McpOptions {
     pub http: McpHttpOptions,
 }
 
-/// The limits of streamable HTTP ([`AskUserMcp::serve_http`](crate::AskUserMcp::serve_http)).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The limits of streamable HTTP ([`AskUserMcp::serve_http`](crate::AskUserMcp::serve_http)), its
+/// TLS and its bearer tokens.
+#[derive(Clone, Debug)]
 pub struct McpHttpOptions {
     /// The server's timeouts and connection cap ([`HttpLimits::default`]: a head in 10 s, a body
     /// in 20 s, 20 s idle, 256 connections). A response in progress (a call that waits, a
@@ -65,6 +68,13 @@ pub struct McpHttpOptions {
     /// with the port served), exactly (`http://localhost:5173`); empty by default. A request
     /// without `Origin` (a client that is not a browser) is always taken.
     pub allowed_origins: Vec<String>,
+    /// The certificate and key to serve HTTPS with; `None` (the default): plain HTTP.
+    pub tls: Option<ServerTls>,
+    /// The bearer tokens a request may carry (`Authorization: Bearer TOKEN`); empty by default.
+    /// When there are any, every request needs one of them (`401` with `WWW-Authenticate`
+    /// otherwise), and the server may be bound beyond loopback; without any it serves loopback
+    /// only. See [`BearerToken`].
+    pub bearer_tokens: Vec<BearerToken>,
 }
 
 /// The default of [`McpHttpOptions::max_sessions`]: 256 (a session costs some 40 KB).
@@ -80,6 +90,8 @@ impl Default for McpHttpOptions {
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle: DEFAULT_SESSION_IDLE,
             allowed_origins: Vec::new(),
+            tls: None,
+            bearer_tokens: Vec::new(),
         }
     }
 }

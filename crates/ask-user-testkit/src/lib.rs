@@ -5,7 +5,9 @@
 //!   shapes with fixed times, the full fold every faster path must equal);
 //! * [`store_contract`]: the `SessionStore` contract suite every store runs;
 //! * [`pty`]: a process on a real pseudo-terminal, driven and read back as a person would;
-//! * [`pg`]: the `PostgreSQL` server the database tests use (or why there is none).
+//! * [`pg`]: the `PostgreSQL` server the database tests use (or why there is none);
+//! * [`siege`]: slow and greedy clients against an HTTP server;
+//! * [`tls`]: a certificate authority made in the test, and server certificates it signs.
 //!
 //! Panics are the failure mode here: a fixture that cannot be built fails the test that asked
 //! for it.
@@ -20,3 +22,4 @@ pub mod pg;
 pub mod pty;
 pub mod siege;
 pub mod store_contract;
+pub mod tls;

@@ -19,7 +19,7 @@ use user_questions::{
     AnswererGuard, CallId, CancellationToken, Question, RegisterOptions, UserQuestions,
 };
 
-pub use ask_user_http::HttpLimits;
+pub use ask_user_http::{HttpLimits, ServerTls, TlsError};
 pub use routes::TOKEN_HEADER;
 pub use sessions::WebOptions;
 
@@ -197,12 +197,15 @@ impl WebSurface {
         let stopped = CancellationToken::new();
         let done = stopped.clone();
         let limits = self.hub.options.limits;
+        let tls = self.hub.options.tls.clone();
+        let scheme = if tls.is_some() { "https" } else { "http" };
         tokio::spawn(async move {
-            ask_user_http::serve(listener, router, limits, wait).await;
+            ask_user_http::serve_with(listener, router, limits, tls, wait).await;
             done.cancel();
         });
         Ok(WebServer {
             addr,
+            scheme,
             token: Arc::clone(&self.token),
             stop: stop.clone(),
             stopped,
@@ -237,6 +240,8 @@ pub struct GrantLink {
 /// A running server. Dropping it stops serving.
 pub struct WebServer {
     addr: SocketAddr,
+    /// `http` or `https`.
+    scheme: &'static str,
     token: Arc<str>,
     stop: CancellationToken,
     /// Cancelled once the server task ended.
@@ -261,14 +266,14 @@ impl WebServer {
         self.addr
     }
 
-    /// `http://ADDR`, the base of [`WebSurface::grant`] paths.
+    /// `http://ADDR` (`https://` over TLS), the base of [`WebSurface::grant`] paths.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     /// The page's URL with its token, to print for the person.
     pub fn url(&self) -> String {
-        format!("http://{}/?token={}", self.addr, self.token)
+        format!("{}/?token={}", self.base_url(), self.token)
     }
 
     /// Stops serving, and tells every open page first: its event stream ends with an `ended`

@@ -89,8 +89,10 @@ async fn not_found() -> Response {
 /// Whether `host` (a `Host` header value, or an origin's host) names this server in a way no DNS
 /// name can: `localhost` or an IP literal, with or without a port (1 to 65535). With
 /// `loopback_only`, the IP must be a loopback address; with `served`, the port must be that one
-/// (no port: 80).
-fn host_allowed(host: &str, loopback_only: bool, served: Option<u16>) -> bool {
+/// (no port: 80, or 443 over TLS). Over TLS (`tls`) a DNS name is taken too: a page that
+/// rebinds its own name to this server cannot pass the certificate's check, so the name the
+/// certificate holds is the one browsers reach.
+fn host_allowed(host: &str, loopback_only: bool, served: Option<u16>, tls: bool) -> bool {
     let (name, port) = if let Some(rest) = host.strip_prefix('[') {
         // `[v6]` or `[v6]:port`.
         let Some((ip, after)) = rest.split_once(']') else {
@@ -119,7 +121,8 @@ fn host_allowed(host: &str, loopback_only: bool, served: Option<u16>) -> bool {
             None => (Some(host), None),
         }
     };
-    if served.is_some_and(|served| port.unwrap_or(80) != served) {
+    let default_port = if tls { 443 } else { 80 };
+    if served.is_some_and(|served| port.unwrap_or(default_port) != served) {
         return false;
     }
     let Some(name) = name else {
@@ -129,8 +132,23 @@ fn host_allowed(host: &str, loopback_only: bool, served: Option<u16>) -> bool {
     if name.eq_ignore_ascii_case("localhost") {
         return true;
     }
-    name.parse::<std::net::Ipv4Addr>()
-        .is_ok_and(|ip| !loopback_only || ip.is_loopback())
+    if let Ok(ip) = name.parse::<std::net::Ipv4Addr>() {
+        return !loopback_only || ip.is_loopback();
+    }
+    tls && is_dns_name(name)
+}
+
+/// Letters, digits, `-` and `.`, in labels of 1 to 63 characters, 253 at most.
+fn is_dns_name(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            (1..=63).contains(&label.len())
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
 }
 
 /// A port as `Host` spells it: 1 to 5 digits, 1 to 65535.
@@ -190,7 +208,8 @@ async fn guard(State(app): State<App>, request: Request, next: Next) -> Response
             "The request names no host.",
         ));
     };
-    if !host_allowed(host, loopback_only, app.port) {
+    let tls = app.hub.options.tls.is_some();
+    if !host_allowed(host, loopback_only, app.port, tls) {
         return secured(refuse(
             StatusCode::FORBIDDEN,
             "BAD_HOST",
@@ -213,7 +232,7 @@ async fn guard(State(app): State<App>, request: Request, next: Next) -> Response
         let same = origin
             .to_str()
             .ok()
-            .and_then(|o| o.strip_prefix("http://"))
+            .and_then(|o| o.strip_prefix(if tls { "https://" } else { "http://" }))
             .is_some_and(|o| o.eq_ignore_ascii_case(host));
         if !same {
             return secured(refuse(
@@ -611,7 +630,7 @@ mod tests {
             "[::1]:9",
             "[::1]",
         ] {
-            assert!(host_allowed(ok, true, None), "{ok}");
+            assert!(host_allowed(ok, true, None, false), "{ok}");
         }
         for bad in [
             "evil.example:8080",
@@ -628,16 +647,16 @@ mod tests {
             "[::1",
             "",
         ] {
-            assert!(!host_allowed(bad, true, None), "{bad}");
+            assert!(!host_allowed(bad, true, None, false), "{bad}");
         }
-        assert!(host_allowed("10.0.0.1:80", false, None));
-        assert!(!host_allowed("evil.example:80", false, None));
+        assert!(host_allowed("10.0.0.1:80", false, None, false));
+        assert!(!host_allowed("evil.example:80", false, None, false));
     }
 
     #[test]
     fn a_served_port_is_the_only_port() {
         for ok in ["127.0.0.1:8080", "localhost:8080", "[::1]:8080"] {
-            assert!(host_allowed(ok, true, Some(8080)), "{ok}");
+            assert!(host_allowed(ok, true, Some(8080), false), "{ok}");
         }
         for bad in [
             "127.0.0.1:8081",
@@ -646,10 +665,41 @@ mod tests {
             "127.0.0.1",
             "[::1]",
         ] {
-            assert!(!host_allowed(bad, true, Some(8080)), "{bad}");
+            assert!(!host_allowed(bad, true, Some(8080), false), "{bad}");
         }
         // No port is port 80.
-        assert!(host_allowed("127.0.0.1", true, Some(80)));
-        assert!(host_allowed("[::1]", true, Some(80)));
+        assert!(host_allowed("127.0.0.1", true, Some(80), false));
+        assert!(host_allowed("[::1]", true, Some(80), false));
+    }
+
+    #[test]
+    fn over_tls_a_dns_name_is_taken_and_no_port_is_443() {
+        for ok in [
+            "ask.example.org:8443",
+            "box:8443",
+            "127.0.0.1:8443",
+            "localhost:8443",
+        ] {
+            assert!(host_allowed(ok, true, Some(8443), true), "{ok}");
+        }
+        assert!(host_allowed("ask.example.org", false, Some(443), true));
+        for bad in [
+            "ask.example.org:8444",
+            "ask.example.org",
+            "ask..example.org:8443",
+            "-ask.example.org:8443",
+            "ask_example.org:8443",
+            "ask.example.org:99999",
+            ":8443",
+        ] {
+            assert!(!host_allowed(bad, true, Some(8443), true), "{bad}");
+        }
+        // Without TLS a DNS name never is.
+        assert!(!host_allowed(
+            "ask.example.org:8443",
+            false,
+            Some(8443),
+            false
+        ));
     }
 }

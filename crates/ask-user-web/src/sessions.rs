@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use user_questions::CallId;
 
-use ask_user_http::HttpLimits;
+use ask_user_http::{HttpLimits, ServerTls};
 
 /// A card's identity: its session and call.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -42,6 +42,10 @@ pub struct WebOptions {
     /// body in 20 s, 20 s idle, 256 connections). A page's event stream is a response in
     /// progress: no timeout closes it.
     pub limits: HttpLimits,
+    /// The certificate and key to serve HTTPS with (`None`, the default: plain HTTP). Over TLS
+    /// `Host` may name the server by a DNS name too (the one its certificate holds), and the
+    /// page's own origin is its `https://` one.
+    pub tls: Option<ServerTls>,
 }
 
 impl Default for WebOptions {
@@ -56,6 +60,7 @@ impl Default for WebOptions {
             token: None,
             countdowns: true,
             limits: HttpLimits::default(),
+            tls: None,
         }
     }
 }

@@ -286,3 +286,77 @@ async fn at_the_cap_the_most_stalled_connection_makes_room() {
         .unwrap();
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
 }
+
+/// Over TLS the page answers a question end to end: a client that trusts the CA loads the page
+/// by the DNS name of the certificate, its answer from the page's `https://` origin reaches the
+/// tool result, and a request from the `http://` origin of the same name is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_over_tls_takes_an_answer() {
+    let ca = ask_user_testkit::tls::TestCa::new("ask-user test CA");
+    let cert = ca.server(&["ask.test"]);
+    let tls = ask_user_web::ServerTls::from_pem(cert.cert_pem.as_bytes(), cert.key_pem.as_bytes())
+        .unwrap();
+    let fx = common::Fixture::with_options(
+        60,
+        ask_user_web::WebOptions {
+            tls: Some(tls),
+            ..ask_user_web::WebOptions::default()
+        },
+    );
+    let server = fx.web.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = server.local_addr();
+    assert!(
+        server.url().starts_with("https://127.0.0.1:"),
+        "{}",
+        server.url()
+    );
+    let client = reqwest::Client::builder()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.cert_pem.as_bytes()).unwrap())
+        .resolve("ask.test", addr)
+        .build()
+        .unwrap();
+    let base = format!("https://ask.test:{}", addr.port());
+    let token = fx.web.token();
+    let page = client
+        .get(format!("{base}/?token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("<html"));
+
+    let call = fx.ask("c1", common::DB_QUESTION);
+    let body = r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#;
+    let answer = |origin: String| {
+        client
+            .post(format!("{base}/cards/c1/answer"))
+            .header(ask_user_web::TOKEN_HEADER, token)
+            .header("Origin", origin)
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+    };
+    // The card is up once the seam has the request.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut status = 0;
+    while Instant::now() < deadline {
+        let refused = answer(format!("http://ask.test:{}", addr.port()))
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 403);
+        status = answer(base.clone()).await.unwrap().status().as_u16();
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, 200);
+    let outcome = call.await.unwrap();
+    assert_eq!(
+        common::answers_of(&outcome),
+        Some(serde_json::json!([{"id": "db", "selected": ["SQLite"]}])),
+        "{}",
+        outcome.text
+    );
+}

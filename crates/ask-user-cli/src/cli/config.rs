@@ -31,6 +31,9 @@
 //! | `timeout` | the timed tool's default window, whole seconds: `-1` (wait indefinitely) or 1 to 2147483 | `--timeout` | `120` |
 //! | `[web]` `addr` | where to serve the page, `"IP:PORT"`; other than loopback serves other machines too | `--web-addr`, `serve --addr`, `inbox --addr` | 127.0.0.1 on a free port (the inbox: where it served last, else 127.0.0.1:8766) |
 //! | `[web]` `public_url` | the page's address as another device reaches it, `http://` or `https://` | `--web-public-url` | the address served |
+//! | `[web]` `tls_cert`, `tls_key` | serve the page over HTTPS with this PEM certificate chain and private key (both or neither; a leading `~/` is `$HOME/`) | | plain HTTP |
+//! | `[mcp]` `tokens` (secret) | the bearer tokens `mcp --http` takes (`Authorization: Bearer TOKEN`), a list of 32 to 512 characters each of letters, digits and `-._~+/` (e.g. `openssl rand -hex 32`); with any, every request needs one, and the server may listen beyond loopback | | no tokens: loopback only |
+//! | `[mcp]` `tls_cert`, `tls_key` | serve `mcp --http` over HTTPS with this PEM certificate chain and private key (both or neither) | `mcp --tls-cert`, `--tls-key` | plain HTTP |
 //! | `[notify]` `after` | notify when nobody has claimed or answered a question after this many seconds, 0 to 86400 (a fraction allowed) | `--notify-after` | `10` |
 //! | `[notify]` `text` | put the question text into notifications | `--notify-text` | `false` |
 //! | `[notify]` `bell` | ring the terminal's bell, with an OSC 9 desktop notification | `--bell` | `false` |
@@ -45,16 +48,17 @@
 //!
 //! ## Secrets
 //!
-//! `secret`, `token`, `topic` (on a public ntfy server anyone who knows the topic reads it) and the
-//! `[pg]` `url` (it may hold a password) are secrets. Each can be written in the file, or left out
-//! of it: the key with `_env` appended (`secret_env`, `token_env`, `topic_env`, `url_env`) names
-//! an environment variable to read it from when the command starts. The variable must be set and
+//! `secret`, `token`, `tokens`, `topic` (on a public ntfy server anyone who knows the topic reads
+//! it) and the `[pg]` `url` (it may hold a password) are secrets. Each can be written in the file,
+//! or left out of it: the key with `_env` appended (`secret_env`, `token_env`, `tokens_env`,
+//! `topic_env`, `url_env`) names an environment variable to read it from when the command starts
+//! (for `tokens_env`, one or more tokens separated by spaces or commas). The variable must be set and
 //! not empty, else the command stops with an error naming it; giving both forms of one key is an
 //! error too. No variable name is fixed: choose your own. A file holding a secret should be
 //! readable by its owner only (`chmod 600`).
 //!
-//! A secret is never printed or logged. `ask-user config` shows a webhook secret, an ntfy token
-//! and an ntfy topic as `********`; of a `[pg]` `url` only the password is masked: the value of a
+//! A secret is never printed or logged. `ask-user config` shows a webhook secret, an ntfy token,
+//! an ntfy topic and each MCP token as `********`; of a `[pg]` `url` only the password is masked: the value of a
 //! `password` keyword in a connection string, the password of a URL's user info and a `password`
 //! query parameter (a value that is neither form is masked whole). Webhook URLs and the ntfy
 //! server are shown as their scheme, host and port only, since a path or user info can carry a
@@ -85,6 +89,11 @@
 //! [pg]
 //! url = "host=db.internal user=ask dbname=agents"
 //! schema = "ask_user"
+//!
+//! [mcp]
+//! tokens_env = "ASK_USER_MCP_TOKENS"
+//! tls_cert = "~/.config/ask-user/cert.pem"
+//! tls_key = "~/.config/ask-user/key.pem"
 //! ```
 //!
 //! # `ask-user config`
@@ -240,6 +249,35 @@ pub(crate) struct Config {
     pub(crate) notify: NotifySection,
     /// `[pg]`.
     pub(crate) pg: PgSection,
+    /// `[mcp]`.
+    pub(crate) mcp: McpSection,
+}
+
+/// A certificate chain and key to serve HTTPS with (`tls_cert` and `tls_key`, read when a
+/// server starts).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct TlsFiles {
+    /// `tls_cert`.
+    pub(crate) cert: Setting<PathBuf>,
+    /// `tls_key`.
+    pub(crate) key: Setting<PathBuf>,
+}
+
+impl TlsFiles {
+    /// The certificate and key, read and checked.
+    pub(crate) fn load(&self) -> Result<ask_user_mcp::ServerTls, CliError> {
+        ask_user_mcp::ServerTls::from_pem_files(&self.cert.value, &self.key.value)
+            .map_err(|e| CliError::new("BAD_TLS", e.to_string(), Exit::Usage))
+    }
+}
+
+/// `[mcp]`.
+#[derive(Debug, Default)]
+pub(crate) struct McpSection {
+    /// `tokens` or `tokens_env`.
+    pub(crate) tokens: Option<Setting<Vec<ask_user_mcp::BearerToken>>>,
+    /// `tls_cert` and `tls_key`.
+    pub(crate) tls: Option<TlsFiles>,
 }
 
 /// `[web]`.
@@ -249,6 +287,8 @@ pub(crate) struct WebSection {
     pub(crate) addr: Option<Setting<SocketAddr>>,
     /// `public_url`: the page's address as another device reaches it.
     pub(crate) public_url: Option<Setting<String>>,
+    /// `tls_cert` and `tls_key`.
+    pub(crate) tls: Option<TlsFiles>,
 }
 
 /// `[notify]`.
@@ -341,6 +381,16 @@ impl Config {
     /// `[web]` `public_url`.
     pub(crate) fn web_public_url(&self) -> Option<&str> {
         self.web.public_url.as_ref().map(|s| s.value.as_str())
+    }
+
+    /// `[web]` `tls_cert` and `tls_key`, read: the page's TLS, if it has one.
+    pub(crate) fn web_tls(&self) -> Result<Option<ask_user_mcp::ServerTls>, CliError> {
+        self.web.tls.as_ref().map(TlsFiles::load).transpose()
+    }
+
+    /// `[mcp]` `tokens`.
+    pub(crate) fn mcp_tokens(&self) -> &[ask_user_mcp::BearerToken] {
+        self.mcp.tokens.as_ref().map_or(&[], |s| s.value.as_slice())
     }
 
     /// `[pg]` `url`.
@@ -518,6 +568,7 @@ struct RawConfig {
     web: Option<RawWeb>,
     notify: Option<RawNotify>,
     pg: Option<RawPg>,
+    mcp: Option<RawMcp>,
 }
 
 #[derive(Deserialize)]
@@ -525,6 +576,17 @@ struct RawConfig {
 struct RawWeb {
     addr: Option<Spanned<String>>,
     public_url: Option<Spanned<String>>,
+    tls_cert: Option<Spanned<String>>,
+    tls_key: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcp {
+    tokens: Option<Spanned<Vec<Spanned<String>>>>,
+    tokens_env: Option<Spanned<String>>,
+    tls_cert: Option<Spanned<String>>,
+    tls_key: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -721,7 +783,7 @@ impl Reader<'_> {
     }
 
     fn config(&self, raw: RawConfig) -> Result<Config, CliError> {
-        let state_dir = self.checked(raw.state_dir, expand_home)?;
+        let state_dir = self.checked(raw.state_dir, |text| expand_home("state_dir", text))?;
         let mode = self.checked(raw.mode, |text| {
             Mode::from_str(text, false).map_err(|_| "`mode` is `legacy` or `timed`".to_owned())
         })?;
@@ -754,6 +816,92 @@ impl Reader<'_> {
                 Some(pg) => self.pg(pg)?,
                 None => PgSection::default(),
             },
+            mcp: match raw.mcp {
+                Some(mcp) => self.mcp(mcp)?,
+                None => McpSection::default(),
+            },
+        })
+    }
+
+    /// `tls_cert` and `tls_key` of a table: both or neither.
+    fn tls(
+        &self,
+        cert: Option<Spanned<String>>,
+        key: Option<Spanned<String>>,
+    ) -> Result<Option<TlsFiles>, CliError> {
+        let cert = self.checked(cert, |text| expand_home("tls_cert", text))?;
+        let key_span = key.as_ref().map(Spanned::span);
+        let key = self.checked(key, |text| expand_home("tls_key", text))?;
+        match (cert, key) {
+            (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert, key })),
+            (None, None) => Ok(None),
+            (Some(cert), None) => Err(bad_config(format!(
+                "{}: `tls_cert` needs `tls_key` beside it",
+                cert.source
+            ))),
+            (None, Some(_)) => Err(self.error(
+                &key_span.unwrap_or_default(),
+                "`tls_key` needs `tls_cert` beside it",
+            )),
+        }
+    }
+
+    fn mcp(&self, raw: RawMcp) -> Result<McpSection, CliError> {
+        let check = |text: &str, what: &str| {
+            ask_user_mcp::BearerToken::new(text).map_err(|e| format!("{what}: {e}"))
+        };
+        let tokens = match (raw.tokens, raw.tokens_env) {
+            (Some(_), Some(name)) => {
+                return Err(self.error(&name.span(), "give `tokens` or `tokens_env`, not both"));
+            }
+            (Some(list), None) => {
+                let source = self.source(&list);
+                let span = list.span();
+                let list = list.into_inner();
+                if list.is_empty() {
+                    return Err(self.error(&span, "`tokens` is empty: leave it out, or give one"));
+                }
+                let tokens = list
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, token)| {
+                        check(token.get_ref(), &format!("token {} of `tokens`", i + 1))
+                            .map_err(|m| self.error(&token.span(), &m))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Some(Setting {
+                    value: tokens,
+                    source,
+                })
+            }
+            (None, Some(name)) => {
+                let span = name.span();
+                let Some(text) = self.secret("tokens", None, Some(name))? else {
+                    return Err(self.error(&span, "`tokens_env` names no variable"));
+                };
+                let tokens = text
+                    .value
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|t| !t.is_empty())
+                    .enumerate()
+                    .map(|(i, token)| {
+                        check(token, &format!("token {} of {}", i + 1, text.source))
+                            .map_err(|m| self.error(&span, &m))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                if tokens.is_empty() {
+                    return Err(self.error(&span, &format!("{} holds no token", text.source)));
+                }
+                Some(Setting {
+                    value: tokens,
+                    source: text.source,
+                })
+            }
+            (None, None) => None,
+        };
+        Ok(McpSection {
+            tokens,
+            tls: self.tls(raw.tls_cert, raw.tls_key)?,
         })
     }
 
@@ -771,6 +919,7 @@ impl Reader<'_> {
                     Err("`public_url` is an http:// or https:// URL".to_owned())
                 }
             })?,
+            tls: self.tls(raw.tls_cert, raw.tls_key)?,
         })
     }
 
@@ -911,10 +1060,10 @@ fn secret_setting(setting: Setting<String>) -> Setting<SecretString> {
     }
 }
 
-/// `state_dir`: a leading `~/` is the home directory.
-fn expand_home(text: &str) -> Result<PathBuf, String> {
+/// A path (`key`): a leading `~/` is the home directory.
+fn expand_home(key: &str, text: &str) -> Result<PathBuf, String> {
     if text.is_empty() {
-        return Err("`state_dir` is empty".to_owned());
+        return Err(format!("`{key}` is empty"));
     }
     let rest = match text {
         "~" => Some(""),
@@ -924,7 +1073,7 @@ fn expand_home(text: &str) -> Result<PathBuf, String> {
         Some(rest) => {
             let home = std::env::var_os("HOME")
                 .filter(|h| !h.is_empty())
-                .ok_or_else(|| "`state_dir` starts with `~/` but HOME is not set".to_owned())?;
+                .ok_or_else(|| format!("`{key}` starts with `~/` but HOME is not set"))?;
             Ok(Path::new(&home).join(rest))
         }
         None => Ok(PathBuf::from(text)),
@@ -1246,6 +1395,7 @@ fn render(loaded: &Loaded, state_default: Option<PathBuf>) -> String {
     render_web(&mut out, &config.web);
     render_notify(&mut out, &config.notify);
     render_pg(&mut out, &config.pg);
+    render_mcp(&mut out, &config.mcp);
     out.finish()
 }
 
@@ -1262,6 +1412,30 @@ fn render_web(out: &mut Printout, web: &WebSection) {
         "the address served",
         |url| quote(url),
     );
+    render_tls(out, web.tls.as_ref());
+}
+
+/// `tls_cert` and `tls_key`, or a comment saying the server serves plain HTTP.
+fn render_tls(out: &mut Printout, tls: Option<&TlsFiles>) {
+    match tls {
+        Some(tls) => {
+            out.value("tls_cert", quote_path(&tls.cert.value), &tls.cert.source);
+            out.value("tls_key", quote_path(&tls.key.value), &tls.key.source);
+        }
+        None => out.comment("tls_cert, tls_key: not set (plain HTTP)"),
+    }
+}
+
+fn render_mcp(out: &mut Printout, mcp: &McpSection) {
+    out.table("[mcp]");
+    match &mcp.tokens {
+        Some(tokens) => {
+            let masked = vec![quote(MASK); tokens.value.len()].join(", ");
+            out.value("tokens", format!("[{masked}]"), &tokens.source);
+        }
+        None => out.comment("tokens: not set (mcp --http serves loopback only)"),
+    }
+    render_tls(out, mcp.tls.as_ref());
 }
 
 fn render_notify(out: &mut Printout, notify: &NotifySection) {

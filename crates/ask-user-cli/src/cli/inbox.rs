@@ -60,6 +60,9 @@ pub(crate) struct Address {
     pub(crate) token: String,
     #[serde(default)]
     pub(crate) pid: u32,
+    /// Whether the page is served over TLS (`https://`).
+    #[serde(default)]
+    pub(crate) tls: bool,
 }
 
 impl Address {
@@ -73,9 +76,15 @@ impl Address {
         serde_json::from_str(&text).ok()
     }
 
+    /// `http://ADDR/`, or `https://` over TLS.
+    fn base(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}/", self.addr)
+    }
+
     /// The page's URL with its token.
     pub(crate) fn url(&self) -> String {
-        format!("http://{}/?token={}", self.addr, self.token)
+        format!("{}?token={}", self.base(), self.token)
     }
 
     fn save(&self, state_dir: &Path) -> std::io::Result<()> {
@@ -107,7 +116,7 @@ pub(crate) fn socket(state_dir: &Path) -> PathBuf {
 /// The page's address without its token (`http://ADDR/`), as kept in `state_dir`: what a line
 /// that may end in a log file says.
 pub(crate) fn page_address(state_dir: &Path) -> Option<String> {
-    Address::load(state_dir).map(|a| format!("http://{}/", a.addr))
+    Address::load(state_dir).map(|a| a.base())
 }
 
 /// Listens on `socket`, the owner's alone: it is bound in a fresh directory only the owner can
@@ -212,6 +221,7 @@ pub(super) async fn run(args: InboxArgs) -> Result<Exit, CliError> {
         addr: server.local_addr(),
         token: surface.token().to_owned(),
         pid: std::process::id(),
+        tls: server.base_url().starts_with("https:"),
     };
     address
         .save(&state_dir)
@@ -272,6 +282,7 @@ async fn serve_page(
         token: saved.map(|s| s.token.clone()),
         // Each host's own window decides: the inbox's cards show no countdown.
         countdowns: false,
+        tls: super::config::current().web_tls()?,
         ..WebOptions::default()
     };
     let surface = WebSurface::new(inbox.seam(), Some(inbox.desk()), options)

@@ -21,9 +21,18 @@ pub struct McpArgs {
     /// `$XDG_STATE_HOME/ask-user/mcp`, else `~/.local/state/ask-user/mcp`).
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
-    /// Serve streamable HTTP at `http://ADDR/mcp` instead of stdio (loopback only).
+    /// Serve streamable HTTP at `http://ADDR/mcp` instead of stdio: loopback only, unless the
+    /// configuration file gives bearer tokens (`[mcp] tokens`), which every request must then
+    /// carry.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    /// With --http: serve HTTPS with this PEM certificate chain (`[mcp] tls_cert` in the
+    /// configuration file).
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+    /// With --http: the PEM private key of --tls-cert (`[mcp] tls_key`).
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+    tls_key: Option<PathBuf>,
     /// With --http: also take requests from this browser origin (exactly, e.g.
     /// `http://localhost:5173`); repeat for more. Without it only the server's own origin is
     /// taken (requests without `Origin`, from clients that are not browsers, always are).
@@ -67,13 +76,10 @@ pub(super) async fn run(mut args: McpArgs) -> Result<Exit, CliError> {
             ));
         }
     };
+    let http = http_options(&args)?;
     let options = McpOptions::new(&state_dir)
         .with_tool(config)
-        .with_http(McpHttpOptions {
-            allowed_origins: args.allow_origin.clone(),
-            max_sessions: args.max_sessions.map_or(DEFAULT_MAX_SESSIONS, usize::from),
-            ..McpHttpOptions::default()
-        });
+        .with_http(http.clone());
     let (server, where_) = if let Some(url) = &args.pg.pg {
         let server = super::pg::mcp_server(url, args.pg.schema(), options)?;
         (server, "the database".to_owned())
@@ -117,28 +123,70 @@ pub(super) async fn run(mut args: McpArgs) -> Result<Exit, CliError> {
     }
     let outcome = match args.http {
         None => server.serve_stdio().await,
-        Some(addr) => {
-            let listener = AskUserMcp::bind_http(addr, false)
-                .await
-                .map_err(|e| CliError::new("BAD_ADDRESS", e.to_string(), Exit::Usage))?;
-            let local = listener
-                .local_addr()
-                .map_err(|e| CliError::new("BAD_ADDRESS", e.to_string(), Exit::Usage))?;
-            // The address line is for the person (or a test) starting the server; stdout stays
-            // free of anything else.
-            eprintln!("serving MCP at http://{local}{HTTP_PATH} (logs in {where_})");
-            let cancel = CancellationToken::new();
-            let stop = cancel.clone();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    stop.cancel();
-                }
-            });
-            server.serve_http(listener, cancel).await
-        }
+        Some(addr) => serve_http(&server, addr, &http, &where_).await?,
     };
     outcome.map_err(|e| CliError::new("MCP_TRANSPORT", e.to_string(), Exit::Failure))?;
     Ok(Exit::Ok)
+}
+
+/// Streamable HTTP's options: the flags', TLS from the flags or the configuration file, and the
+/// file's bearer tokens.
+fn http_options(args: &McpArgs) -> Result<McpHttpOptions, CliError> {
+    let file = super::config::current();
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            ask_user_mcp::ServerTls::from_pem_files(cert, key)
+                .map_err(|e| CliError::new("BAD_TLS", e.to_string(), Exit::Usage))?,
+        ),
+        _ if args.http.is_some() => file
+            .mcp
+            .tls
+            .as_ref()
+            .map(super::config::TlsFiles::load)
+            .transpose()?,
+        _ => None,
+    };
+    Ok(McpHttpOptions {
+        allowed_origins: args.allow_origin.clone(),
+        max_sessions: args.max_sessions.map_or(DEFAULT_MAX_SESSIONS, usize::from),
+        tls,
+        bearer_tokens: file.mcp_tokens().to_vec(),
+        ..McpHttpOptions::default()
+    })
+}
+
+/// Serves streamable HTTP at `addr` until Ctrl-C; beyond loopback only with bearer tokens.
+async fn serve_http(
+    server: &AskUserMcp,
+    addr: SocketAddr,
+    http: &McpHttpOptions,
+    where_: &str,
+) -> Result<Result<(), ask_user_mcp::ServeError>, CliError> {
+    let listener = AskUserMcp::bind_http(addr, !http.bearer_tokens.is_empty())
+        .await
+        .map_err(|e| CliError::new("BAD_ADDRESS", e.to_string(), Exit::Usage))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| CliError::new("BAD_ADDRESS", e.to_string(), Exit::Usage))?;
+    // The address line is for the person (or a test) starting the server; stdout stays free of
+    // anything else.
+    let scheme = if http.tls.is_some() { "https" } else { "http" };
+    let auth = match http.bearer_tokens.len() {
+        0 => String::new(),
+        1 => "; every request needs the bearer token of the configuration file".to_owned(),
+        n => {
+            format!("; every request needs one of the {n} bearer tokens of the configuration file")
+        }
+    };
+    eprintln!("serving MCP at {scheme}://{local}{HTTP_PATH} (logs in {where_}{auth})");
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.cancel();
+        }
+    });
+    Ok(server.serve_http(listener, cancel).await)
 }
 
 /// With a surface asked for (`--inbox`, `--web`, a notification flag), the link to the

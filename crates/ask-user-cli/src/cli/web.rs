@@ -79,13 +79,16 @@ impl WebRun {
     }
 }
 
-fn options_for(addr: Option<SocketAddr>) -> (WebOptions, SocketAddr) {
+/// The page's options for `addr` (default: loopback, a free port), over TLS when the
+/// configuration file gives `[web] tls_cert` and `tls_key`.
+fn options_for(addr: Option<SocketAddr>) -> Result<(WebOptions, SocketAddr), CliError> {
     let addr = addr.unwrap_or_else(|| SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
     let options = WebOptions {
         loopback_only: addr.ip().is_loopback(),
+        tls: super::config::current().web_tls()?,
         ..WebOptions::default()
     };
-    (options, addr)
+    Ok((options, addr))
 }
 
 async fn bind(surface: &WebSurface, addr: SocketAddr) -> Result<WebServer, CliError> {
@@ -116,7 +119,7 @@ pub(crate) fn plan(host: &Arc<Host>, args: &WebArgs) -> Result<Option<WebPlan>, 
     if !args.web {
         return Ok(None);
     }
-    let (options, addr) = options_for(args.addr());
+    let (options, addr) = options_for(args.addr())?;
     let desk: Arc<dyn QuestionDesk> = LiveDesk::of([host]);
     let surface = WebSurface::new(host.seam(), Some(desk), options).map_err(|e| no_surface(&e))?;
     let guard = surface.register(host.seam());
@@ -193,7 +196,7 @@ pub(super) async fn serve_desk(
     // answers again when it takes them).
     let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default())
         .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
-    let (options, addr) = options_for(addr.or_else(|| super::config::current().web_addr()));
+    let (options, addr) = options_for(addr.or_else(|| super::config::current().web_addr()))?;
     let (desk, store): (Arc<dyn QuestionDesk>, _) = match picked {
         Picked::Logs(desk) => (Arc::new(desk), None),
         Picked::Database(desk) => {

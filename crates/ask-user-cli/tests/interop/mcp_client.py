@@ -2,6 +2,8 @@
 """Interoperability check of `ask-user mcp` against the official MCP Python SDK.
 
     python mcp_client.py --binary PATH --state-dir DIR --transport stdio|http
+    python mcp_client.py --binary PATH --state-dir DIR --transport https \
+        --config FILE --ca CA_FILE --token TOKEN
 
 Two server runs per invocation, each in its own subdirectory of DIR:
 
@@ -10,6 +12,12 @@ Two server runs per invocation, each in its own subdirectory of DIR:
 * timed mode (`--mode timed --timeout 1`), with a client that has no elicitation
   callback: the tool list, a call that comes back pending, and a poll through
   `ask_user_question_answer` that is still pending.
+
+Over `https` the server reads its certificate, key and bearer token from the
+configuration file given (`[mcp] tls_cert`, `tls_key`, `tokens`); the client
+trusts only CA_FILE and sends `Authorization: Bearer TOKEN`. A request without
+the token must be refused (401 with a `WWW-Authenticate` challenge), and a client
+that does not trust the CA must fail its handshake.
 
 Prints `ok: ...` per check; exits 0 when all pass, 1 at the first failure.
 Needs only the `mcp` package (see requirements.txt) and the standard library.
@@ -49,7 +57,7 @@ ARGUMENTS: dict[str, Any] = {
 }
 ACCEPTED_TEXT = '{"answers":[{"id":"db","selected":["SQLite"]}]}'
 DECLINED_PREFIX = "Error: The person declined"
-SERVING_RE = re.compile(r"serving MCP at (http://\S+/mcp)")
+SERVING_RE = re.compile(r"serving MCP at (https?://\S+/mcp)")
 
 
 class CheckFailed(Exception):
@@ -141,11 +149,56 @@ async def http_server(binary: str, args: list[str], deadline: float) -> AsyncIte
         reader.join(timeout=2)
 
 
+# Set by main() for `--transport https`: the server's configuration file, the CA to trust and
+# the bearer token to send.
+HTTPS: dict[str, str] = {}
+
+
+async def check_refusals(url: str) -> None:
+    """Over https: no token is 401 with a challenge; a client trusting only the system CAs fails."""
+    import httpx2
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient(verify=ssl_context()) as bare:
+        response = await bare.post(url, json=body, headers=headers)
+    challenge = response.headers.get("www-authenticate", "")
+    check(response.status_code == 401, f"no token: expected 401, got {response.status_code}: {response.text}")
+    check(challenge.startswith("Bearer"), f"no token: the challenge is {challenge!r}")
+    ok(f"a request without the token is refused: 401, WWW-Authenticate: {challenge}")
+    try:
+        async with httpx2.AsyncClient() as untrusting:
+            await untrusting.post(url, json=body, headers=headers)
+    except httpx2.ConnectError as error:
+        ok(f"a client that does not trust the test CA fails its handshake: {type(error).__name__}")
+    else:
+        raise CheckFailed("a client that does not trust the test CA was served")
+
+
+def ssl_context() -> Any:
+    import ssl
+
+    return ssl.create_default_context(cafile=HTTPS["ca"])
+
+
 @asynccontextmanager
 async def connect(
     binary: str, transport: str, args: list[str], deadline: float, **client_kwargs: Any
 ) -> AsyncIterator[Client]:
     """A connected `mcp.Client` (default `mode="auto"`) on a fresh server run."""
+    if transport == "https":
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with http_server(binary, ["--config", HTTPS["config"], *args], deadline) as url:
+            check(url.startswith("https://"), f"the server does not serve https: {url}")
+            await check_refusals(url)
+            auth = {"Authorization": f"Bearer {HTTPS['token']}"}
+            async with httpx2.AsyncClient(verify=ssl_context(), headers=auth, timeout=30) as http:
+                async with Client(streamable_http_client(url, http_client=http), **client_kwargs) as client:
+                    describe(client, f"streamable HTTP over TLS with a bearer token at {url}")
+                    yield client
+        return
     if transport == "stdio":
         server = StdioServerParameters(command=binary, args=["mcp", *args])
         async with Client(server, **client_kwargs) as client:
@@ -314,10 +367,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", required=True, help="the ask-user binary")
     parser.add_argument("--state-dir", required=True, help="a scratch directory for the servers' logs")
-    parser.add_argument("--transport", required=True, choices=["stdio", "http"])
+    parser.add_argument("--transport", required=True, choices=["stdio", "http", "https"])
+    parser.add_argument("--config", help="https: the server's configuration file")
+    parser.add_argument("--ca", help="https: the CA certificate to trust")
+    parser.add_argument("--token", help="https: the bearer token to send")
     parser.add_argument("--timeout", type=float, default=60.0, help="hard limit in seconds for everything")
     args = parser.parse_args()
     args.binary = os.path.abspath(args.binary)
+    if args.transport == "https":
+        if not (args.config and args.ca and args.token):
+            print("FAIL: --transport https needs --config, --ca and --token", file=sys.stderr)
+            return 1
+        HTTPS.update(config=args.config, ca=args.ca, token=args.token)
     check_binary = os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)
     if not check_binary:
         print(f"FAIL: {args.binary} is not an executable file", file=sys.stderr)

@@ -1,0 +1,110 @@
+//! The certificate and key a server serves TLS with (rustls, the ring provider: no C library,
+//! nothing fetched at run time).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+/// A certificate chain and its private key, ready to serve TLS 1.2 and 1.3 with
+/// ([`serve_tls`](crate::serve_tls)); HTTP/1.1 is the one protocol offered (ALPN `http/1.1`).
+#[derive(Clone)]
+pub struct ServerTls {
+    pub(crate) acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("ServerTls").finish_non_exhaustive()
+    }
+}
+
+/// Why a certificate and key cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The certificate file holds no PEM certificate (or a malformed one).
+    #[error("{what} holds no PEM certificate (`-----BEGIN CERTIFICATE-----`){detail}")]
+    Certificate {
+        /// The file, or "the certificate".
+        what: String,
+        /// What the PEM reader said, if anything.
+        detail: String,
+    },
+    /// The key file holds no PEM private key (PKCS #8, PKCS #1 or SEC1), or a malformed one.
+    #[error("{what} holds no PEM private key (PKCS #8, RSA or EC){detail}")]
+    Key {
+        /// The file, or "the key".
+        what: String,
+        /// What the PEM reader said, if anything.
+        detail: String,
+    },
+    /// rustls refused the pair (the key does not match the certificate, an unsupported
+    /// algorithm).
+    #[error("the certificate and key cannot be served: {0}")]
+    Refused(#[from] rustls::Error),
+}
+
+impl ServerTls {
+    /// The chain in `cert_pem` (the server's certificate first, then any intermediates) and the
+    /// private key in `key_pem`.
+    pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<Self, TlsError> {
+        Self::build(cert_pem, key_pem, "the certificate", "the key")
+    }
+
+    /// [`from_pem`](Self::from_pem) from two files (they may be the same file).
+    pub fn from_pem_files(cert: &Path, key: &Path) -> Result<Self, TlsError> {
+        let read = |path: &Path| {
+            std::fs::read(path).map_err(|source| TlsError::Read {
+                path: path.to_owned(),
+                source,
+            })
+        };
+        Self::build(
+            &read(cert)?,
+            &read(key)?,
+            &cert.display().to_string(),
+            &key.display().to_string(),
+        )
+    }
+
+    fn build(cert_pem: &[u8], key_pem: &[u8], cert: &str, key: &str) -> Result<Self, TlsError> {
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
+            .collect::<Result<_, _>>()
+            .map_err(|e| TlsError::Certificate {
+                what: cert.to_owned(),
+                detail: format!(": {e}"),
+            })?;
+        if chain.is_empty() {
+            return Err(TlsError::Certificate {
+                what: cert.to_owned(),
+                detail: String::new(),
+            });
+        }
+        let private = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsError::Key {
+            what: key.to_owned(),
+            detail: match e {
+                rustls::pki_types::pem::Error::NoItemsFound => String::new(),
+                other => format!(": {other}"),
+            },
+        })?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(chain, private)?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Self {
+            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        })
+    }
+}

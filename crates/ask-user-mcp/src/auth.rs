@@ -1,0 +1,203 @@
+//! Bearer tokens for streamable HTTP beyond loopback: each request names one of the server's
+//! tokens in `Authorization: Bearer TOKEN` (RFC 6750), compared in constant time.
+
+use std::fmt;
+
+use axum::http::{HeaderMap, header};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// The fewest characters a token has.
+pub const MIN_TOKEN_LEN: usize = 32;
+/// The most characters a token has.
+const MAX_TOKEN_LEN: usize = 512;
+
+/// A token MCP HTTP takes: 32 to 512 characters of RFC 6750's alphabet (letters, digits,
+/// `-._~+/`, then `=` padding), e.g. `openssl rand -hex 32`. Only its SHA-256 digest is kept,
+/// so neither `Debug` nor a memory dump of the options shows it.
+#[derive(Clone)]
+pub struct BearerToken {
+    digest: [u8; 32],
+}
+
+/// Why a text is not a [`BearerToken`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BearerTokenError {
+    /// Fewer than 32 or more than 512 characters.
+    #[error("a bearer token has {MIN_TOKEN_LEN} to {MAX_TOKEN_LEN} characters, this one {0}")]
+    Length(usize),
+    /// A character outside the alphabet.
+    #[error(
+        "a bearer token has letters, digits and `-._~+/` only (then `=` padding), e.g. the output of `openssl rand -hex 32`"
+    )]
+    Characters,
+}
+
+impl fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BearerToken(********)")
+    }
+}
+
+impl BearerToken {
+    /// `token`, checked.
+    pub fn new(token: &str) -> Result<Self, BearerTokenError> {
+        let len = token.chars().count();
+        if !(MIN_TOKEN_LEN..=MAX_TOKEN_LEN).contains(&len) {
+            return Err(BearerTokenError::Length(len));
+        }
+        let body = token.trim_end_matches('=');
+        let fits = !body.is_empty()
+            && body
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b));
+        if !fits {
+            return Err(BearerTokenError::Characters);
+        }
+        Ok(Self {
+            digest: Sha256::digest(token.as_bytes()).into(),
+        })
+    }
+}
+
+/// Why a request is not let in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// No `Authorization: Bearer …` header.
+    Missing,
+    /// One that names no token of the server.
+    Invalid,
+}
+
+impl Refused {
+    /// The `WWW-Authenticate` challenge (RFC 6750 §3).
+    pub(crate) fn challenge(self) -> &'static str {
+        match self {
+            Self::Missing => r#"Bearer realm="ask-user""#,
+            Self::Invalid => {
+                r#"Bearer realm="ask-user", error="invalid_token", error_description="the token is not one of this server's""#
+            }
+        }
+    }
+
+    /// The JSON-RPC error's message.
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            Self::Missing => {
+                "This server needs a bearer token: send `Authorization: Bearer TOKEN` with one of the tokens of its configuration."
+            }
+            Self::Invalid => "The bearer token is not one of this server's tokens.",
+        }
+    }
+}
+
+/// Whether `headers` carry one of `tokens` (every one is compared, in constant time: how long
+/// the check takes says nothing about which token, or how much of one, matched).
+pub(crate) fn check(tokens: &[BearerToken], headers: &HeaderMap) -> Result<(), Refused> {
+    let mut given = None;
+    for value in headers.get_all(header::AUTHORIZATION) {
+        let Ok(value) = value.to_str() else {
+            return Err(Refused::Invalid);
+        };
+        let Some((scheme, token)) = value.trim().split_once(' ') else {
+            continue;
+        };
+        if scheme.eq_ignore_ascii_case("bearer") {
+            given = Some(token.trim());
+            break;
+        }
+    }
+    let Some(given) = given else {
+        return Err(Refused::Missing);
+    };
+    let digest: [u8; 32] = Sha256::digest(given.as_bytes()).into();
+    let mut found = subtle::Choice::from(0);
+    for token in tokens {
+        found |= token.digest.ct_eq(&digest);
+    }
+    if bool::from(found) {
+        Ok(())
+    } else {
+        Err(Refused::Invalid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+    fn headers(authorization: &[&str]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for value in authorization {
+            map.append(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn tokens_are_checked_when_made() {
+        assert!(BearerToken::new(TOKEN).is_ok());
+        assert!(BearerToken::new(&format!("{TOKEN}+/._~-==")).is_ok());
+        assert_eq!(
+            BearerToken::new("short").unwrap_err(),
+            BearerTokenError::Length(5)
+        );
+        assert_eq!(
+            BearerToken::new(&"a".repeat(513)).unwrap_err(),
+            BearerTokenError::Length(513)
+        );
+        for bad in [
+            format!("{TOKEN} x"),
+            format!("{TOKEN}\"x"),
+            "=".repeat(40),
+            format!("{TOKEN}é"),
+        ] {
+            assert_eq!(
+                BearerToken::new(&bad).unwrap_err(),
+                BearerTokenError::Characters,
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            format!("{:?}", BearerToken::new(TOKEN).unwrap()),
+            "BearerToken(********)"
+        );
+    }
+
+    #[test]
+    fn requests_carry_one_of_the_tokens() {
+        let other = "fedcba9876543210fedcba9876543210";
+        let tokens = [
+            BearerToken::new(TOKEN).unwrap(),
+            BearerToken::new(other).unwrap(),
+        ];
+        assert_eq!(check(&tokens, &headers(&[])), Err(Refused::Missing));
+        assert_eq!(
+            check(&tokens, &headers(&["Basic dXNlcjpwYXNz"])),
+            Err(Refused::Missing)
+        );
+        assert_eq!(
+            check(&tokens, &headers(&[&format!("Bearer {TOKEN}")])),
+            Ok(())
+        );
+        assert_eq!(
+            check(&tokens, &headers(&[&format!("bearer {other}")])),
+            Ok(())
+        );
+        assert_eq!(
+            check(&tokens, &headers(&[&format!("Bearer {TOKEN}x")])),
+            Err(Refused::Invalid)
+        );
+        assert_eq!(
+            check(&tokens, &headers(&[&format!("Bearer {}", &TOKEN[..31])])),
+            Err(Refused::Invalid)
+        );
+        assert_eq!(
+            check(&[], &headers(&[&format!("Bearer {TOKEN}")])),
+            Err(Refused::Invalid)
+        );
+    }
+}
