@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use pending_answer::Continuation;
 use rmcp::model::{
-    CancelledNotificationParam, ElicitRequestParams, ElicitationAction, ElicitationSchema,
+    CancelledNotificationParam, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationSchema,
 };
 use tokio::sync::oneshot;
 use user_questions::{
@@ -100,6 +101,21 @@ impl Answerer for FormAnswerer {
             drop(claim);
             return next.run().await;
         };
+        let prepared = user_questions::sync::lock_unpoisoned(&in_flight.prepared).take();
+        if let Some(prepared) = prepared {
+            // Answered in the round before this one: that form must be this call's.
+            if prepared.form != crate::mrtr::form_digest(&params) {
+                return Err(UserQuestionError::new(
+                    ErrorCode::BadAnswer,
+                    "The form answered in the earlier round is not the form of these questions.",
+                )
+                .into());
+            }
+            return match settle(&prepared.answer, &request.questions, style, timed.is_some()) {
+                Settled::Answered(answered) => answered,
+                Settled::TimedOut | Settled::Other => next.run().await,
+            };
+        }
         let Some(handle) = in_flight.send_form(params).await else {
             drop(claim);
             return next.run().await;
@@ -137,32 +153,57 @@ impl Answerer for FormAnswerer {
             drop(claim);
             return next.run().await;
         };
-        match elicited.action {
-            ElicitationAction::Accept => {
-                let batch = read_form_for(&request.questions, elicited.content.as_ref(), style)
-                    .map_err(|mismatch| {
-                        UserQuestionError::new(
-                            ErrorCode::BadAnswer,
-                            format!(
-                                "The client's form answer does not fit the questions: {mismatch}."
-                            ),
-                        )
-                    })?;
-                Ok(Answered::human(batch))
-            }
-            ElicitationAction::Decline => Err(declined().into()),
-            ElicitationAction::Cancel if timed.is_some() => {
+        match settle(&elicited, &request.questions, style, timed.is_some()) {
+            Settled::Answered(answered) => answered,
+            Settled::TimedOut => {
                 drop(claim);
                 request.cancel.cancelled().await;
                 Err(UserQuestionError::ask_timed_out().into())
             }
-            ElicitationAction::Cancel => Err(UserQuestionError::ask_cancelled().into()),
             // A newer action this server does not know: leave the question to the others.
-            _ => {
+            Settled::Other => {
                 drop(claim);
                 next.run().await
             }
         }
+    }
+}
+
+/// What a client's answer to the form settles.
+enum Settled {
+    /// The answers (accepted), or the error (declined, cancelled, a form that does not fit).
+    Answered(Result<Answered, AnswererError>),
+    /// A timed call's form cancelled: the call ends pending, as its window closing would.
+    TimedOut,
+    /// An action this server does not know.
+    Other,
+}
+
+/// Reads the client's answer to the form of `questions`.
+fn settle(
+    elicited: &ElicitResult,
+    questions: &[Question],
+    style: FormStyle,
+    timed: bool,
+) -> Settled {
+    match elicited.action {
+        ElicitationAction::Accept => Settled::Answered(
+            read_form_for(questions, elicited.content.as_ref(), style)
+                .map(Answered::human)
+                .map_err(|mismatch| {
+                    UserQuestionError::new(
+                        ErrorCode::BadAnswer,
+                        format!("The client's form answer does not fit the questions: {mismatch}."),
+                    )
+                    .into()
+                }),
+        ),
+        ElicitationAction::Decline => Settled::Answered(Err(declined().into())),
+        ElicitationAction::Cancel if timed => Settled::TimedOut,
+        ElicitationAction::Cancel => {
+            Settled::Answered(Err(UserQuestionError::ask_cancelled().into()))
+        }
+        _ => Settled::Other,
     }
 }
 
@@ -174,7 +215,7 @@ async fn sleep_or_forever(window: Option<Duration>) {
 }
 
 /// The form request for `questions`; `None` if the schema is not one rmcp accepts.
-fn form_params(questions: &[Question], style: FormStyle) -> Option<ElicitRequestParams> {
+pub(crate) fn form_params(questions: &[Question], style: FormStyle) -> Option<ElicitRequestParams> {
     let serde_json::Value::Object(schema) = form_schema_for(questions, style) else {
         return None;
     };

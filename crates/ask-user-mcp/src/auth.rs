@@ -60,6 +60,12 @@ impl BearerToken {
     }
 }
 
+/// Who a request came from, as far as the server can tell: the hex SHA-256 of the bearer token
+/// it carried (put in the request's extensions by the HTTP guard). A form's sealed state is bound
+/// to it, so another client's token cannot answer the form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Principal(pub(crate) String);
+
 /// Why a request is not let in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refused {
@@ -93,7 +99,7 @@ impl Refused {
 
 /// Whether `headers` carry one of `tokens` (every one is compared, in constant time: how long
 /// the check takes says nothing about which token, or how much of one, matched).
-pub(crate) fn check(tokens: &[BearerToken], headers: &HeaderMap) -> Result<(), Refused> {
+pub(crate) fn check(tokens: &[BearerToken], headers: &HeaderMap) -> Result<Principal, Refused> {
     let mut given = None;
     for value in headers.get_all(header::AUTHORIZATION) {
         let Ok(value) = value.to_str() else {
@@ -116,7 +122,7 @@ pub(crate) fn check(tokens: &[BearerToken], headers: &HeaderMap) -> Result<(), R
         found |= token.digest.ct_eq(&digest);
     }
     if bool::from(found) {
-        Ok(())
+        Ok(Principal(crate::util::hex(&digest)))
     } else {
         Err(Refused::Invalid)
     }
@@ -179,14 +185,11 @@ mod tests {
             check(&tokens, &headers(&["Basic dXNlcjpwYXNz"])),
             Err(Refused::Missing)
         );
-        assert_eq!(
-            check(&tokens, &headers(&[&format!("Bearer {TOKEN}")])),
-            Ok(())
-        );
-        assert_eq!(
-            check(&tokens, &headers(&[&format!("bearer {other}")])),
-            Ok(())
-        );
+        // Each token is a principal of its own.
+        let first = check(&tokens, &headers(&[&format!("Bearer {TOKEN}")])).unwrap();
+        let second = check(&tokens, &headers(&[&format!("bearer {other}")])).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(first.0.len(), 64);
         assert_eq!(
             check(&tokens, &headers(&[&format!("Bearer {TOKEN}x")])),
             Err(Refused::Invalid)

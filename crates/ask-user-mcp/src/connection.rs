@@ -38,9 +38,13 @@ use crate::limit::{ClientLimit, person_cancelled};
 use crate::state::{McpSessionInfo, ServerInner};
 use crate::util::{elicit_request, error_result, knows_elicitation_mode, quote};
 
-/// The highest protocol version served: the last one with server-to-client requests, which
-/// `elicitation/create` needs.
-pub const MAX_PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+/// The highest protocol version served: 2026-07-28, the stateless revision (forms through multi
+/// round-trip requests). Clients of the handshake era get every version up to 2025-11-25 by
+/// `initialize`, with forms through `elicitation/create`.
+pub const MAX_PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2026_07_28;
+
+/// The first version of the stateless era: no `initialize`, no server-to-client requests.
+const STATELESS_ERA: &str = "2026-07-28";
 
 /// The `ServerHandler` of one MCP session. Made by `AskUserMcp::connection`.
 #[derive(Clone)]
@@ -230,15 +234,12 @@ impl Conn {
 
     /// Registers this session's answerers once: the elicitation answerer, named after the
     /// client, and in timed mode the client's time limit at the front of the waterfall.
-    fn ensure_answerer(self: &Arc<Self>, peer: &Peer<RoleServer>) {
+    fn ensure_answerer(self: &Arc<Self>, client: Option<&Implementation>) {
         let mut answerers = lock_unpoisoned(&self.answerer);
         if !answerers.is_empty() {
             return;
         }
-        let client = peer
-            .peer_info()
-            .map(|info| info.client_info.name.clone())
-            .unwrap_or_default();
+        let client = client.map(|info| info.name.clone()).unwrap_or_default();
         *lock_unpoisoned(&self.client) = Some(client_label(&client));
         let name = format!(
             "{}{}",
@@ -266,12 +267,12 @@ impl Conn {
     }
 
     /// Remembers the client's name (`clientInfo.name`) once the session knows it.
-    fn note_client(&self, peer: &Peer<RoleServer>) {
+    fn note_client(&self, client: Option<&Implementation>) {
         let mut known = lock_unpoisoned(&self.client_name);
         if known.is_none()
-            && let Some(info) = peer.peer_info()
+            && let Some(info) = client
         {
-            *known = Some(info.client_info.name.clone());
+            *known = Some(info.name.clone());
         }
     }
 
@@ -434,6 +435,36 @@ impl Conn {
         }
     }
 
+    /// Whether the session's log already holds a call `call_id` (a form's second round sent
+    /// again): read, not opened, so nothing is written.
+    fn knows_call(&self, call_id: &CallId) -> Result<bool, HostError> {
+        struct Find<'a> {
+            call_id: &'a CallId,
+            found: bool,
+        }
+        impl session_log::LogVisitor for Find<'_> {
+            fn line(&mut self, line: &session_log::Scanned<'_>) {
+                if let session_log::Scanned::Record(record) = line
+                    && let Some(event) = record.record.event()
+                    && let session_log::EventBody::ToolCall(call) = &event.body
+                    && call.call_id.as_ref() == Some(self.call_id)
+                {
+                    self.found = true;
+                }
+            }
+        }
+        let store = self.server.runtime().store();
+        if !store.exists(&self.log).map_err(HostError::from)? {
+            return Ok(false);
+        }
+        let mut find = Find {
+            call_id,
+            found: false,
+        };
+        store.read(&self.log, &mut find).map_err(HostError::from)?;
+        Ok(find.found)
+    }
+
     /// Whether `call_id` is one this session gave (it carries the session's UUID).
     fn owns(&self, call_id: &CallId) -> bool {
         call_id
@@ -503,6 +534,33 @@ fn file_uri_path(uri: &str) -> Option<String> {
     String::from_utf8(decoded).ok()
 }
 
+/// Whether the request is one of the stateless revision (2026-07-28 or later).
+fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version.as_str() >= STATELESS_ERA)
+}
+
+/// Whether the request's client shows forms (`elicitation` with `form`, or with neither mode:
+/// the 2025-06-18 spelling of a form).
+fn shows_forms(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|capabilities| capabilities.elicitation)
+        .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
+}
+
+/// Who sent the request, as a form's sealed state is bound to it: the digest of the bearer token
+/// it came with over HTTP, else nobody in particular (stdio, or loopback HTTP without tokens).
+fn principal(context: &RequestContext<RoleServer>) -> String {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::auth::Principal>())
+        .map(|principal| principal.0.clone())
+        .unwrap_or_default()
+}
+
 /// A client name fit for a provenance name: visible characters only, at most 64.
 fn client_label(name: &str) -> String {
     let label: String = name.chars().filter(|c| !c.is_control()).take(64).collect();
@@ -557,6 +615,34 @@ impl McpConnection {
         }
     }
 
+    /// The session of a form's first round, for its second: its log, session id and call ids as
+    /// round one sealed them (`call_<uuid>_<n>`; the session's calls after it number on).
+    fn for_round(server: &Arc<ServerInner>, round: &crate::mrtr::FormRound) -> Arc<Conn> {
+        let fresh = Self::new(Arc::clone(server)).inner;
+        let prefix = round
+            .call
+            .strip_prefix("call_")
+            .and_then(|rest| rest.rsplit_once('_'))
+            .map_or_else(|| fresh.call_prefix.clone(), |(uuid, _)| uuid.to_owned());
+        let session_id = user_questions::SessionId::from(round.session.clone());
+        Arc::new(Conn {
+            server: Arc::clone(server),
+            log: round.log.clone(),
+            agent_id: session_id.as_str().to_owned(),
+            session_id,
+            slot: Mutex::new(Slot::default()),
+            call_prefix: prefix,
+            next_call: std::sync::atomic::AtomicU64::new(1),
+            cancels: Mutex::new(CancelBook::default()),
+            fetching: Mutex::new(()),
+            answerer: Mutex::new(Vec::new()),
+            client: Mutex::new(None),
+            client_name: Mutex::new(None),
+            cwd: Mutex::new(None),
+            roots_asked: std::sync::atomic::AtomicBool::new(true),
+        })
+    }
+
     /// The name of this session's log in the state directory (it exists once a tool was called).
     pub fn log_name(&self) -> &str {
         &self.inner.log
@@ -568,19 +654,158 @@ impl McpConnection {
         &self.inner.session_id
     }
 
+    /// `ask_user_question`: in the stateless era, a blocking call to a client that shows forms
+    /// is asked through a multi round-trip request (`mrtr.rs`); every other call runs at once.
     async fn ask(
         &self,
-        arguments: Option<serde_json::Map<String, Value>>,
+        request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default()).to_string();
+        let stateless = is_stateless(&context);
+        let timed = self.inner.server.runtime().tool().takes_late_answers();
+        if stateless && !timed {
+            if let Some(state) = request.request_state.as_deref() {
+                return self
+                    .form_round_two(state, request.input_responses.as_ref(), arguments, context)
+                    .await;
+            }
+            if request.input_responses.is_some() {
+                return Err(McpError::invalid_params(
+                    "inputResponses without requestState: send back the requestState of the form's round",
+                    None,
+                ));
+            }
+            if shows_forms(&context)
+                && let Some(round) = self.form_round_one(&arguments, &context)?
+            {
+                return Ok(round.into());
+            }
+        }
+        let conn = Arc::clone(&self.inner);
+        Ok(Self::run_call(&conn, arguments, context, None, stateless)
+            .await
+            .into())
+    }
+
+    /// A form's first round: the form the call's form answerer would send, and the state sealed
+    /// for the second; nothing is written. `None` when the call has no form to show (arguments
+    /// the call refuses, questions no form holds): it then runs at once, as it would.
+    fn form_round_one(
+        &self,
+        arguments: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<rmcp::model::InputRequiredResult>, McpError> {
         let conn = &self.inner;
-        conn.ensure_answerer(&context.peer);
-        let arguments = Value::Object(arguments.unwrap_or_default()).to_string();
+        let Some(key) = conn.server.state_key.as_ref() else {
+            return Ok(None);
+        };
+        let Ok(questions) = conn.server.runtime().tool().questions(arguments) else {
+            return Ok(None);
+        };
+        let style = context
+            .protocol_version()
+            .map_or(crate::form::FormStyle::Titled, |version| {
+                crate::form::FormStyle::for_protocol(version.as_str())
+            });
+        let Some(params) = crate::answerer::form_params(&questions, style) else {
+            return Ok(None);
+        };
+        let round = crate::mrtr::FormRound {
+            v: 1,
+            log: conn.log.clone(),
+            session: conn.session_id.as_str().to_owned(),
+            call: conn.new_call_id().as_str().to_owned(),
+            form: crate::mrtr::form_digest(&params),
+            until_ms: 0,
+        };
+        let principal = principal(context);
+        let binding = crate::mrtr::Binding {
+            tool: TOOL_NAME,
+            arguments,
+            principal: &principal,
+        };
+        crate::mrtr::input_required(key, &round, params, &binding, std::time::SystemTime::now())
+            .map(Some)
+            .map_err(|error| McpError::internal_error(error.to_string(), None))
+    }
+
+    /// A form's second round: the state opened (refused, with nothing written, when it is not
+    /// this call's, has expired or was used), then the call run with the answer given.
+    async fn form_round_two(
+        &self,
+        state: &str,
+        responses: Option<&rmcp::model::InputResponses>,
+        arguments: String,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let refused =
+            |error: crate::mrtr::RoundError| McpError::invalid_params(error.to_string(), None);
+        let key = self
+            .inner
+            .server
+            .state_key
+            .as_ref()
+            .ok_or_else(|| refused(crate::mrtr::RoundError::NoKey))?;
+        let principal = principal(&context);
+        let binding = crate::mrtr::Binding {
+            tool: TOOL_NAME,
+            arguments: &arguments,
+            principal: &principal,
+        };
+        let (round, answer) = crate::mrtr::open(
+            key,
+            state,
+            responses,
+            &binding,
+            std::time::SystemTime::now(),
+        )
+        .map_err(refused)?;
+        let conn = if round.log == self.inner.log {
+            Arc::clone(&self.inner)
+        } else {
+            Self::for_round(&self.inner.server, &round)
+        };
+        let call_id = CallId::from(round.call.clone());
+        match conn.knows_call(&call_id) {
+            Ok(false) => {}
+            Ok(true) => return Err(refused(crate::mrtr::RoundError::Used(round.call))),
+            Err(error) => {
+                return Ok(
+                    error_result(&format!("the session log cannot be used: {error}")).into(),
+                );
+            }
+        }
+        let prepared = crate::inflight::PreparedForm {
+            form: round.form,
+            answer,
+        };
+        Ok(
+            Self::run_call(&conn, arguments, context, Some((call_id, prepared)), true)
+                .await
+                .into(),
+        )
+    }
+
+    /// Runs one call of `ask_user_question` in `conn`'s session: with `prepared`, the call id and
+    /// the form's answer of a form's first round; `stateless`, no form is sent (the revision has no
+    /// server-to-client requests).
+    async fn run_call(
+        conn: &Arc<Conn>,
+        arguments: String,
+        context: RequestContext<RoleServer>,
+        prepared: Option<(CallId, crate::inflight::PreparedForm)>,
+        stateless: bool,
+    ) -> CallToolResult {
+        conn.ensure_answerer(context.client_info().as_ref());
         let active = match conn.enter(true) {
             Ok(active) => active,
             Err(error) => return error_result(&format!("the session log cannot be used: {error}")),
         };
-        let call_id = conn.new_call_id();
+        let (call_id, prepared) = match prepared {
+            Some((call_id, prepared)) => (call_id, Some(prepared)),
+            None => (conn.new_call_id(), None),
+        };
         let timed = conn.server.runtime().tool().takes_late_answers();
         // A blocking call ends with its request, however that ends; a timed one only when the
         // client cancels it, and then as the reason says (withdrawn, or pending).
@@ -593,18 +818,21 @@ impl McpConnection {
             }
         };
         let protocol = context
-            .peer
-            .peer_info()
-            .map(|info| info.protocol_version.as_str().to_owned());
+            .protocol_version()
+            .map(|version| version.as_str().to_owned());
         let (forms, mut requests) = mpsc::unbounded_channel();
         let in_flight = Arc::new(InFlight {
             session: Arc::downgrade(conn) as std::sync::Weak<Conn>,
             call_id: call_id.clone(),
             forms,
-            form_mode: context
-                .peer
-                .supported_elicitation_modes()
-                .contains(&ElicitationMode::Form),
+            form_mode: if stateless {
+                prepared.is_some()
+            } else {
+                context
+                    .peer
+                    .supported_elicitation_modes()
+                    .contains(&ElicitationMode::Form)
+            },
             form_style: protocol.as_deref().map_or(
                 crate::form::FormStyle::Legacy,
                 crate::form::FormStyle::for_protocol,
@@ -613,6 +841,7 @@ impl McpConnection {
             done: CancellationToken::new(),
             gave_up: tokens.gave_up.clone(),
             elicitation_mode: protocol.as_deref().is_some_and(knows_elicitation_mode),
+            prepared: Mutex::new(prepared),
         });
 
         let progress = context.meta.get_progress_token();
@@ -719,12 +948,11 @@ impl ServerHandler for McpConnection {
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, McpError> {
-        // Only handshake-era versions are served. A probe naming a newer version is refused by
-        // rmcp before it gets here (`-32022` listing the versions served, which makes clients
-        // fall back to `initialize`); any other probe gets "method not found", which does too.
-        Err(McpError::method_not_found::<
-            rmcp::model::DiscoverRequestMethod,
-        >())
+        // The stateless era's probe: every version served, and the tools.
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
     }
 
     async fn on_cancelled(
@@ -738,7 +966,9 @@ impl ServerHandler for McpConnection {
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
-        self.inner.note_client(&context.peer);
+        let info = context.peer.peer_info();
+        self.inner
+            .note_client(info.as_ref().map(|info| &info.client_info));
     }
 
     async fn list_tools(
@@ -746,7 +976,8 @@ impl ServerHandler for McpConnection {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.inner.note_client(&context.peer);
+        // The request's own client info (the stateless revision's `_meta`), else the handshake's.
+        self.inner.note_client(context.client_info().as_ref());
         Ok(ListToolsResult::with_all_items(
             self.inner.server.tools().to_vec(),
         ))
@@ -758,10 +989,14 @@ impl ServerHandler for McpConnection {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let timed = self.inner.server.runtime().tool().takes_late_answers();
-        self.inner.note_client(&context.peer);
-        self.inner.ask_roots_once(&context.peer).await;
+        // The request's own client info (the stateless revision's `_meta`), else the handshake's.
+        self.inner.note_client(context.client_info().as_ref());
+        // The stateless revision has no server-to-client requests: its roots are not asked.
+        if !is_stateless(&context) {
+            self.inner.ask_roots_once(&context.peer).await;
+        }
         match request.name.as_ref() {
-            TOOL_NAME => Ok(self.ask(request.arguments, context).await.into()),
+            TOOL_NAME => self.ask(request, context).await,
             ANSWER_TOOL_NAME if timed => Ok(self.answer(request.arguments.as_ref()).into()),
             other => Err(McpError::invalid_params(
                 format!(

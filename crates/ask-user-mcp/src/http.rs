@@ -354,16 +354,26 @@ impl Guard {
 }
 
 /// The checks every request passes before rmcp's service, and the activity of its session.
-pub(crate) async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
-    if !guard.tokens.is_empty()
-        && let Err(refused) = crate::auth::check(&guard.tokens, request.headers())
-    {
-        let mut response = jsonrpc_refusal(StatusCode::UNAUTHORIZED, -32001, refused.message());
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static(refused.challenge()),
-        );
-        return response;
+pub(crate) async fn guard(
+    State(guard): State<Guard>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if !guard.tokens.is_empty() {
+        match crate::auth::check(&guard.tokens, request.headers()) {
+            Ok(principal) => {
+                request.extensions_mut().insert(principal);
+            }
+            Err(refused) => {
+                let mut response =
+                    jsonrpc_refusal(StatusCode::UNAUTHORIZED, -32001, refused.message());
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(refused.challenge()),
+                );
+                return response;
+            }
+        }
     }
     if !guard.origin_allowed(request.headers()) {
         return jsonrpc_refusal(

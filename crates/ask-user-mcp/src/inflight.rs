@@ -58,6 +58,18 @@ pub(crate) struct InFlight {
     /// Whether the client knows the `mode` of an elicitation request (protocol 2025-11-25 and
     /// later); older clients get the request without it.
     pub(crate) elicitation_mode: bool,
+    /// The form's answer given already, in the round before this one (a multi round-trip
+    /// request of the 2026-07-28 revision): the form answerer takes it instead of sending the
+    /// form. Taken once.
+    pub(crate) prepared: std::sync::Mutex<Option<PreparedForm>>,
+}
+
+/// A form answered in an earlier round ([`InFlight::prepared`]).
+pub(crate) struct PreparedForm {
+    /// The digest of the form that was answered: the form of this call must be that one.
+    pub(crate) form: String,
+    /// The client's answer to it.
+    pub(crate) answer: rmcp::model::ElicitResult,
 }
 
 pub(crate) struct FormSend {

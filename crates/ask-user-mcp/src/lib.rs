@@ -37,6 +37,7 @@ mod inflight;
 mod late;
 mod limit;
 mod linked;
+mod mrtr;
 mod server;
 mod sessions;
 mod state;
@@ -48,7 +49,8 @@ pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};
 pub use server::{
     ANSWER_LATE_WAIT, AskUserMcp, BearerToken, BearerTokenError, DEFAULT_MAX_SESSIONS,
     DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, HTTP_PATH, HttpLimits, McpHttpOptions,
-    McpOptions, McpSessionInfo, ServeError, ServerTls, SessionHook, TlsError, default_state_dir,
+    McpOptions, McpSessionInfo, RequestStateKey, ServeError, ServerTls, SessionHook, TlsError,
+    default_state_dir,
 };
 
 /// Catalog metadata of the companion tool for `cargo xtask catalog`.

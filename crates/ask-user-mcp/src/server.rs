@@ -24,7 +24,7 @@ use crate::state::ServerInner;
 pub use crate::state::SessionHook;
 pub use crate::state::{
     BearerToken, BearerTokenError, DEFAULT_MAX_SESSIONS, DEFAULT_PROGRESS_INTERVAL,
-    DEFAULT_SESSION_IDLE, McpHttpOptions, McpOptions, McpSessionInfo,
+    DEFAULT_SESSION_IDLE, McpHttpOptions, McpOptions, McpSessionInfo, RequestStateKey,
 };
 pub use ask_user_http::{HttpLimits, ServerTls, TlsError};
 
@@ -97,6 +97,11 @@ impl AskUserMcp {
         if !options.state_dir.is_dir() {
             return Err(state_err(io::Error::other("not a directory")));
         }
+        let key = match &options.request_state_key {
+            Some(key) => key.clone(),
+            None => RequestStateKey::load_or_create(&options.state_dir).map_err(state_err)?,
+        };
+        let options = options.with_request_state_key(key);
         let store = JsonlStore::new(options.state_dir.clone());
         Self::with_store(options, store)
     }
@@ -117,12 +122,21 @@ impl AskUserMcp {
             .map(|config| config.with_late_answers(LateAnswerRoute::CompanionTool));
         let runtime = HostRuntime::new(store, tool)?;
         let tools = tools_for(&runtime);
+        let state_key = match &options.request_state_key {
+            Some(key) => Some(key.clone()),
+            None => RequestStateKey::generate()
+                .inspect_err(|error| {
+                    tracing::warn!(%error, "no request-state key: forms of the stateless revision are off");
+                })
+                .ok(),
+        };
         Ok(Self {
             inner: Arc::new(ServerInner {
                 runtime,
                 options,
                 tools,
                 http_sessions: Arc::default(),
+                state_key,
             }),
             sessions: Arc::default(),
         })

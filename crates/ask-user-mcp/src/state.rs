@@ -14,6 +14,7 @@ use tool_ask_user::AskUserConfig;
 use ask_user_http::{HttpLimits, ServerTls};
 
 pub use crate::auth::{BearerToken, BearerTokenError};
+pub use crate::mrtr::RequestStateKey;
 
 /// How often a waiting call reports progress when its request carries a progress token.
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(15);
@@ -47,6 +48,12 @@ pub struct McpOptions {
     pub on_open: Option<SessionHook>,
     /// Streamable HTTP's limits: connections, sessions, origins.
     pub http: McpHttpOptions,
+    /// The key that seals a form's state between the rounds of a stateless (2026-07-28) call;
+    /// `None` (the default): the one kept in the state directory (`request-state.key`, made on
+    /// first use) for [`AskUserMcp::new`](crate::AskUserMcp::new), a fresh one per process for
+    /// [`AskUserMcp::with_store`](crate::AskUserMcp::with_store). Server instances that serve one
+    /// client's rounds between them need the same key.
+    pub request_state_key: Option<RequestStateKey>,
 }
 
 /// The limits of streamable HTTP ([`AskUserMcp::serve_http`](crate::AskUserMcp::serve_http)), its
@@ -105,6 +112,7 @@ impl McpOptions {
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             on_open: None,
             http: McpHttpOptions::default(),
+            request_state_key: None,
         }
     }
 
@@ -112,6 +120,13 @@ impl McpOptions {
     #[must_use]
     pub fn with_http(mut self, http: McpHttpOptions) -> Self {
         self.http = http;
+        self
+    }
+
+    /// With this key for forms' states ([`McpOptions::request_state_key`]).
+    #[must_use]
+    pub fn with_request_state_key(mut self, key: RequestStateKey) -> Self {
+        self.request_state_key = Some(key);
         self
     }
 
@@ -159,6 +174,9 @@ pub(crate) struct ServerInner {
     pub(crate) tools: Vec<Tool>,
     /// Live streamable HTTP sessions, over every router made.
     pub(crate) http_sessions: Arc<std::sync::atomic::AtomicUsize>,
+    /// What seals forms' states between rounds; `None` only when no key could be made (then
+    /// forms of the stateless revision are not offered: its calls run without them).
+    pub(crate) state_key: Option<RequestStateKey>,
 }
 
 impl ServerInner {

@@ -6,6 +6,17 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
+/// `bytes` as lowercase hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+}
+
 /// A client's text quoted in a message: JSON-quoted, cut to 64 characters.
 pub(crate) fn quote(text: &str) -> String {
     let cut: String = text.chars().take(64).collect();

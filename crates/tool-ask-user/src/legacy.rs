@@ -17,7 +17,9 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use user_questions::{AskRequest, Question, QuestionOption, TOOL_NAME, UserQuestions};
+use user_questions::{
+    AskRequest, Question, QuestionOption, TOOL_NAME, UserQuestionError, UserQuestions,
+};
 
 use crate::args;
 use crate::context::ToolContext;
@@ -115,6 +117,22 @@ pub(crate) async fn execute(
         Ok(answered) => ToolOutcome::answered(&answered),
         Err(error) => ToolOutcome::error(&error),
     }
+}
+
+/// The questions a call with `arguments` asks, checked as [`execute`] checks them; the error it
+/// would report otherwise.
+pub(crate) fn questions(
+    seam: &UserQuestions,
+    definition: &ToolDefinition,
+    arguments: &str,
+) -> Result<Vec<Question>, UserQuestionError> {
+    args::parse::<Args>(
+        &definition.parameters,
+        arguments,
+        seam.limits(),
+        args::NearMisses::Dropped,
+    )
+    .map(map)
 }
 
 /// SPEC §5.4: arguments to service vocabulary.

@@ -19,8 +19,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use user_questions::{
-    AskRequest, Question, QuestionOption, TOOL_NAME, TimedAskRequest, TimedOutcome, UserQuestions,
-    WaitKey, check_question_limits,
+    AskRequest, Question, QuestionOption, TOOL_NAME, TimedAskRequest, TimedOutcome,
+    UserQuestionError, UserQuestions, WaitKey, check_question_limits,
 };
 
 use crate::args;
@@ -122,6 +122,32 @@ pub(crate) fn definition(default_timeout: i64, route: LateAnswerRoute) -> ToolDe
 }
 
 /// SPEC §5.3, timed.
+/// What a call is told of a `timeout` out of range.
+const TIMEOUT_RANGE: &str =
+    "\"timeout\" must be -1 (wait indefinitely) or a whole number of seconds from 1 to 2147483";
+
+/// The questions a call with `arguments` asks, checked as [`execute`] checks them before it
+/// asks (its timeout included); the error it would report otherwise.
+pub(crate) fn questions(
+    seam: &UserQuestions,
+    definition: &ToolDefinition,
+    arguments: &str,
+) -> Result<Vec<Question>, UserQuestionError> {
+    let args: Args = args::parse(
+        &definition.parameters,
+        arguments,
+        seam.limits(),
+        args::NearMisses::Refused,
+    )?;
+    if args
+        .timeout
+        .is_some_and(|timeout| !is_valid_timeout(timeout))
+    {
+        return Err(args::invalid_args(TIMEOUT_RANGE));
+    }
+    Ok(map(args.questions))
+}
+
 pub(crate) async fn execute(
     seam: &UserQuestions,
     definition: &ToolDefinition,
@@ -142,9 +168,7 @@ pub(crate) async fn execute(
     // Step 1: the wait, per call or by default.
     let timeout = args.timeout.unwrap_or(default_timeout);
     if !is_valid_timeout(timeout) {
-        return ToolOutcome::typed_error(&args::invalid_args(
-            "\"timeout\" must be -1 (wait indefinitely) or a whole number of seconds from 1 to 2147483",
-        ));
+        return ToolOutcome::typed_error(&args::invalid_args(TIMEOUT_RANGE));
     }
     // Step 2: structural limits before any dispatch: no wait registered, no answerer called.
     let questions = map(args.questions);

@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use tracing::Instrument;
-use user_questions::{TOOL_NAME, UserQuestions};
+use user_questions::{TOOL_NAME, UserQuestionError, UserQuestions};
 
 use crate::config::{AskUserConfig, AskUserMode, ConfigError, LateAnswerRoute};
 use crate::context::ToolContext;
@@ -88,6 +88,29 @@ impl AskUserTool {
     /// server's companion tool, asked before the person answered) shows the model these bytes.
     pub fn pending_outcome(&self, call_id: &user_questions::CallId) -> ToolOutcome {
         ToolOutcome::pending_via(call_id, self.config.late_answers)
+    }
+
+    /// The questions a call with the raw `arguments` would put to the answerers, as they would
+    /// see them: checked as [`execute`](Self::execute) checks them (arguments, limits, intents)
+    /// and with headers cut to the seam's limit. Nothing is asked and nothing is logged: a host
+    /// that must show the questions before it runs the call (a form sent in one round and answered
+    /// in the next) uses it. The error is the one `execute` would report for these arguments
+    /// (its result: [`ToolOutcome::typed_error`]).
+    pub fn questions(
+        &self,
+        arguments: &str,
+    ) -> Result<Vec<user_questions::Question>, UserQuestionError> {
+        let questions = match self.config.mode {
+            AskUserMode::Legacy => legacy::questions(&self.seam, &self.definition, arguments)?,
+            AskUserMode::Timed => timed::questions(&self.seam, &self.definition, arguments)?,
+        };
+        if questions.is_empty() {
+            return Err(UserQuestionError::empty_questions());
+        }
+        let limits = self.seam.limits();
+        user_questions::check_intents(&questions)?;
+        user_questions::check_question_limits(&questions, limits)?;
+        Ok(user_questions::truncate_headers(&questions, limits).into_owned())
     }
 
     /// Registers this tool's definition (exactly one) on `registry`; dropping the guard

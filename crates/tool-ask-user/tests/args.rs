@@ -288,3 +288,44 @@ fn an_invalid_args_message_lists_the_first_problems_and_counts_the_rest() {
         assert!(outcome.text.len() < 4096);
     }
 }
+
+/// `questions` shows what a call would ask without asking: for valid arguments the very questions
+/// the answerers see (a header past the limit cut as the seam cuts it), for invalid ones the
+/// error outcome `execute` returns, in both modes; no answerer is called by it.
+#[test]
+fn questions_are_what_the_call_would_ask_or_its_error() {
+    let w = world();
+    let answerer = TestAnswerer::new(Behaviour::FirstLabel);
+    let _guard = answerer.register(&w.seam);
+    let long_header = "H".repeat(200);
+    let arguments = json!({"questions": [{
+        "id": "db", "question": "Which database?", "header": long_header,
+        "options": [{"label": "PostgreSQL"}, {"label": "SQLite"}],
+    }]})
+    .to_string();
+    for tool in [w.legacy(), w.timed(120)] {
+        let before = answerer.calls();
+        let shown = tool.questions(&arguments).unwrap();
+        assert_eq!(answerer.calls(), before, "questions asks no answerer");
+        run(&tool, &arguments, &w);
+        assert_eq!(answerer.last().questions, shown);
+        for bad in [
+            r#"{"questions": []}"#,
+            "not json",
+            r#"{"questions": [{"id": 1}]}"#,
+        ] {
+            let error = tool_ask_user::ToolOutcome::typed_error(&tool.questions(bad).unwrap_err());
+            assert_eq!(error.text, run(&tool, bad, &w).text, "{bad}");
+            assert!(error.is_error);
+        }
+    }
+    // The timed tool's own checks: its timeout.
+    let error = w
+        .timed(120)
+        .questions(r#"{"questions": [{"id": "a", "question": "?"}], "timeout": 0}"#)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("\"timeout\" must be -1"),
+        "{error}"
+    );
+}

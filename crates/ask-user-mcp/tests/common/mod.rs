@@ -301,6 +301,56 @@ pub async fn connect_as(server: &AskUserMcp, setup: ClientSetup) -> Connected {
     }
 }
 
+/// A client of the stateless revision (2026-07-28: `server/discover`, no `initialize`) on a new
+/// connection of the server, with form elicitation or without.
+pub async fn connect_stateless(server: &AskUserMcp, elicitation: bool) -> Connected {
+    use rmcp::{ClientLifecycleMode, ClientServiceExt as _};
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    let connection = server.connection();
+    let session = connection.session_id().clone();
+    let log = connection.log_name().to_owned();
+    tokio::spawn(async move {
+        let running = connection.serve(server_io).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let (held_tx, held) = mpsc::unbounded_channel();
+    let handler = TestClient {
+        name: "stateless-client".to_owned(),
+        elicitation,
+        protocol: ProtocolVersion::V_2026_07_28,
+        replies: Arc::default(),
+        forms: Arc::default(),
+        held: held_tx,
+        progress: Arc::default(),
+        withdrawn: Arc::default(),
+        roots: None,
+    };
+    let client = handler
+        .clone()
+        .serve_with_lifecycle(
+            client_io,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .unwrap();
+    Connected {
+        client,
+        held,
+        handler,
+        session,
+        log,
+    }
+}
+
+impl TestClient {
+    /// Queues what the user does with the next form.
+    pub fn reply(&self, reply: Reply) {
+        self.replies.lock().unwrap().push_back(reply);
+    }
+}
+
 pub fn logs_in(dir: &Path) -> Vec<PathBuf> {
     let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()

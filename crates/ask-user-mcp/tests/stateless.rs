@@ -1,0 +1,337 @@
+//! The stateless revision (2026-07-28) with rmcp's own client in process: `server/discover`,
+//! forms through multi round-trip requests (SEP-2322) accepted, declined and cancelled, a round
+//! that writes nothing, sealed states that are changed, sent with other arguments or sent twice
+//! refused with nothing written, and timed calls that hold their window without a form.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use ask_user_mcp::{AskUserMcp, McpOptions};
+use common::{Reply, accept, action, connect_stateless, events, logs_in, texts};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction, ProtocolVersion};
+use serde_json::{Value, json};
+use tool_ask_user::AskUserConfig;
+
+fn question() -> Value {
+    json!({"questions": [{
+        "id": "db", "question": "Which database?", "header": "Database",
+        "options": [{"label": "PostgreSQL"}, {"label": "SQLite"}],
+    }]})
+}
+
+fn params(arguments: &Value) -> CallToolRequestParams {
+    CallToolRequestParams::new("ask_user_question")
+        .with_arguments(arguments.as_object().cloned().unwrap())
+}
+
+fn server(dir: &tempfile::TempDir, tool: Option<AskUserConfig>) -> AskUserMcp {
+    AskUserMcp::new(McpOptions::new(dir.path()).with_tool(tool)).unwrap()
+}
+
+/// The events of the one log of `dir` (none: an empty list).
+fn logged(dir: &tempfile::TempDir) -> Vec<Value> {
+    logs_in(dir.path())
+        .first()
+        .map(|log| events(log))
+        .unwrap_or_default()
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| e["type"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_stateless_client_discovers_the_server_and_lists_the_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir, None);
+    let connected = connect_stateless(&server, true).await;
+    let info = connected.client.peer_info().unwrap();
+    assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
+    let tools = connected.client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].name, "ask_user_question");
+}
+
+/// The form goes in an `InputRequiredResult`; rmcp's client shows it (its elicitation handler)
+/// and calls again with the answer: the call's result is the answers, logged once.
+#[tokio::test]
+async fn a_form_is_answered_through_a_multi_round_trip_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir, None);
+    let connected = connect_stateless(&server, true).await;
+    connected
+        .handler
+        .reply(Reply::Now(accept(json!({"q01": "SQLite"}))));
+    let result = connected
+        .client
+        .call_tool(params(&question()))
+        .await
+        .unwrap();
+    assert_eq!(
+        texts(&result),
+        [r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#]
+    );
+    let forms = connected.handler.forms.lock().unwrap().clone();
+    assert_eq!(forms.len(), 1, "one form shown");
+    let events = logged(&dir);
+    let kinds = kinds(&events);
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "tool/call").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "tool/result").count(),
+        1,
+        "{kinds:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_declined_or_cancelled_form_is_read_as_in_the_handshake_era() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir, None);
+    let connected = connect_stateless(&server, true).await;
+    connected
+        .handler
+        .reply(Reply::Now(action(ElicitationAction::Decline)));
+    let declined = connected
+        .client
+        .call_tool(params(&question()))
+        .await
+        .unwrap();
+    assert_eq!(declined.is_error, Some(true));
+    assert!(texts(&declined)[0].contains("declined"), "{declined:?}");
+    connected
+        .handler
+        .reply(Reply::Now(action(ElicitationAction::Cancel)));
+    let cancelled = connected
+        .client
+        .call_tool(params(&question()))
+        .await
+        .unwrap();
+    assert_eq!(cancelled.is_error, Some(true));
+    assert_eq!(
+        texts(&cancelled),
+        ["Error: The person chose not to answer."]
+    );
+}
+
+/// The first round writes nothing: the form and a sealed state only. A state changed, sent with
+/// other arguments or without an answer is refused, and nothing is written; the right one is
+/// answered once, and sent again it is refused, the log as it was.
+#[tokio::test]
+async fn a_changed_or_replayed_state_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir, None);
+    let connected = connect_stateless(&server, true).await;
+    let peer = connected.client.peer();
+    let CallToolResponse::InputRequired(round) =
+        peer.call_tool_once(params(&question())).await.unwrap()
+    else {
+        panic!("the first round asks for input");
+    };
+    assert!(logs_in(dir.path()).is_empty(), "round one writes nothing");
+    let form = &round.input_requests.as_ref().unwrap()["ask_user_question"];
+    let form = serde_json::to_value(form).unwrap();
+    assert_eq!(form["method"], "elicitation/create");
+    assert!(
+        form["params"]["requestedSchema"]["properties"]["q01"].is_object(),
+        "{form}"
+    );
+    let state = round.request_state.clone().unwrap();
+
+    let mut answer = rmcp::model::InputResponses::new();
+    answer.insert(
+        "ask_user_question".to_owned(),
+        json!({"action": "accept", "content": {"q01": "PostgreSQL"}}),
+    );
+    let retry = |arguments: &Value, state: &str, responses: Option<rmcp::model::InputResponses>| {
+        let mut request = params(arguments);
+        request.request_state = Some(state.to_owned());
+        request.input_responses = responses;
+        peer.call_tool_once(request)
+    };
+    let refused = |outcome: Result<CallToolResponse, rmcp::ServiceError>| match outcome {
+        Err(rmcp::ServiceError::McpError(error)) => error.message.to_string(),
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+
+    let mut changed = state.clone().into_bytes();
+    let at = changed.len() - 3;
+    changed[at] = if changed[at] == b'A' { b'B' } else { b'A' };
+    let changed = String::from_utf8(changed).unwrap();
+    let message = refused(retry(&question(), &changed, Some(answer.clone())).await);
+    assert!(
+        message.contains("does not belong to this call"),
+        "{message}"
+    );
+    let mut other = question();
+    other["questions"][0]["question"] = json!("Which database, really?");
+    let message = refused(retry(&other, &state, Some(answer.clone())).await);
+    assert!(
+        message.contains("does not belong to this call"),
+        "{message}"
+    );
+    let message = refused(retry(&question(), &state, None).await);
+    assert!(message.contains("carries no answer"), "{message}");
+    assert!(
+        logs_in(dir.path()).is_empty(),
+        "nothing written by a refused round"
+    );
+
+    let CallToolResponse::Complete(done) = retry(&question(), &state, Some(answer.clone()))
+        .await
+        .unwrap()
+    else {
+        panic!("the second round completes");
+    };
+    assert_eq!(
+        texts(&done),
+        [r#"{"answers":[{"id":"db","selected":["PostgreSQL"]}]}"#]
+    );
+    let before = logged(&dir);
+    let message = refused(retry(&question(), &state, Some(answer)).await);
+    assert!(message.contains("was used already"), "{message}");
+    assert_eq!(logged(&dir), before, "a replay writes nothing");
+}
+
+/// A timed call of the stateless revision sends no form (a form in a round cannot be taken back
+/// when the window ends): it holds its window as in the handshake era, and returns pending.
+#[tokio::test(start_paused = true)]
+async fn a_timed_call_holds_its_window_and_goes_pending() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir, Some(AskUserConfig::timed(5)));
+    let connected = connect_stateless(&server, true).await;
+    let result = connected
+        .client
+        .call_tool(params(&question()))
+        .await
+        .unwrap();
+    let text = &texts(&result)[0];
+    assert!(text.starts_with(r#"{"pending":true"#), "{text}");
+    assert!(
+        connected.handler.forms.lock().unwrap().is_empty(),
+        "no form"
+    );
+    let call_id: Value = serde_json::from_str(text).unwrap();
+    let call_id = call_id["callId"].as_str().unwrap().to_owned();
+    // The companion finds it, still pending.
+    let again = connected
+        .client
+        .call_tool(
+            CallToolRequestParams::new("ask_user_question_answer")
+                .with_arguments(json!({"callId": call_id}).as_object().cloned().unwrap()),
+        )
+        .await
+        .unwrap();
+    assert!(
+        texts(&again)[0].starts_with(r#"{"pending":true"#),
+        "{again:?}"
+    );
+}
+
+/// One stateless `tools/call` over streamable HTTP to `url`: the JSON-RPC message of the reply
+/// (a JSON body, or the first `data:` of an event stream).
+async fn post_call(url: &str, params: Value) -> Value {
+    let mut params = params;
+    let name = params["name"].clone();
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        // SEP-2243's standard headers, which the revision requires.
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", name.as_str().unwrap_or_default())
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    let json = text
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("data:")
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+        })
+        .unwrap_or(&text);
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// Two servers over one state directory (its key file shared), each on its own port: the form's
+/// first round is served by one, its second by the other, and the answer is logged once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_server_of_the_state_directory_serves_the_second_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let mut urls = Vec::new();
+    for _ in 0..2 {
+        let server = server(&dir, None);
+        let listener = AskUserMcp::bind_http("127.0.0.1:0".parse().unwrap(), false)
+            .await
+            .unwrap();
+        urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
+        let cancel = cancel.clone();
+        tokio::spawn(async move { server.serve_http(listener, cancel).await });
+    }
+    let arguments = question();
+    let round = post_call(
+        &urls[0],
+        json!({"name": "ask_user_question", "arguments": arguments}),
+    )
+    .await;
+    let result = &round["result"];
+    assert_eq!(result["resultType"], "input_required", "{round}");
+    assert!(logs_in(dir.path()).is_empty(), "round one writes nothing");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    let done = post_call(
+        &urls[1],
+        json!({
+            "name": "ask_user_question",
+            "arguments": arguments,
+            "requestState": state,
+            "inputResponses": {"ask_user_question": {"action": "accept", "content": {"q01": "SQLite"}}},
+        }),
+    )
+    .await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#,
+        "{done}"
+    );
+    let kinds = kinds(&logged(&dir));
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "tool/result").count(),
+        1,
+        "{kinds:?}"
+    );
+    // The first server refuses the same state now: it was used.
+    let again = post_call(
+        &urls[0],
+        json!({
+            "name": "ask_user_question",
+            "arguments": arguments,
+            "requestState": state,
+            "inputResponses": {"ask_user_question": {"action": "accept", "content": {"q01": "SQLite"}}},
+        }),
+    )
+    .await;
+    assert!(
+        again["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("was used already")),
+        "{again}"
+    );
+}
