@@ -465,6 +465,31 @@ impl Conn {
         Ok(find.found)
     }
 
+    /// A session of this identity: its log, its session id and the UUID its call ids carry.
+    fn with_identity(
+        server: Arc<ServerInner>,
+        log: String,
+        session_id: user_questions::SessionId,
+        call_prefix: String,
+    ) -> Self {
+        Self {
+            server,
+            log,
+            agent_id: session_id.as_str().to_owned(),
+            session_id,
+            slot: Mutex::new(Slot::default()),
+            call_prefix,
+            next_call: std::sync::atomic::AtomicU64::new(1),
+            cancels: Mutex::new(CancelBook::default()),
+            fetching: Mutex::new(()),
+            answerer: Mutex::new(Vec::new()),
+            client: Mutex::new(None),
+            client_name: Mutex::new(None),
+            cwd: Mutex::new(None),
+            roots_asked: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
     /// Whether `call_id` is one this session gave (it carries the session's UUID).
     fn owns(&self, call_id: &CallId) -> bool {
         call_id
@@ -596,51 +621,32 @@ impl McpConnection {
         let log = format!("mcp-{stamp}-{uuid}.jsonl");
         let call_prefix = uuid.replace('-', "");
         Self {
-            inner: Arc::new(Conn {
-                server,
-                log,
-                agent_id: session_id.as_str().to_owned(),
-                session_id,
-                slot: Mutex::new(Slot::default()),
-                call_prefix,
-                next_call: std::sync::atomic::AtomicU64::new(1),
-                cancels: Mutex::new(CancelBook::default()),
-                fetching: Mutex::new(()),
-                answerer: Mutex::new(Vec::new()),
-                client: Mutex::new(None),
-                client_name: Mutex::new(None),
-                cwd: Mutex::new(None),
-                roots_asked: std::sync::atomic::AtomicBool::new(false),
-            }),
+            inner: Arc::new(Conn::with_identity(server, log, session_id, call_prefix)),
         }
     }
 
     /// The session of a form's first round, for its second: its log, session id and call ids as
-    /// round one sealed them (`call_<uuid>_<n>`; the session's calls after it number on).
+    /// round one sealed them (`call_<uuid>_<n>`). It asks no roots: the revision has no
+    /// server-to-client requests.
     fn for_round(server: &Arc<ServerInner>, round: &crate::mrtr::FormRound) -> Arc<Conn> {
-        let fresh = Self::new(Arc::clone(server)).inner;
+        let session_id = user_questions::SessionId::from(round.session.clone());
         let prefix = round
             .call
             .strip_prefix("call_")
             .and_then(|rest| rest.rsplit_once('_'))
-            .map_or_else(|| fresh.call_prefix.clone(), |(uuid, _)| uuid.to_owned());
-        let session_id = user_questions::SessionId::from(round.session.clone());
-        Arc::new(Conn {
-            server: Arc::clone(server),
-            log: round.log.clone(),
-            agent_id: session_id.as_str().to_owned(),
-            session_id,
-            slot: Mutex::new(Slot::default()),
-            call_prefix: prefix,
-            next_call: std::sync::atomic::AtomicU64::new(1),
-            cancels: Mutex::new(CancelBook::default()),
-            fetching: Mutex::new(()),
-            answerer: Mutex::new(Vec::new()),
-            client: Mutex::new(None),
-            client_name: Mutex::new(None),
-            cwd: Mutex::new(None),
-            roots_asked: std::sync::atomic::AtomicBool::new(true),
-        })
+            .map_or_else(
+                || {
+                    session_id
+                        .as_str()
+                        .trim_start_matches("session-")
+                        .replace('-', "")
+                },
+                |(uuid, _)| uuid.to_owned(),
+            );
+        let conn = Conn::with_identity(Arc::clone(server), round.log.clone(), session_id, prefix);
+        conn.roots_asked
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Arc::new(conn)
     }
 
     /// The name of this session's log in the state directory (it exists once a tool was called).

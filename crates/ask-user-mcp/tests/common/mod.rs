@@ -279,18 +279,7 @@ pub async fn connect_as(server: &AskUserMcp, setup: ClientSetup) -> Connected {
         let running = connection.serve(server_io).await.unwrap();
         let _ = running.waiting().await;
     });
-    let (held_tx, held) = mpsc::unbounded_channel();
-    let handler = TestClient {
-        name: "test-client".to_owned(),
-        elicitation,
-        protocol,
-        replies: Arc::default(),
-        forms: Arc::default(),
-        held: held_tx,
-        progress: Arc::default(),
-        withdrawn: Arc::default(),
-        roots,
-    };
+    let (handler, held) = TestClient::new("test-client", elicitation, protocol, roots);
     let client = handler.clone().serve(client_io).await.unwrap();
     Connected {
         client,
@@ -313,18 +302,12 @@ pub async fn connect_stateless(server: &AskUserMcp, elicitation: bool) -> Connec
         let running = connection.serve(server_io).await.unwrap();
         let _ = running.waiting().await;
     });
-    let (held_tx, held) = mpsc::unbounded_channel();
-    let handler = TestClient {
-        name: "stateless-client".to_owned(),
+    let (handler, held) = TestClient::new(
+        "stateless-client",
         elicitation,
-        protocol: ProtocolVersion::V_2026_07_28,
-        replies: Arc::default(),
-        forms: Arc::default(),
-        held: held_tx,
-        progress: Arc::default(),
-        withdrawn: Arc::default(),
-        roots: None,
-    };
+        ProtocolVersion::V_2026_07_28,
+        None,
+    );
     let client = handler
         .clone()
         .serve_with_lifecycle(
@@ -345,6 +328,29 @@ pub async fn connect_stateless(server: &AskUserMcp, elicitation: bool) -> Connec
 }
 
 impl TestClient {
+    /// A client named `name` of `protocol`, with form elicitation or without, listing `roots`
+    /// when given; the receiver of the forms its user holds.
+    pub fn new(
+        name: &str,
+        elicitation: bool,
+        protocol: ProtocolVersion,
+        roots: Option<Vec<String>>,
+    ) -> (Self, mpsc::UnboundedReceiver<HeldForm>) {
+        let (held_tx, held) = mpsc::unbounded_channel();
+        let client = Self {
+            name: name.to_owned(),
+            elicitation,
+            protocol,
+            replies: Arc::default(),
+            forms: Arc::default(),
+            held: held_tx,
+            progress: Arc::default(),
+            withdrawn: Arc::default(),
+            roots,
+        };
+        (client, held)
+    }
+
     /// Queues what the user does with the next form.
     pub fn reply(&self, reply: Reply) {
         self.replies.lock().unwrap().push_back(reply);
