@@ -116,13 +116,18 @@ impl Answerer for FormAnswerer {
                 Settled::TimedOut | Settled::Other => next.run().await,
             };
         }
-        let Some(handle) = in_flight.send_form(params).await else {
-            drop(claim);
-            return next.run().await;
+        let channel = if let Some(task) = &in_flight.task {
+            FormChannel::Task(Arc::clone(task), task.show_form(params))
+        } else {
+            let Some(handle) = in_flight.send_form(params).await else {
+                drop(claim);
+                return next.run().await;
+            };
+            FormChannel::Request(Box::new(handle))
         };
         let (tx, rx) = oneshot::channel::<FormOutcome>();
         tokio::spawn(form_task(
-            handle,
+            channel,
             tx,
             LateRoute {
                 conn: Arc::clone(&conn),
@@ -317,20 +322,59 @@ async fn next_told(
     }
 }
 
+/// Where a form went: an `elicitation/create` request, or a task's `inputRequests`.
+enum FormChannel {
+    Request(Box<rmcp::service::RequestHandle<rmcp::RoleServer>>),
+    Task(
+        Arc<crate::tasks::TaskEntry>,
+        oneshot::Receiver<ElicitResult>,
+    ),
+}
+
+/// How a form is taken back.
+enum Withdraw {
+    /// `notifications/cancelled` of its request.
+    Request(rmcp::Peer<rmcp::RoleServer>, rmcp::model::RequestId),
+    /// Off its task.
+    Task(Arc<crate::tasks::TaskEntry>),
+}
+
+impl FormChannel {
+    /// The client's answer to come, and how to take the form back.
+    fn split(
+        self,
+    ) -> (
+        std::pin::Pin<Box<dyn std::future::Future<Output = FormOutcome> + Send>>,
+        Withdraw,
+    ) {
+        match self {
+            Self::Request(handle) => {
+                let withdraw = Withdraw::Request(handle.peer.clone(), handle.id.clone());
+                (Box::pin((*handle).await_response()), withdraw)
+            }
+            Self::Task(task, answer) => (
+                Box::pin(async move {
+                    answer
+                        .await
+                        .map(rmcp::model::ClientResult::ElicitResult)
+                        .map_err(|_| rmcp::ServiceError::Cancelled {
+                            reason: Some("the task's form was withdrawn".to_owned()),
+                        })
+                }),
+                Withdraw::Task(task),
+            ),
+        }
+    }
+}
+
 /// Awaits the client's answer to the form. While the answerer waits, the answer goes to it.
 /// After that, the form stays open only while its call is not over any other way: once the host
 /// announces the call continued, an `accept` is submitted as a late answer. A call that ended
 /// otherwise (answered elsewhere, cancelled, an error), or whose request ended without the
 /// announcement (its result could not be logged), withdraws its form
 /// (`notifications/cancelled`), so nobody answers into nothing.
-async fn form_task(
-    handle: rmcp::service::RequestHandle<rmcp::RoleServer>,
-    tx: oneshot::Sender<FormOutcome>,
-    mut late: LateRoute,
-) {
-    let peer = handle.peer.clone();
-    let request_id = handle.id.clone();
-    let response = handle.await_response();
+async fn form_task(channel: FormChannel, tx: oneshot::Sender<FormOutcome>, mut late: LateRoute) {
+    let (response, withdraw) = channel.split();
     tokio::pin!(response);
     let session = late.in_flight.session_id.clone();
     let call_id = late.call_id.clone();
@@ -363,12 +407,17 @@ async fn form_task(
         }
     };
     let Some(outcome) = outcome else {
-        let note = CancelledNotificationParam::new(
-            Some(request_id),
-            Some("the question was closed".to_owned()),
-        );
-        if let Err(error) = peer.notify_cancelled(note).await {
-            tracing::debug!(%error, "the form could not be withdrawn");
+        match withdraw {
+            Withdraw::Request(peer, request_id) => {
+                let note = CancelledNotificationParam::new(
+                    Some(request_id),
+                    Some("the question was closed".to_owned()),
+                );
+                if let Err(error) = peer.notify_cancelled(note).await {
+                    tracing::debug!(%error, "the form could not be withdrawn");
+                }
+            }
+            Withdraw::Task(task) => task.withdraw_form(),
         }
         return;
     };

@@ -559,6 +559,19 @@ fn file_uri_path(uri: &str) -> Option<String> {
     String::from_utf8(decoded).ok()
 }
 
+/// How [`McpConnection::run_call`] runs a call.
+#[derive(Default)]
+struct Run {
+    /// A request of the stateless revision: no form is sent as a request.
+    stateless: bool,
+    /// The call's id, given already (a form's first round, a task); else a new one.
+    call_id: Option<CallId>,
+    /// The form's answer of a form's first round.
+    prepared: Option<crate::inflight::PreparedForm>,
+    /// The task the call runs as.
+    task: Option<Arc<crate::tasks::TaskEntry>>,
+}
+
 /// Whether the request is one of the stateless revision (2026-07-28 or later).
 fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -689,9 +702,42 @@ impl McpConnection {
             }
         }
         let conn = Arc::clone(&self.inner);
-        Ok(Self::run_call(&conn, arguments, context, None, stateless)
-            .await
-            .into())
+        if stateless
+            && timed
+            && context
+                .client_capabilities()
+                .is_some_and(|capabilities| capabilities.supports_tasks())
+        {
+            return Ok(Self::start_task(conn, arguments, context).into());
+        }
+        let run = Run {
+            stateless,
+            ..Run::default()
+        };
+        Ok(Self::run_call(&conn, arguments, context, run).await.into())
+    }
+
+    /// A timed call as a task (the tasks extension): it runs in the background, and the task is
+    /// returned at once for the client to poll.
+    fn start_task(
+        conn: Arc<Conn>,
+        arguments: String,
+        context: RequestContext<RoleServer>,
+    ) -> rmcp::model::CreateTaskResult {
+        let call_id = conn.new_call_id();
+        let task = conn.server.tasks.start(call_id.as_str());
+        let created = task.detailed().task;
+        let run = Run {
+            stateless: true,
+            call_id: Some(call_id),
+            prepared: None,
+            task: Some(Arc::clone(&task)),
+        };
+        tokio::spawn(async move {
+            let result = Self::run_call(&conn, arguments, context, run).await;
+            task.finish(&result);
+        });
+        rmcp::model::CreateTaskResult::new(created)
     }
 
     /// A form's first round: the form the call's form answerer would send, and the state sealed
@@ -786,36 +832,44 @@ impl McpConnection {
             form: round.form,
             answer,
         };
-        Ok(
-            Self::run_call(&conn, arguments, context, Some((call_id, prepared)), true)
-                .await
-                .into(),
-        )
+        let run = Run {
+            stateless: true,
+            call_id: Some(call_id),
+            prepared: Some(prepared),
+            task: None,
+        };
+        Ok(Self::run_call(&conn, arguments, context, run).await.into())
     }
 
-    /// Runs one call of `ask_user_question` in `conn`'s session: with `prepared`, the call id and
-    /// the form's answer of a form's first round; `stateless`, no form is sent (the revision has no
-    /// server-to-client requests).
+    /// Runs one call of `ask_user_question` in `conn`'s session, as `run` says.
     async fn run_call(
         conn: &Arc<Conn>,
         arguments: String,
         context: RequestContext<RoleServer>,
-        prepared: Option<(CallId, crate::inflight::PreparedForm)>,
-        stateless: bool,
+        run: Run,
     ) -> CallToolResult {
+        let Run {
+            stateless,
+            call_id,
+            prepared,
+            task,
+        } = run;
         conn.ensure_answerer(context.client_info().as_ref());
         let active = match conn.enter(true) {
             Ok(active) => active,
             Err(error) => return error_result(&format!("the session log cannot be used: {error}")),
         };
-        let (call_id, prepared) = match prepared {
-            Some((call_id, prepared)) => (call_id, Some(prepared)),
-            None => (conn.new_call_id(), None),
-        };
+        let call_id = call_id.unwrap_or_else(|| conn.new_call_id());
         let timed = conn.server.runtime().tool().takes_late_answers();
         // A blocking call ends with its request, however that ends; a timed one only when the
         // client cancels it, and then as the reason says (withdrawn, or pending).
-        let tokens = if timed {
+        let tokens = if let Some(task) = &task {
+            // A task's request is over already: `tasks/cancel` withdraws it.
+            CallCancel {
+                cancel: task.cancel.clone(),
+                gave_up: CancellationToken::new(),
+            }
+        } else if timed {
             conn.cancel_tokens(&context.id)
         } else {
             CallCancel {
@@ -832,7 +886,7 @@ impl McpConnection {
             call_id: call_id.clone(),
             forms,
             form_mode: if stateless {
-                prepared.is_some()
+                prepared.is_some() || (task.is_some() && shows_forms(&context))
             } else {
                 context
                     .peer
@@ -848,6 +902,7 @@ impl McpConnection {
             gave_up: tokens.gave_up.clone(),
             elicitation_mode: protocol.as_deref().is_some_and(knows_elicitation_mode),
             prepared: Mutex::new(prepared),
+            task,
         });
 
         let progress = context.meta.get_progress_token();
@@ -938,7 +993,7 @@ impl McpConnection {
 
 impl ServerHandler for McpConnection {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
             .with_server_info(Implementation::new("ask-user", env!("CARGO_PKG_VERSION")))
             .with_protocol_version(MAX_PROTOCOL_VERSION)
             .with_instructions(
@@ -959,6 +1014,57 @@ impl ServerHandler for McpConnection {
             self.supported_protocol_versions().into_owned(),
             self.get_info(),
         ))
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        let server = &self.inner.server;
+        let task = match server.tasks.get(&request.task_id) {
+            Some(task) => task.detailed(),
+            None => late::task_from_log(server, &CallId::from(request.task_id.clone()))
+                .ok_or_else(|| {
+                    McpError::invalid_params(
+                        format!(
+                            "no task {} in this server's sessions",
+                            quote(&request.task_id)
+                        ),
+                        None,
+                    )
+                })?,
+        };
+        Ok(rmcp::model::GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.inner
+            .server
+            .tasks
+            .update(&request.task_id, &request.input_responses)
+            .map_err(|error| McpError::invalid_params(error.to_string(), None))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        match self.inner.server.tasks.get(&request.task_id) {
+            Some(task) => {
+                task.cancel.cancel();
+                Ok(())
+            }
+            None => Err(McpError::invalid_params(
+                format!("no task {} runs in this server", quote(&request.task_id)),
+                None,
+            )),
+        }
     }
 
     async fn on_cancelled(

@@ -62,6 +62,9 @@ pub(crate) struct InFlight {
     /// request of the 2026-07-28 revision): the form answerer takes it instead of sending the
     /// form. Taken once.
     pub(crate) prepared: std::sync::Mutex<Option<PreparedForm>>,
+    /// The task the call runs as (the tasks extension): its form goes on the task, for
+    /// `tasks/update` to answer, instead of an `elicitation/create` request.
+    pub(crate) task: Option<Arc<crate::tasks::TaskEntry>>,
 }
 
 /// A form answered in an earlier round ([`InFlight::prepared`]).

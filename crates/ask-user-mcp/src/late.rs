@@ -166,6 +166,41 @@ pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToo
     result
 }
 
+/// A task this process does not hold (another instance's, or one from before a restart), as its
+/// session's log shows it: settled, its result; continued, the pending result; open, `working`.
+/// `None` when no session of the store has the call.
+pub(crate) fn task_from_log(
+    server: &ServerInner,
+    call_id: &CallId,
+) -> Option<rmcp::model::DetailedTask> {
+    let runtime = server.runtime();
+    let store = runtime.store();
+    let log = find_log(server, call_id)?;
+    let state = load_projection(&**store, &log, CheckpointPolicy::ReadOnly)
+        .ok()?
+        .state;
+    let id = call_id.as_str();
+    let now = std::time::SystemTime::now();
+    let task = crate::tasks::task_of(id, now, now);
+    // A call that went pending keeps its pending result as the task's, however it was answered
+    // later (the companion delivers that answer); one answered in its window, its answers.
+    let answered_late = || admitted(&**store, &log, call_id).is_some_and(|(_, late)| late);
+    let payload = if state.is_settled(id) && !answered_late() {
+        rmcp::model::TaskPayload::Completed {
+            result: crate::tasks::as_object(&settled_result(&**store, &log, call_id)),
+        }
+    } else if state.is_settled(id) || state.continued(id).is_some() {
+        rmcp::model::TaskPayload::Completed {
+            result: crate::tasks::as_object(&pending_result(runtime, call_id)),
+        }
+    } else if state.active(id).is_some() {
+        rmcp::model::TaskPayload::Working
+    } else {
+        return None;
+    };
+    Some(rmcp::model::DetailedTask::new(task, payload))
+}
+
 /// The log of the session whose UUID `call_id` carries (`call_<uuid>_<n>`): the state
 /// directory's log named `mcp-<time>-<uuid>.jsonl`.
 fn find_log(server: &ServerInner, call_id: &CallId) -> Option<String> {
@@ -215,6 +250,16 @@ fn reply_block(message: &user_questions::UserMessage) -> ContentBlock {
 /// that settled it, else (a question answered in its foreground window) the text of its
 /// `tool/result` (both JSON objects, which the reader keeps).
 fn admitted_text(store: &dyn SessionStore, log: &str, call_id: &CallId) -> Option<String> {
+    admitted(store, log, call_id).and_then(|(text, _)| text)
+}
+
+/// What settled `call_id` ([`admitted_text`]), and whether a late reply did (the call was
+/// continued before it); `None` when the log cannot be read.
+fn admitted(
+    store: &dyn SessionStore,
+    log: &str,
+    call_id: &CallId,
+) -> Option<(Option<String>, bool)> {
     struct Find<'a> {
         call_id: &'a CallId,
         /// Whether a reply for the call was seen; the first one settled it.
@@ -254,9 +299,9 @@ fn admitted_text(store: &dyn SessionStore, log: &str, call_id: &CallId) -> Optio
     store.read(log, &mut find).ok()?;
     // A reply settled it: its text, or nothing when it holds no JSON (never the pending result
     // its call ended with).
-    if find.replied {
-        find.reply
+    Some(if find.replied {
+        (find.reply, true)
     } else {
-        find.result
-    }
+        (find.result, false)
+    })
 }

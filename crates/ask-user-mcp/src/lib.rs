@@ -42,6 +42,7 @@ mod server;
 mod sessions;
 mod state;
 mod stdio;
+mod tasks;
 mod util;
 
 pub use answerer::{ASK_DECLINED, declined};

@@ -137,6 +137,7 @@ impl AskUserMcp {
                 tools,
                 http_sessions: Arc::default(),
                 state_key,
+                tasks: crate::tasks::Tasks::default(),
             }),
             sessions: Arc::default(),
         })

@@ -177,6 +177,8 @@ pub(crate) struct ServerInner {
     /// What seals forms' states between rounds; `None` only when no key could be made (then
     /// forms of the stateless revision are not offered: its calls run without them).
     pub(crate) state_key: Option<RequestStateKey>,
+    /// The timed calls this process runs as tasks.
+    pub(crate) tasks: crate::tasks::Tasks,
 }
 
 impl ServerInner {

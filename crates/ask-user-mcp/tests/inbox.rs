@@ -336,3 +336,81 @@ async fn a_phones_answer_button_answers_a_question_of_a_client_without_forms() {
     let (again, _) = machine.post(path, &body, None).await;
     assert_ne!(again, StatusCode::OK, "a grant answers once");
 }
+
+/// A timed call of the stateless revision runs as a task while its client polls; the page of the
+/// machine's inbox answers it in its window (first answer wins), the task completes with that
+/// answer, and its form is taken off the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_answered_on_the_page_while_the_client_polls() {
+    let harness = Harness::start(TIMED, true).await;
+    let machine = machine(&harness);
+    let mut events = machine.inbox.seam().subscribe();
+    let stateless = common::connect_stateless_as(&harness.server, true, true).await;
+    let mut arguments = question();
+    arguments["timeout"] = json!(60);
+    let params = rmcp::model::CallToolRequestParams::new("ask_user_question")
+        .with_arguments(arguments.as_object().cloned().unwrap());
+    let rmcp::model::CallToolResponse::Task(created) = stateless
+        .client
+        .peer()
+        .call_tool_once(params)
+        .await
+        .unwrap()
+    else {
+        panic!("a task");
+    };
+    let id = created.task.task_id;
+    let (session, call_id) = Machine::told(&mut events, "opened").await;
+    assert_eq!(call_id.as_str(), id, "the task is the call");
+    let poll = || async {
+        stateless
+            .client
+            .peer()
+            .get_task(rmcp::model::GetTaskParams::new(&id))
+            .await
+            .unwrap()
+            .task
+    };
+    let deadline = std::time::Instant::now() + WAIT;
+    while poll().await.status() != rmcp::model::TaskStatus::InputRequired {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the form never went on the task"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, reply) = machine.answer(&session, &call_id, "SQLite").await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    let done = loop {
+        let task = poll().await;
+        if task.status().is_terminal() {
+            break task;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never completed: {task:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let rmcp::model::TaskPayload::Completed { result } = &done.payload else {
+        panic!("{done:?}")
+    };
+    assert_eq!(
+        result["content"][0]["text"],
+        r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#
+    );
+    // The form is off the task: an update finds none waiting.
+    let mut responses = rmcp::model::InputResponses::new();
+    responses.insert(
+        "ask_user_question".to_owned(),
+        json!({"action": "accept", "content": {"q01": "PostgreSQL"}}),
+    );
+    assert!(
+        stateless
+            .client
+            .peer()
+            .update_task(rmcp::model::UpdateTaskParams::new(&id, responses))
+            .await
+            .is_err()
+    );
+}

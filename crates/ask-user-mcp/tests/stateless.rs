@@ -335,3 +335,218 @@ async fn any_server_of_the_state_directory_serves_the_second_round() {
         "{again}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Timed calls as tasks (the tasks extension, SEP-2663).
+
+fn timed_question(seconds: i64) -> Value {
+    let mut arguments = question();
+    arguments["timeout"] = json!(seconds);
+    arguments
+}
+
+/// Starts a timed call of a client that declares tasks: its task id.
+async fn start_task(connected: &common::Connected, arguments: &Value) -> String {
+    let CallToolResponse::Task(created) = connected
+        .client
+        .peer()
+        .call_tool_once(params(arguments))
+        .await
+        .unwrap()
+    else {
+        panic!("a timed call of a client with tasks is a task");
+    };
+    assert_eq!(created.task.status, rmcp::model::TaskStatus::Working);
+    assert!(created.task.poll_interval_ms.is_some());
+    created.task.task_id
+}
+
+/// Polls task `id` until `done` holds of it (at most 10 s).
+async fn poll_until(
+    connected: &common::Connected,
+    id: &str,
+    mut done: impl FnMut(&rmcp::model::DetailedTask) -> bool,
+) -> rmcp::model::DetailedTask {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let task = connected
+            .client
+            .peer()
+            .get_task(rmcp::model::GetTaskParams::new(id))
+            .await
+            .unwrap()
+            .task;
+        if done(&task) {
+            return task;
+        }
+        assert!(std::time::Instant::now() < deadline, "{task:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+fn completed_text(task: &rmcp::model::DetailedTask) -> String {
+    let rmcp::model::TaskPayload::Completed { result } = &task.payload else {
+        panic!("not completed: {task:?}")
+    };
+    result["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+fn form_answer(label: &str) -> rmcp::model::InputResponses {
+    let mut responses = rmcp::model::InputResponses::new();
+    responses.insert(
+        "ask_user_question".to_owned(),
+        json!({"action": "accept", "content": {"q01": label}}),
+    );
+    responses
+}
+
+/// The task is `input_required` with the form while the window is open; `tasks/update` answers
+/// it and the task completes with the answers, logged once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_task_is_answered_through_tasks_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir, Some(AskUserConfig::timed(60)));
+    let connected = common::connect_stateless_as(&server, true, true).await;
+    let id = start_task(&connected, &timed_question(60)).await;
+    let asking = poll_until(&connected, &id, |task| {
+        task.status() == rmcp::model::TaskStatus::InputRequired
+    })
+    .await;
+    let rmcp::model::TaskPayload::InputRequired { input_requests } = &asking.payload else {
+        unreachable!()
+    };
+    assert!(input_requests.contains_key("ask_user_question"));
+    // An update without an answer to the form is refused; the form still waits.
+    let refused = connected
+        .client
+        .peer()
+        .update_task(rmcp::model::UpdateTaskParams::new(
+            &id,
+            rmcp::model::InputResponses::new(),
+        ))
+        .await;
+    assert!(refused.is_err());
+    connected
+        .client
+        .peer()
+        .update_task(rmcp::model::UpdateTaskParams::new(
+            &id,
+            form_answer("SQLite"),
+        ))
+        .await
+        .unwrap();
+    let done = poll_until(&connected, &id, |task| task.status().is_terminal()).await;
+    assert_eq!(
+        completed_text(&done),
+        r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#
+    );
+    let kinds = kinds(&logged(&dir));
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "tool/result").count(),
+        1,
+        "{kinds:?}"
+    );
+    // Answered: no more updates.
+    assert!(
+        connected
+            .client
+            .peer()
+            .update_task(rmcp::model::UpdateTaskParams::new(
+                &id,
+                form_answer("SQLite")
+            ))
+            .await
+            .is_err()
+    );
+}
+
+/// The window's end completes the task with the pending result; an answer given to the form
+/// after that is a late answer, which the companion delivers, and the task keeps its pending
+/// result. A task this process does not hold (another instance's) is read from the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_completes_pending_at_its_window_and_a_late_update_reaches_the_companion() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir, Some(AskUserConfig::timed(60)));
+    let connected = common::connect_stateless_as(&server, true, true).await;
+    let id = start_task(&connected, &timed_question(1)).await;
+    let pending = poll_until(&connected, &id, |task| task.status().is_terminal()).await;
+    let text = completed_text(&pending);
+    assert!(text.starts_with(r#"{"pending":true"#), "{text}");
+    // The form is still the client's to answer: late.
+    connected
+        .client
+        .peer()
+        .update_task(rmcp::model::UpdateTaskParams::new(
+            &id,
+            form_answer("PostgreSQL"),
+        ))
+        .await
+        .unwrap();
+    let companion = CallToolRequestParams::new("ask_user_question_answer")
+        .with_arguments(json!({"callId": id}).as_object().cloned().unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let reply = loop {
+        let result = connected.client.call_tool(companion.clone()).await.unwrap();
+        let text = texts(&result)[0].clone();
+        if !text.starts_with(r#"{"pending":true"#) {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "never delivered");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(
+        reply.contains(r#""answers":[{"id":"db","selected":["PostgreSQL"]}]"#),
+        "{reply}"
+    );
+    let again = poll_until(&connected, &id, |task| task.status().is_terminal()).await;
+    assert_eq!(
+        completed_text(&again),
+        text,
+        "the task keeps its pending result"
+    );
+
+    // Another server over the same directory (another instance) reads the task from the log.
+    let other =
+        AskUserMcp::new(McpOptions::new(dir.path()).with_tool(Some(AskUserConfig::timed(60))))
+            .unwrap();
+    let elsewhere = common::connect_stateless_as(&other, true, true).await;
+    let read = poll_until(&elsewhere, &id, |task| task.status().is_terminal()).await;
+    assert_eq!(completed_text(&read), text);
+    let unknown = elsewhere
+        .client
+        .peer()
+        .get_task(rmcp::model::GetTaskParams::new("call_nope_1"))
+        .await;
+    assert!(unknown.is_err());
+}
+
+/// `tasks/cancel` withdraws the question, as a person cancelling it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_task_withdraws_its_question() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir, Some(AskUserConfig::timed(60)));
+    let connected = common::connect_stateless_as(&server, true, true).await;
+    let id = start_task(&connected, &timed_question(60)).await;
+    poll_until(&connected, &id, |task| {
+        task.status() == rmcp::model::TaskStatus::InputRequired
+    })
+    .await;
+    connected
+        .client
+        .peer()
+        .cancel_task(rmcp::model::CancelTaskParams::new(&id))
+        .await
+        .unwrap();
+    let done = poll_until(&connected, &id, |task| task.status().is_terminal()).await;
+    assert_eq!(done.status(), rmcp::model::TaskStatus::Cancelled);
+    let results: Vec<Value> = logged(&dir)
+        .into_iter()
+        .filter(|e| e["type"] == "tool/result")
+        .collect();
+    assert_eq!(results.len(), 1);
+    assert!(
+        results[0].to_string().contains("ASK_ABORTED"),
+        "{}",
+        results[0]
+    );
+}

@@ -47,6 +47,8 @@ pub struct TestClient {
     pub withdrawn: Arc<Mutex<usize>>,
     /// The roots the client lists, when it declares the `roots` capability.
     pub roots: Option<Vec<String>>,
+    /// Whether it declares the tasks extension (SEP-2663).
+    pub tasks: bool,
 }
 
 impl ClientHandler for TestClient {
@@ -57,6 +59,9 @@ impl ClientHandler for TestClient {
         }
         if self.roots.is_some() {
             capabilities["roots"] = json!({});
+        }
+        if self.tasks {
+            capabilities["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
         }
         let capabilities: ClientCapabilities = serde_json::from_value(capabilities).unwrap();
         ClientConfig::new(capabilities, Implementation::new(self.name.clone(), "1.0"))
@@ -293,6 +298,15 @@ pub async fn connect_as(server: &AskUserMcp, setup: ClientSetup) -> Connected {
 /// A client of the stateless revision (2026-07-28: `server/discover`, no `initialize`) on a new
 /// connection of the server, with form elicitation or without.
 pub async fn connect_stateless(server: &AskUserMcp, elicitation: bool) -> Connected {
+    connect_stateless_as(server, elicitation, false).await
+}
+
+/// [`connect_stateless`], declaring the tasks extension when `tasks`.
+pub async fn connect_stateless_as(
+    server: &AskUserMcp,
+    elicitation: bool,
+    tasks: bool,
+) -> Connected {
     use rmcp::{ClientLifecycleMode, ClientServiceExt as _};
     let (client_io, server_io) = tokio::io::duplex(1 << 16);
     let connection = server.connection();
@@ -302,12 +316,13 @@ pub async fn connect_stateless(server: &AskUserMcp, elicitation: bool) -> Connec
         let running = connection.serve(server_io).await.unwrap();
         let _ = running.waiting().await;
     });
-    let (handler, held) = TestClient::new(
+    let (mut handler, held) = TestClient::new(
         "stateless-client",
         elicitation,
         ProtocolVersion::V_2026_07_28,
         None,
     );
+    handler.tasks = tasks;
     let client = handler
         .clone()
         .serve_with_lifecycle(
@@ -347,6 +362,7 @@ impl TestClient {
             progress: Arc::default(),
             withdrawn: Arc::default(),
             roots,
+            tasks: false,
         };
         (client, held)
     }
