@@ -226,41 +226,8 @@ impl Tasks {
 
 /// `at` as ISO 8601 in UTC with milliseconds (`2026-12-02T08:30:00.000Z`).
 pub(crate) fn iso8601(at: SystemTime) -> String {
-    let since = at
+    let ms = at
         .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil-from-days, for days since 1970-01-01.
-    let z = i64::try_from(days).unwrap_or(0) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        since.subsec_millis()
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_are_iso_8601_in_utc() {
-        let at = |secs: u64, millis: u64| {
-            iso8601(SystemTime::UNIX_EPOCH + Duration::from_millis(secs * 1000 + millis))
-        };
-        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
-        assert_eq!(at(1_796_200_000, 123), "2026-12-02T08:26:40.123Z");
-    }
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    user_questions::time::rfc3339(ms)
 }

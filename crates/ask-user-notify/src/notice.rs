@@ -143,7 +143,7 @@ impl Notice {
         }
         json!({
             "type": self.kind.event_type(),
-            "timestamp": rfc3339(self.at_ms),
+            "timestamp": user_questions::time::rfc3339(self.at_ms),
             "data": data,
         })
     }
@@ -205,41 +205,5 @@ pub(crate) fn new_id() -> String {
         })
     } else {
         format!("msg_local{}", FALLBACK.fetch_add(1, Ordering::Relaxed))
-    }
-}
-
-/// Unix milliseconds as RFC 3339 UTC, e.g. `2026-12-01T14:00:00.000Z`.
-pub(crate) fn rfc3339(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let millis = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rfc3339;
-
-    #[test]
-    fn timestamps_are_rfc3339_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_614_265_330_123), "2021-02-25T15:02:10.123Z");
-        assert_eq!(rfc3339(1_709_164_800_000), "2024-02-29T00:00:00.000Z");
     }
 }

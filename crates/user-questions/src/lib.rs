@@ -45,6 +45,7 @@ pub mod sanitize;
 mod scripted;
 mod service;
 pub mod sync;
+pub mod time;
 mod util;
 mod validate;
 mod vocab;
