@@ -61,7 +61,9 @@ struct Machine {
     _link: InboxLink,
 }
 
-fn machine(harness: &Harness) -> Machine {
+/// The machine's inbox, its page and notifier, and the server linked to it (the link connected:
+/// a question is handed to an inbox the link has reached).
+async fn machine(harness: &Harness) -> Machine {
     let store = session_log::JsonlStore::new(harness.dir.path().to_path_buf());
     let fallback: Arc<dyn QuestionDesk> = Arc::new(ask_user_host::LogDesk::store(Arc::new(store)));
     let inbox = Inbox::new(fallback).unwrap();
@@ -94,6 +96,9 @@ fn machine(harness: &Harness) -> Machine {
         })
     });
     let link = harness.server.link_inbox(connect);
+    tokio::time::timeout(WAIT, link.connected())
+        .await
+        .expect("the server never linked to the inbox");
     Machine {
         inbox,
         page,
@@ -218,7 +223,7 @@ const TIMED: Option<AskUserConfig> = Some(AskUserConfig::timed(120));
 #[tokio::test]
 async fn the_page_answering_first_withdraws_the_open_form_and_the_call_gets_its_answer() {
     let mut harness = Harness::start(TIMED, true).await;
-    let mut machine = machine(&harness);
+    let mut machine = machine(&harness).await;
     let mut events = machine.inbox.seam().subscribe();
     harness.reply(Reply::Hold);
     let mut arguments = question();
@@ -259,7 +264,7 @@ async fn the_page_answering_first_withdraws_the_open_form_and_the_call_gets_its_
 #[tokio::test]
 async fn answered_on_the_page_after_its_window_the_companion_delivers_it() {
     let harness = Harness::start(TIMED, false).await;
-    let machine = machine(&harness);
+    let machine = machine(&harness).await;
     let mut events = machine.inbox.seam().subscribe();
     let mut arguments = question();
     arguments["timeout"] = json!(1);
@@ -294,7 +299,7 @@ async fn a_phones_answer_button_answers_a_question_of_a_client_without_forms() {
         ClientSetup::new(false).with_roots(&["file:///work/app"]),
     )
     .await;
-    let mut machine = machine(&harness);
+    let mut machine = machine(&harness).await;
     let mut events = machine.inbox.seam().subscribe();
     // A legacy call from a client without forms waits for the inbox instead of NO_PROVIDER.
     let call = harness.send_call("ask_user_question", question()).await;
@@ -343,7 +348,7 @@ async fn a_phones_answer_button_answers_a_question_of_a_client_without_forms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_is_answered_on_the_page_while_the_client_polls() {
     let harness = Harness::start(TIMED, true).await;
-    let machine = machine(&harness);
+    let machine = machine(&harness).await;
     let mut events = machine.inbox.seam().subscribe();
     let stateless = common::connect_stateless_as(&harness.server, true, true).await;
     let mut arguments = question();

@@ -665,7 +665,7 @@ struct LinkedHost {
     seam: user_questions::UserQuestions,
     agent: user_questions::AgentHandle,
     session: ask_user_inbox::LinkedSession,
-    _link: ask_user_inbox::InboxLink,
+    link: ask_user_inbox::InboxLink,
 }
 
 struct Names(ask_user_inbox::LinkedSession, user_questions::SessionId);
@@ -724,7 +724,7 @@ fn linked_host(inbox: &ask_user_inbox::Inbox, name: &str, client: &str, cwd: &st
         seam,
         agent,
         session,
-        _link: link,
+        link,
     }
 }
 
@@ -815,6 +815,13 @@ async fn the_inbox_page_shows_three_sessions_and_each_is_answered_in_turn() {
         linked_host(&inbox, "api", "codex-mcp-client", "~/src/api"),
         linked_host(&inbox, "docs", "gemini-cli-mcp-client", "~/src/docs"),
     ];
+    // A link hands questions to the inbox once it has reached it (before, the host's own
+    // surfaces answer alone): the three links connect first.
+    for host in &hosts {
+        tokio::time::timeout(Duration::from_secs(15), host.link.connected())
+            .await
+            .expect("a host never linked to the inbox");
+    }
     let questions = [
         "Ship the checkout redesign behind a flag?",
         "Drop the v1 endpoints in this release?",
