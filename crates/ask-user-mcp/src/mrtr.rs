@@ -65,6 +65,12 @@ impl RequestStateKey {
         Ok(Self(bytes.into()))
     }
 
+    /// The key's bytes, to keep it where every instance reads it (a database's shared
+    /// secrets, say). They are the secret itself: never log or show them.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
     /// The key kept in `dir` ([`KEY_FILE`], hex, readable by its owner only), made on first use:
     /// every server over one state directory seals and opens with it.
     pub fn load_or_create(dir: &Path) -> std::io::Result<Self> {

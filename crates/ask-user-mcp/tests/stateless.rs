@@ -240,11 +240,7 @@ async fn a_timed_call_holds_its_window_and_goes_pending() {
 async fn post_call(url: &str, params: Value) -> Value {
     let mut params = params;
     let name = params["name"].clone();
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-    });
+    params["_meta"] = ask_user_testkit::mcp::stateless_meta("raw-http");
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
     let response = reqwest::Client::new()
         .post(url)
@@ -259,15 +255,7 @@ async fn post_call(url: &str, params: Value) -> Value {
         .await
         .unwrap();
     let text = response.text().await.unwrap();
-    let json = text
-        .lines()
-        .find_map(|line| {
-            line.strip_prefix("data:")
-                .map(str::trim)
-                .filter(|d| !d.is_empty())
-        })
-        .unwrap_or(&text);
-    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {text}"))
+    ask_user_testkit::mcp::reply_message(&text).unwrap_or_else(|| panic!("not JSON-RPC: {text}"))
 }
 
 /// Two servers over one state directory (its key file shared), each on its own port: the form's

@@ -19,6 +19,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0004_json_text",
         include_str!("../migrations/0004_json_text.sql"),
     ),
+    (
+        "0005_secrets",
+        include_str!("../migrations/0005_secrets.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

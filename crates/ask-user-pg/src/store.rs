@@ -149,6 +149,30 @@ impl PgStore {
         })
     }
 
+    /// The secret `name` every process of this store shares: the one stored, else `candidate`,
+    /// stored now (the first process to ask writes it; one that asks at the same moment reads
+    /// the winner's). A secret is never changed once stored.
+    pub fn shared_secret(&self, name: &str, candidate: &[u8]) -> Result<Vec<u8>, PgError> {
+        let (name, candidate) = (name.to_owned(), candidate.to_vec());
+        self.inner.db.run(move |connection| {
+            let client = connection.client()?;
+            client
+                .execute(
+                    "INSERT INTO ask_user_secrets (name, value) VALUES ($1, $2) \
+                     ON CONFLICT (name) DO NOTHING",
+                    &[&name, &candidate],
+                )
+                .map_err(PgError::Query)?;
+            let row = client
+                .query_one(
+                    "SELECT value FROM ask_user_secrets WHERE name = $1",
+                    &[&name],
+                )
+                .map_err(PgError::Query)?;
+            Ok(row.get(0))
+        })
+    }
+
     pub(crate) fn db(&self) -> &Db {
         &self.inner.db
     }

@@ -194,6 +194,25 @@ fn migrations_apply_once_and_a_newer_schema_is_refused() {
     drop_schema(&url, &schema);
 }
 
+/// A shared secret is the first process's: another store of the database, asking with its own
+/// candidate, reads the one stored, and it never changes.
+#[test]
+fn a_shared_secret_is_stored_once_and_read_by_every_process() {
+    let Some(url) = common::pg_url() else { return };
+    let (first, schema) = common::store(&url);
+    let second = PgStore::connect(&url, &options(&schema)).unwrap();
+    let stored = first.shared_secret("key", &[1; 32]).unwrap();
+    assert_eq!(stored, vec![1; 32]);
+    assert_eq!(second.shared_secret("key", &[2; 32]).unwrap(), vec![1; 32]);
+    assert_eq!(first.shared_secret("key", &[3; 32]).unwrap(), vec![1; 32]);
+    assert_eq!(
+        second.shared_secret("other", &[4; 40]).unwrap(),
+        vec![4; 40],
+        "secrets are by name"
+    );
+    drop_schema(&url, &schema);
+}
+
 #[test]
 fn the_ledger_follows_the_log_and_the_first_answer_wins() {
     let Some(url) = common::pg_url() else { return };

@@ -7,7 +7,8 @@
 //! * [`pty`]: a process on a real pseudo-terminal, driven and read back as a person would;
 //! * [`pg`]: the `PostgreSQL` server the database tests use (or why there is none);
 //! * [`siege`]: slow and greedy clients against an HTTP server;
-//! * [`tls`]: a certificate authority made in the test, and server certificates it signs.
+//! * [`tls`]: a certificate authority made in the test, and server certificates it signs;
+//! * [`mcp`]: MCP requests of the stateless revision written by hand, and their replies read.
 //!
 //! Panics are the failure mode here: a fixture that cannot be built fails the test that asked
 //! for it.
@@ -18,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod logs;
+pub mod mcp;
 pub mod pg;
 pub mod pty;
 pub mod siege;

@@ -431,17 +431,35 @@ pub(super) fn follow(
     })
 }
 
+/// The name of the shared secret that seals MCP form rounds (`requestState`) in the database.
+const REQUEST_STATE_SECRET: &str = "mcp-request-state";
+
 /// `mcp --pg`: an MCP server whose sessions live in the database. While a request has a
 /// session open, the ledger is wired into it (`PgStore::attach_live`): its open questions take
 /// answers given in the ledger from anywhere, remote claims hold their windows, and late answers
 /// go to its inbox; between requests the session's lease is free, so a worker admits its late
-/// answers and the companion tool reads them back from the log.
+/// answers and the companion tool reads them back from the log. Its form rounds are sealed with
+/// the database's shared key, so any instance serves any round.
 pub(super) fn mcp_server(
     url: &str,
     schema: &str,
     options: ask_user_mcp::McpOptions,
 ) -> Result<ask_user_mcp::AskUserMcp, CliError> {
     let store = connect(url, schema)?;
+    // Every instance over the database seals and opens form rounds with one key: the first
+    // instance stores its own, the others read it.
+    let unavailable =
+        |e: &dyn std::fmt::Display| CliError::new("DB_UNAVAILABLE", e.to_string(), Exit::Log);
+    let candidate = ask_user_mcp::RequestStateKey::generate().map_err(|e| unavailable(&e))?;
+    let stored = store
+        .shared_secret(REQUEST_STATE_SECRET, candidate.as_bytes())
+        .map_err(|e| unavailable(&e))?;
+    let key = ask_user_mcp::RequestStateKey::new(stored).ok_or_else(|| {
+        unavailable(&format!(
+            "the database's secret {REQUEST_STATE_SECRET:?} is shorter than a request-state key"
+        ))
+    })?;
+    let options = options.with_request_state_key(key);
     let (hook_store, hook_url) = (store.clone(), url.to_owned());
     let hook = ask_user_mcp::SessionHook(std::sync::Arc::new(
         move |name: &str, host: &crate::host::Host| -> Box<dyn Send> {
@@ -449,5 +467,5 @@ pub(super) fn mcp_server(
         },
     ));
     ask_user_mcp::AskUserMcp::with_store(options.with_session_hook(hook), store)
-        .map_err(|e| CliError::new("DB_UNAVAILABLE", e.to_string(), Exit::Log))
+        .map_err(|e| unavailable(&e))
 }
