@@ -1126,6 +1126,58 @@ impl ServerHandler for McpConnection {
             )),
         }
     }
+
+    /// A request rmcp could not read as any method it knows: a known method whose params are
+    /// not that method's (`tools/call` with `inputResponses` that is not an object, say) is
+    /// invalid params, anything else an unknown method. Nothing is done either way.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        Err(not_understood(&request.method))
+    }
+}
+
+/// The methods a client may send this server (both eras).
+const CLIENT_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/update",
+    "tasks/cancel",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+];
+
+/// The error for a request of `method` that could not be read.
+fn not_understood(method: &str) -> McpError {
+    if CLIENT_METHODS.contains(&method) {
+        McpError::invalid_params(
+            format!(
+                "the params of {method} are not the ones it takes (a field of the wrong type or shape); nothing was done"
+            ),
+            None,
+        )
+    } else {
+        McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("no method {} on this server", quote(method)),
+            None,
+        )
+    }
 }
 
 #[cfg(test)]

@@ -289,6 +289,8 @@ pub(crate) struct Guard {
     pub(crate) tokens: Arc<[crate::auth::BearerToken]>,
     /// `https://` when the server serves TLS, else `http://`: the scheme of its own origin.
     pub(crate) scheme: &'static str,
+    /// The most bytes a request's body may have (rmcp refuses a larger one).
+    pub(crate) max_body: usize,
 }
 
 /// A JSON-RPC error without an id (the request's body is not read here), with `status`.
@@ -410,6 +412,17 @@ pub(crate) async fn guard(
     }
     let in_use = session.as_ref().and_then(|id| guard.sessions.begin(id));
     let response = next.run(request).await;
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        // rmcp's refusal is plain text: a client reads JSON-RPC.
+        return jsonrpc_refusal(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            &format!(
+                "The request body is larger than this server takes ({} bytes); nothing was done.",
+                guard.max_body
+            ),
+        );
+    }
     if session.is_none() {
         // A new session (or none): its idle clock starts now.
         guard.sessions.start_reaper();

@@ -285,6 +285,7 @@ impl AskUserMcp {
             } else {
                 "http://"
             },
+            max_body: config.max_request_body_bytes,
         };
         let server = self.clone();
         let service = StreamableHttpService::new(move || Ok(server.connection()), sessions, config);

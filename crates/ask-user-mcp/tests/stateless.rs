@@ -258,23 +258,130 @@ async fn post_call(url: &str, params: Value) -> Value {
     ask_user_testkit::mcp::reply_message(&text).unwrap_or_else(|| panic!("not JSON-RPC: {text}"))
 }
 
+/// A server over the state directory `dir` on streamable HTTP, on loopback: its URL, and what
+/// stops it when dropped.
+async fn serve_on_loopback(dir: &tempfile::TempDir) -> (String, tokio_util::sync::DropGuard) {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let server = server(dir, None);
+    let listener = AskUserMcp::bind_http("127.0.0.1:0".parse().unwrap(), false)
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = cancel.clone().drop_guard();
+    tokio::spawn(async move { server.serve_http(listener, cancel).await });
+    (url, stop)
+}
+
+/// A `tools/call` of the stateless revision over HTTP to `url`, its `params` as given with the
+/// question's arguments (`MCP-Protocol-Version: version`): the status and the JSON-RPC message
+/// of the reply.
+async fn post_raw(url: &str, version: &str, params: Value) -> (u16, Value) {
+    let mut params = params;
+    params["name"] = json!("ask_user_question");
+    params["arguments"] = question();
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", version)
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "ask_user_question")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let message = ask_user_testkit::mcp::reply_message(&text)
+        .unwrap_or_else(|| panic!("not JSON-RPC ({status}): {text}"));
+    (status, message)
+}
+
+/// The JSON-RPC error code and message of a reply of [`post_raw`] that must be an error.
+async fn refusal(url: &str, version: &str, params: Value) -> (i64, String) {
+    let (status, message) = post_raw(url, version, params).await;
+    let error = &message["error"];
+    assert!(error.is_object(), "{status}: {message}");
+    (
+        error["code"].as_i64().unwrap(),
+        error["message"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// Bad input in the stateless revision: a call without `_meta`, one of a version not served,
+/// `inputResponses` without a round, `inputResponses` of the wrong type, an answer of the
+/// wrong shape with a genuine state, and a 10 MB `requestState`: each a JSON-RPC error that says
+/// what is wrong, nothing written, and the server serving on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_of_the_stateless_revision_is_a_clear_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _stop) = serve_on_loopback(&dir).await;
+    let meta = ask_user_testkit::mcp::stateless_meta("bad-input");
+    let answer = json!({"ask_user_question": {"action": "accept", "content": {"q01": "SQLite"}}});
+    let now = "2026-07-28";
+
+    let (code, message) = refusal(&url, now, json!({})).await;
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("_meta"), "{message}");
+
+    // The revision's own refusal (-32022), naming the versions served.
+    let mut future = meta.clone();
+    future["io.modelcontextprotocol/protocolVersion"] = json!("2031-01-01");
+    let (status, refused) = post_raw(&url, "2031-01-01", json!({"_meta": future})).await;
+    assert_eq!(refused["error"]["code"], -32022, "{status}: {refused}");
+    assert_eq!(refused["error"]["data"]["requested"], "2031-01-01");
+    let supported = refused["error"]["data"]["supported"].as_array().unwrap();
+    assert!(supported.contains(&json!(now)), "{refused}");
+
+    let params = json!({"_meta": meta, "inputResponses": answer});
+    let (code, message) = refusal(&url, now, params).await;
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("without requestState"), "{message}");
+
+    let params = json!({"_meta": meta, "requestState": "x", "inputResponses": 42});
+    let (code, message) = refusal(&url, now, params).await;
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("params of tools/call"), "{message}");
+
+    // A genuine state with an answer that is no elicitation result.
+    let (_, round) = post_raw(&url, now, json!({"_meta": meta})).await;
+    let state = round["result"]["requestState"].as_str().unwrap().to_owned();
+    let maybe = json!({"ask_user_question": {"action": "maybe"}});
+    let params = json!({"_meta": meta, "requestState": state, "inputResponses": maybe});
+    let (code, message) = refusal(&url, now, params).await;
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("no answer"), "{message}");
+
+    let huge = "x".repeat(10_000_000);
+    let params = json!({"_meta": meta, "requestState": huge, "inputResponses": answer});
+    let (status, _) = post_raw(&url, now, params.clone()).await;
+    assert_eq!(status, 413);
+    let (code, message) = refusal(&url, now, params).await;
+    assert_eq!(code, -32600, "{message}");
+    assert!(
+        message.contains("larger than this server takes"),
+        "{message}"
+    );
+
+    assert!(logs_in(dir.path()).is_empty(), "nothing written");
+    // Still serving: the genuine state answers the form.
+    let params = json!({"_meta": meta, "requestState": state, "inputResponses": answer});
+    let (_, done) = post_raw(&url, now, params).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#,
+        "{done}"
+    );
+}
+
 /// Two servers over one state directory (its key file shared), each on its own port: the form's
 /// first round is served by one, its second by the other, and the answer is logged once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_server_of_the_state_directory_serves_the_second_round() {
     let dir = tempfile::tempdir().unwrap();
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let _stop = cancel.clone().drop_guard();
-    let mut urls = Vec::new();
-    for _ in 0..2 {
-        let server = server(&dir, None);
-        let listener = AskUserMcp::bind_http("127.0.0.1:0".parse().unwrap(), false)
-            .await
-            .unwrap();
-        urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
-        let cancel = cancel.clone();
-        tokio::spawn(async move { server.serve_http(listener, cancel).await });
-    }
+    let (first, _first) = serve_on_loopback(&dir).await;
+    let (second, _second) = serve_on_loopback(&dir).await;
+    let urls = [first, second];
     let arguments = question();
     let round = post_call(
         &urls[0],
