@@ -42,7 +42,7 @@ async fn pending_session(
     call: &CallId,
 ) -> (Host, String, user_questions::AnswererGuard) {
     let (host, _) = Host::open(options(
-        AskUserConfig::timed(120),
+        AskUserConfig::timed_secs(120),
         LogTarget::Create(log.to_path_buf()),
     ))
     .unwrap();
@@ -67,7 +67,7 @@ async fn pending_session(
 async fn i1_a_child_agent_cannot_ask_and_reports_the_question_instead() {
     let dir = tempfile::tempdir().unwrap();
     let registry = InMemoryAgentRegistry::new();
-    let mut parent_options = options(AskUserConfig::timed(120), LogTarget::Memory);
+    let mut parent_options = options(AskUserConfig::timed_secs(120), LogTarget::Memory);
     parent_options.registry = Some(registry.clone());
     parent_options.agent_id = "parent".to_owned();
     let (parent, _) = Host::open(parent_options).unwrap();
@@ -75,7 +75,7 @@ async fn i1_a_child_agent_cannot_ask_and_reports_the_question_instead() {
     // The parent delegates: the child is entered as a live child of the parent, with its own log.
     let child_log = dir.path().join("child.jsonl");
     let mut child_options = options(
-        AskUserConfig::timed(120),
+        AskUserConfig::timed_secs(120),
         LogTarget::Create(child_log.clone()),
     );
     child_options.registry = Some(registry.clone());
@@ -171,7 +171,7 @@ async fn i2_pending_then_reopen_then_late_answer_settles() {
     } // The host and its store are closed.
 
     let (host, resumed) = Host::open(options(
-        AskUserConfig::timed(120),
+        AskUserConfig::timed_secs(120),
         LogTarget::Open(log.clone()),
     ))
     .unwrap();
@@ -181,7 +181,7 @@ async fn i2_pending_then_reopen_then_late_answer_settles() {
     );
     let state = host.projection();
     assert_eq!(
-        state.active("ask-timed").unwrap().state,
+        state.active(&CallId::from("ask-timed")).unwrap().state,
         ActiveState::Continued
     );
 
@@ -194,7 +194,11 @@ async fn i2_pending_then_reopen_then_late_answer_settles() {
     // Queued for the next turn, not settled yet.
     assert_eq!(host.host_agent().next_turn().len(), 1);
     assert_eq!(host.queued_reply(&call).unwrap().id, queued.message_id);
-    assert!(host.projection().active("ask-timed").is_some());
+    assert!(
+        host.projection()
+            .active(&CallId::from("ask-timed"))
+            .is_some()
+    );
 
     // The follow-up turn admits it.
     let claimed = host.begin_turn().unwrap();
@@ -235,7 +239,7 @@ async fn i2_a_reply_queued_before_a_crash_is_still_queued_after_it() {
     }
 
     let (host, resumed) = Host::open(options(
-        AskUserConfig::timed(120),
+        AskUserConfig::timed_secs(120),
         LogTarget::Open(log.clone()),
     ))
     .unwrap();

@@ -313,7 +313,7 @@ impl LogDesk {
         }
         let questions = host
             .projection()
-            .active(call_id.as_str())
+            .active(call_id)
             .map(|active| active.questions.clone());
         let answers = compose(questions.as_deref());
         let outcome = match host.answer_late(call_id, answers, provenance) {

@@ -21,7 +21,7 @@ use pending_answer::{InMemoryProjectionHost, LateAnswers, LateRefusal, Projectio
 use serde_json::json;
 use session_log::{
     InboxTarget, JsonlStore, MemoryStore, NewSession, OpenFrom, OpenReport, Record, RepairReport,
-    SessionStore, SessionWriter, StoreError, ToolResultRecord, repair_interrupted,
+    SessionStore, SessionWriter, StoreError, repair_interrupted,
 };
 use tool_ask_user::{AskUserConfig, AskUserTool, ToolContext, ToolOutcome};
 use user_questions::sync::lock_unpoisoned;
@@ -35,6 +35,7 @@ use user_questions_projection::UserQuestionsState;
 use crate::agent::{HostAgent, Restore};
 use crate::checkpoint::{CheckpointPolicy, CheckpointWrite, OpenFold, load_projection};
 use crate::journal::{Journal, JournalError};
+use crate::tools::{ToolCall, ToolResult, ToolSpec};
 
 /// Where a single-session host keeps its session log ([`Host::open`]).
 #[derive(Clone, Debug)]
@@ -479,9 +480,9 @@ impl HostRuntime {
             position: Mutex::new(Position {
                 turn: restore.last_turn,
                 call_ids: restore.call_ids.into_iter().collect(),
+                model,
                 ..Position::default()
             }),
-            model,
         };
         (host, restored)
     }
@@ -495,6 +496,9 @@ struct Position {
     in_turn: bool,
     in_step: bool,
     header_logged: bool,
+    /// The model the requests go to and the other tools they offer (the `request/header`).
+    model: ModelInfo,
+    tools: Vec<ToolSpec>,
     call_ids: HashSet<CallId>,
     /// The byte length of the log the checkpoint covers, as far as this host knows (0: none).
     checkpointed: u64,
@@ -509,7 +513,6 @@ pub struct Host {
     agent: Arc<HostAgent>,
     journal: Arc<Journal>,
     position: Mutex<Position>,
-    model: ModelInfo,
 }
 
 impl Drop for Host {
@@ -560,6 +563,14 @@ impl Host {
             LogTarget::OpenOrCreate(_) => runtime.open_or_create(&name, session),
             LogTarget::Open(_) => runtime.open(&name, session),
         }
+    }
+
+    /// One session in memory, with a runtime of its own and the tool `tool` (e.g.
+    /// [`AskUserConfig::timed_secs`]): the smallest host, for tests, examples and hosts that keep
+    /// their history elsewhere. `Host::open(HostOptions::new(Some(tool), LogTarget::Memory))`
+    /// with the defaults.
+    pub fn in_memory(tool: AskUserConfig) -> Result<Self, HostError> {
+        Ok(Self::open(HostOptions::new(Some(tool), LogTarget::Memory))?.0)
     }
 
     /// The runtime this session belongs to.
@@ -692,7 +703,7 @@ impl Host {
     /// Whether `call_id` is settled in the session's projection (answered in its window, or by
     /// an admitted late reply).
     pub fn is_settled(&self, call_id: &CallId) -> bool {
-        self.projection().is_settled(call_id.as_str())
+        self.projection().is_settled(call_id)
     }
 
     /// Queues a late answer to the continued call `call_id` ([`LateAnswers::answer`] with this
@@ -755,9 +766,12 @@ impl Host {
         Ok(())
     }
 
-    /// Logs the `request/header` snapshot with the tool list the model is offered and the model
-    /// of the session's options (SPEC §7.6):
-    /// `initial` the first time in a fresh log, `resume` the first time after reopening.
+    /// Logs the `request/header` snapshot (SPEC §7.6): the provider and model the session was
+    /// given ([`SessionOptions::with_model`], [`Host::set_model`]) and the tools the model is
+    /// offered, `ask_user_question` first, then the agent's other tools
+    /// ([`Host::set_tools`]). `initial` the first time in a fresh
+    /// log, `resume` the first time after reopening; once logged, later calls log nothing until
+    /// the model or the tools change.
     pub fn log_request_header(&self) -> Result<(), HostError> {
         if self.position().header_logged {
             return Ok(());
@@ -767,17 +781,59 @@ impl Host {
         } else {
             "initial"
         };
-        let tool = serde_json::to_value(self.tool().definition()).map_err(|source| {
-            JournalError::Data {
-                event_type: "request/header".to_owned(),
-                source,
+        self.commit_request_header(reason)
+    }
+
+    /// Sets the agent's other tools (the ones besides `ask_user_question`), which every
+    /// `request/header` lists after it; call it before the first request. If this host has
+    /// logged a `request/header` already, a new one with reason `change` is logged now, so the
+    /// log always shows what the model was offered.
+    pub fn set_tools(&self, tools: impl IntoIterator<Item = ToolSpec>) -> Result<(), HostError> {
+        let logged = {
+            let mut position = self.position();
+            position.tools = tools.into_iter().collect();
+            position.header_logged
+        };
+        if logged {
+            self.commit_request_header("change")?;
+        }
+        Ok(())
+    }
+
+    /// Changes the provider and model the requests go to; a `request/header` with reason
+    /// `change` is logged now if one was logged already.
+    pub fn set_model(&self, model: ModelInfo) -> Result<(), HostError> {
+        let logged = {
+            let mut position = self.position();
+            position.model = model;
+            position.header_logged
+        };
+        if logged {
+            self.commit_request_header("change")?;
+        }
+        Ok(())
+    }
+
+    fn commit_request_header(&self, reason: &'static str) -> Result<(), HostError> {
+        let data_error = |source| JournalError::Data {
+            event_type: "request/header".to_owned(),
+            source,
+        };
+        let ask = serde_json::to_value(self.tool().definition()).map_err(data_error)?;
+        let (config, tools) = {
+            let position = self.position();
+            let mut tools = vec![ask];
+            for spec in &position.tools {
+                tools.push(serde_json::to_value(spec).map_err(data_error)?);
             }
-        })?;
-        self.journal.commit(Record::request_header(
-            json!({ "provider": self.model.provider, "model": self.model.model }),
-            vec![tool],
-            reason,
-        ))?;
+            let model = &position.model;
+            (
+                json!({ "provider": model.provider, "model": model.model }),
+                tools,
+            )
+        };
+        self.journal
+            .commit(Record::request_header(config, tools, reason))?;
         self.position().header_logged = true;
         Ok(())
     }
@@ -806,15 +862,7 @@ impl Host {
         arguments: &str,
         cancel: CancellationToken,
     ) -> Result<ToolOutcome, HostError> {
-        let (turn, step) = {
-            let mut position = self.position();
-            // Taken before the call is logged; a call whose logging fails keeps its id taken,
-            // which only costs the caller a fresh id.
-            if !position.call_ids.insert(call_id.clone()) {
-                return Err(HostError::DuplicateCallId(call_id.clone()));
-            }
-            (position.turn, position.step)
-        };
+        let (turn, step) = self.take_call_id(call_id)?;
         self.journal.commit(Record::tool_call(
             turn,
             step,
@@ -830,11 +878,72 @@ impl Host {
             .execute(arguments, ctx)
             .await
             .abort_if_cancelled(&cancel);
-        let message_id = format!("msg-{}", pending_answer::new_message_id());
-        self.journal.commit(Record::ToolResult(result_record(
-            &outcome, turn, step, message_id, call_id,
-        )))?;
+        let record = ToolResult::from(&outcome).into_record(turn, step, call_id.clone());
+        self.journal.commit(Record::ToolResult(record))?;
         Ok(outcome)
+    }
+
+    /// Logs the `tool/call` of another tool of the agent (`name`, the raw `arguments` text the
+    /// model sent) in the current turn and step, and returns the call, to be finished with its
+    /// result ([`ToolCall::finish`]): the application runs the tool in between. A call dropped
+    /// unfinished logs the `TOOL_OUTCOME_UNKNOWN` result resume repair gives an interrupted
+    /// call; a call the process never finished gets that result from the next open's repair.
+    /// `ask_user_question` itself goes through [`Host::call_tool`], which runs it.
+    ///
+    /// Call ids are unique in a session across all tools ([`HostError::DuplicateCallId`]).
+    pub fn record_tool_call(
+        &self,
+        call_id: &CallId,
+        name: &str,
+        arguments: &str,
+    ) -> Result<ToolCall, HostError> {
+        let (turn, step) = self.take_call_id(call_id)?;
+        self.journal.commit(Record::tool_call(
+            turn,
+            step,
+            call_id.clone(),
+            name,
+            arguments,
+        ))?;
+        Ok(ToolCall::new(
+            self.journal.clone(),
+            call_id.clone(),
+            turn,
+            step,
+        ))
+    }
+
+    /// Runs one call of another tool: logs its `tool/call` ([`Host::record_tool_call`]), awaits
+    /// `run` (the application's tool), logs the result it gives, and returns it.
+    ///
+    /// Cancel safety: dropping the future before `run` ends logs the `TOOL_OUTCOME_UNKNOWN`
+    /// result of an interrupted call; to record a cancellation as the reference runtime does,
+    /// let `run` return [`ToolResult::aborted`].
+    pub async fn run_tool<F>(
+        &self,
+        call_id: &CallId,
+        name: &str,
+        arguments: &str,
+        run: F,
+    ) -> Result<ToolResult, HostError>
+    where
+        F: Future<Output = ToolResult>,
+    {
+        let call = self.record_tool_call(call_id, name, arguments)?;
+        let result = run.await;
+        call.finish(result.clone())?;
+        Ok(result)
+    }
+
+    /// Takes a fresh call id for a call in the current turn and step.
+    fn take_call_id(&self, call_id: &CallId) -> Result<(u64, u64), HostError> {
+        let mut position = self.position();
+        // Taken before the call is logged; a call whose logging fails keeps its id taken,
+        // which only costs the caller a fresh id.
+        if !position.call_ids.insert(call_id.clone()) {
+            return Err(HostError::DuplicateCallId(call_id.clone()));
+        }
+        Ok((position.turn, position.step))
     }
 
     /// Ends the step.
@@ -910,29 +1019,5 @@ struct HostSession {
 impl user_questions::Session for HostSession {
     fn id(&self) -> &SessionId {
         &self.id
-    }
-}
-
-/// The `tool/result` record of a tool outcome (SPEC §7.5): the text the model reads, `isError`,
-/// the typed error's `{name, code}` and the `meta` the model never sees.
-fn result_record(
-    outcome: &ToolOutcome,
-    turn: u64,
-    step: u64,
-    message_id: String,
-    call_id: &CallId,
-) -> ToolResultRecord {
-    let record = ToolResultRecord::new(
-        Some(turn),
-        Some(step),
-        message_id,
-        call_id.clone(),
-        outcome.text.clone(),
-        outcome.is_error,
-    )
-    .with_meta(outcome.meta.clone());
-    match &outcome.error {
-        Some(error) => record.with_error(error.name.clone(), error.code.clone()),
-        None => record,
     }
 }

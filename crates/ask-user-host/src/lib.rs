@@ -8,6 +8,9 @@
 //!   its [`Journal`] (durable append, projection, late answers, in log order).
 //! * [`HostAgent`]: the session's agent, whose inbox is edited only through logged
 //!   `agent/inbox/spliced` records.
+//! * [`ToolSpec`], [`ToolCall`] and [`ToolResult`]: the agent's other tools, listed in the
+//!   `request/header` and recorded call by call through the same journal
+//!   ([`Host::record_tool_call`], [`Host::run_tool`]), so a log is the agent's whole history.
 //! * [`load_projection`]: the projection of a log from its checkpoint or by a refold.
 //! * [`LiveDesk`] and [`LogDesk`]: question desks (`pending_answer::QuestionDesk`) over the
 //!   sessions this process runs and over logs in any store.
@@ -22,6 +25,7 @@ mod checkpoint;
 mod desk;
 mod host;
 mod journal;
+mod tools;
 
 pub use agent::{HostAgent, Restore};
 pub use checkpoint::{
@@ -34,6 +38,7 @@ pub use host::{
     new_session_id,
 };
 pub use journal::{Journal, JournalError};
+pub use tools::{ToolCall, ToolResult, ToolSpec};
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

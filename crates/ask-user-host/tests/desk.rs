@@ -21,7 +21,7 @@ const SCOPE_ARGS: &str = r#"{"questions":[{"id":"scope","question":"Which scope?
 fn runtime(store: Arc<dyn SessionStore>) -> HostRuntime {
     HostRuntime::with_registry(
         store,
-        Some(AskUserConfig::timed(120)),
+        Some(AskUserConfig::timed_secs(120)),
         InMemoryAgentRegistry::new(),
     )
     .unwrap()
@@ -62,7 +62,7 @@ async fn interrupted(runtime: &HostRuntime, name: &str, call: &CallId) {
                 .await
         }
     });
-    while host.projection().active(call.as_str()).is_none() {
+    while host.projection().active(call).is_none() {
         tokio::task::yield_now().await;
     }
     asking.abort();

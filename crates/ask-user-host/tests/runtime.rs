@@ -20,7 +20,7 @@ const SCOPE_ARGS: &str = r#"{"questions":[{"id":"scope","question":"Which scope?
 fn runtime(store: Arc<dyn SessionStore>) -> HostRuntime {
     HostRuntime::with_registry(
         store,
-        Some(AskUserConfig::timed(120)),
+        Some(AskUserConfig::timed_secs(120)),
         InMemoryAgentRegistry::new(),
     )
     .unwrap()
@@ -43,7 +43,7 @@ async fn ask_unanswered(host: &Host, call: &CallId) {
     );
     host.end_turn("completed").unwrap();
     assert_eq!(
-        host.projection().continued(call.as_str()).map(|q| q.state),
+        host.projection().continued(call).map(|q| q.state),
         Some(ActiveState::Continued)
     );
 }
@@ -160,7 +160,7 @@ async fn an_interrupted_call_is_repaired_and_answerable_after_reopening(
     let repair = resumed.repair.unwrap();
     assert_eq!(repair.results.len(), 1, "TOOL_OUTCOME_UNKNOWN for the call");
     assert_eq!(repair.closed_turns, [1]);
-    assert!(host.projection().continued(call.as_str()).is_some());
+    assert!(host.projection().continued(&call).is_some());
     answer_late(&host, &call);
     assert_eq!(host.projection().view().settled.len(), 1);
 }

@@ -131,7 +131,10 @@ fn l10_a_valid_checkpoint_resumes_the_fold() {
         }
     );
     assert_eq!(
-        resumed.state.continued("ask-timed").map(|a| a.state),
+        resumed
+            .state
+            .continued(&user_questions::CallId::from("ask-timed"))
+            .map(|a| a.state),
         Some(ActiveState::Continued)
     );
     written(&resumed);
@@ -325,7 +328,10 @@ fn l9_a_checkpoint_past_the_end_after_torn_tail_truncation() {
         loaded.source
     );
     assert_eq!(
-        loaded.state.active("ask-timed").map(|a| a.state),
+        loaded
+            .state
+            .active(&user_questions::CallId::from("ask-timed"))
+            .map(|a| a.state),
         Some(ActiveState::Open),
         "the pending result is gone, so the call is open again"
     );
@@ -664,5 +670,10 @@ fn a_last_record_longer_than_a_read_block_is_hashed_whole() {
         resumed.source,
         ProjectionSource::Checkpoint { event_count: 5, .. }
     ));
-    assert!(resumed.state.continued("ask-timed").is_some());
+    assert!(
+        resumed
+            .state
+            .continued(&user_questions::CallId::from("ask-timed"))
+            .is_some()
+    );
 }

@@ -50,7 +50,7 @@ pub(crate) fn fetch_all(host: &Host) -> CallToolResult {
         let pending: Vec<&str> = view
             .active
             .iter()
-            .filter(|question| state.continued(question.call_id.as_str()).is_some())
+            .filter(|question| state.continued(&question.call_id).is_some())
             .map(|question| question.call_id.as_str())
             .collect();
         return CallToolResult::success(vec![ContentBlock::text(nothing_waiting(&pending))]);
@@ -87,10 +87,10 @@ pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult 
         return settled_result(&**host.runtime().store(), log, call_id);
     }
     let state = host.projection();
-    if state.continued(call_id.as_str()).is_some() {
+    if state.continued(call_id).is_some() {
         return pending_result(host.runtime(), call_id);
     }
-    if state.active(call_id.as_str()).is_some() {
+    if state.active(call_id).is_some() {
         return error_result(&format!(
             "call {call_id} is still waiting for its answer in the foreground; its own result brings the answer"
         ));
@@ -125,13 +125,13 @@ pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToo
             ));
         }
     };
-    if state.is_settled(call_id.as_str()) {
+    if state.is_settled(call_id) {
         return settled_result(&**store, &log, call_id);
     }
     // A call open in the log whose server is gone (killed in the window) is continued by the
     // open's resume repair: opening the session makes it answerable, as `ask-user answer` does.
-    let open_in_log = state.active(call_id.as_str()).is_some();
-    if state.continued(call_id.as_str()).is_none() && !open_in_log {
+    let open_in_log = state.active(call_id).is_some();
+    if state.continued(call_id).is_none() && !open_in_log {
         return unknown();
     }
     let options = SessionOptions::named(ask_user_host::new_session_id());
@@ -148,7 +148,7 @@ pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToo
             ));
         }
     };
-    if host.projection().continued(call_id.as_str()).is_none() {
+    if host.projection().continued(call_id).is_none() {
         return unknown();
     }
     // A reply waiting in that session's inbox is admitted in a turn of its own, which settles
@@ -185,15 +185,15 @@ pub(crate) fn task_from_log(
     // A call that went pending keeps its pending result as the task's, however it was answered
     // later (the companion delivers that answer); one answered in its window, its answers.
     let answered_late = || admitted(&**store, &log, call_id).is_some_and(|(_, late)| late);
-    let payload = if state.is_settled(id) && !answered_late() {
+    let payload = if state.is_settled(call_id) && !answered_late() {
         rmcp::model::TaskPayload::Completed {
             result: crate::tasks::as_object(&settled_result(&**store, &log, call_id)),
         }
-    } else if state.is_settled(id) || state.continued(id).is_some() {
+    } else if state.is_settled(call_id) || state.continued(call_id).is_some() {
         rmcp::model::TaskPayload::Completed {
             result: crate::tasks::as_object(&pending_result(runtime, call_id)),
         }
-    } else if state.active(id).is_some() {
+    } else if state.active(call_id).is_some() {
         rmcp::model::TaskPayload::Working
     } else {
         return None;

@@ -59,7 +59,7 @@ async fn companion(harness: &Harness, arguments: Value) -> Vec<String> {
 /// answered it through the live session.
 #[tokio::test(start_paused = true)]
 async fn a_client_timeout_ends_a_timed_call_pending_and_the_question_stays_answerable() {
-    let harness = Harness::start(Some(AskUserConfig::timed(120)), false).await;
+    let harness = Harness::start(Some(AskUserConfig::timed_secs(120)), false).await;
     let call = harness.send_call("ask_user_question", one_question()).await;
     tokio::time::sleep(Duration::from_mins(1)).await;
     let cancelled_at = tokio::time::Instant::now();
@@ -120,7 +120,7 @@ async fn a_client_timeout_ends_a_timed_call_pending_and_the_question_stays_answe
 /// companion hands over without a call id.
 #[tokio::test(start_paused = true)]
 async fn a_cancellation_without_a_reason_keeps_the_question_and_its_form() {
-    let mut harness = Harness::start(Some(AskUserConfig::timed(300)), true).await;
+    let mut harness = Harness::start(Some(AskUserConfig::timed_secs(300)), true).await;
     harness.reply(Reply::Hold);
     let call = harness.send_call("ask_user_question", one_question()).await;
     let form = harness.held.recv().await.unwrap();
@@ -176,7 +176,7 @@ async fn a_blocking_call_ends_with_its_request_whatever_the_reason() {
 /// were queued, one text block each, admitting each one (which settles its question).
 #[tokio::test(start_paused = true)]
 async fn the_companion_without_a_call_id_returns_every_waiting_reply_in_order() {
-    let harness = Harness::start(Some(AskUserConfig::timed(30)), false).await;
+    let harness = Harness::start(Some(AskUserConfig::timed_secs(30)), false).await;
     let mut call_ids = Vec::new();
     for _ in 0..2 {
         let result = harness.call("ask_user_question", one_question()).await;
@@ -241,7 +241,7 @@ async fn the_companion_without_a_call_id_returns_every_waiting_reply_in_order() 
 async fn session_info_names_the_log_the_client_and_its_first_root() {
     let harness = Harness::start_as(
         tempfile::tempdir().unwrap(),
-        Some(AskUserConfig::timed(30)),
+        Some(AskUserConfig::timed_secs(30)),
         ClientSetup::new(false).with_roots(&[
             "https://example.com/not-a-path",
             "file:///tmp/my%20project",
@@ -302,7 +302,7 @@ async fn session_info_names_the_log_the_client_and_its_first_root() {
 /// and a log another writer holds for longer than it waits.
 #[tokio::test(start_paused = true)]
 async fn answer_late_refusals_are_typed() {
-    let harness = Harness::start(Some(AskUserConfig::timed(30)), false).await;
+    let harness = Harness::start(Some(AskUserConfig::timed_secs(30)), false).await;
     let refusal = harness
         .server
         .answer_late(
@@ -334,7 +334,8 @@ async fn answer_late_refusals_are_typed() {
 
     // Another writer holds the log: the open is tried for a few seconds, then refused.
     let (store, name) = session_log::JsonlStore::for_file(&harness.logs()[0]).unwrap();
-    let other = ask_user_host::HostRuntime::new(store, Some(AskUserConfig::timed(30))).unwrap();
+    let other =
+        ask_user_host::HostRuntime::new(store, Some(AskUserConfig::timed_secs(30))).unwrap();
     let (holder, _) = other
         .open(&name, ask_user_host::SessionOptions::named("holder"))
         .unwrap();

@@ -218,7 +218,7 @@ async fn answer_of(call: rmcp::service::RequestHandle<rmcp::RoleClient>) -> Stri
         .to_owned()
 }
 
-const TIMED: Option<AskUserConfig> = Some(AskUserConfig::timed(120));
+const TIMED: Option<AskUserConfig> = Some(AskUserConfig::timed_secs(120));
 
 #[tokio::test]
 async fn the_page_answering_first_withdraws_the_open_form_and_the_call_gets_its_answer() {

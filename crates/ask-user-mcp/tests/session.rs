@@ -47,7 +47,7 @@ async fn tools_list_is_the_catalog_definition_in_each_mode() {
     for (config, names) in [
         (None, vec!["ask_user_question"]),
         (
-            Some(AskUserConfig::timed(120)),
+            Some(AskUserConfig::timed_secs(120)),
             vec!["ask_user_question", "ask_user_question_answer"],
         ),
     ] {
@@ -170,7 +170,7 @@ async fn a_client_without_elicitation_gets_no_provider_in_legacy_mode() {
 
 #[tokio::test(start_paused = true)]
 async fn a_client_without_elicitation_gets_the_pending_result_in_timed_mode() {
-    let harness = Harness::start(Some(AskUserConfig::timed(30)), false).await;
+    let harness = Harness::start(Some(AskUserConfig::timed_secs(30)), false).await;
     let result = harness.call("ask_user_question", one_question()).await;
     assert_eq!(result.is_error, Some(false));
     let texts = texts(&result);
@@ -194,7 +194,7 @@ async fn a_client_without_elicitation_gets_the_pending_result_in_timed_mode() {
 
 #[tokio::test(start_paused = true)]
 async fn a_timed_form_cancelled_leaves_the_question_to_its_window() {
-    let mut harness = Harness::start(Some(AskUserConfig::timed(30)), true).await;
+    let mut harness = Harness::start(Some(AskUserConfig::timed_secs(30)), true).await;
     harness.reply(Reply::Hold);
     let call = harness.send_call("ask_user_question", one_question()).await;
     let form = harness.held.recv().await.unwrap();
@@ -267,7 +267,7 @@ async fn a_waiting_call_reports_progress_every_fifteen_seconds() {
 
 #[tokio::test(start_paused = true)]
 async fn a_form_answered_after_the_window_is_a_late_answer_for_the_companion() {
-    let mut harness = Harness::start(Some(AskUserConfig::timed(30)), true).await;
+    let mut harness = Harness::start(Some(AskUserConfig::timed_secs(30)), true).await;
     harness.reply(Reply::Hold);
     let call = harness.send_call("ask_user_question", one_question()).await;
     let form = harness.held.recv().await.unwrap();
@@ -325,7 +325,7 @@ async fn a_form_answered_after_the_window_is_a_late_answer_for_the_companion() {
 
 #[tokio::test(start_paused = true)]
 async fn a_timed_form_answered_in_its_window_answers_the_call() {
-    let mut harness = Harness::start(Some(AskUserConfig::timed(30)), true).await;
+    let mut harness = Harness::start(Some(AskUserConfig::timed_secs(30)), true).await;
     harness.reply(Reply::Hold);
     let call = harness.send_call("ask_user_question", one_question()).await;
     let form = harness.held.recv().await.unwrap();
@@ -352,7 +352,7 @@ async fn a_timed_form_answered_in_its_window_answers_the_call() {
 
 #[tokio::test(start_paused = true)]
 async fn a_form_held_past_its_claimed_window_still_returns_pending_on_time() {
-    let mut harness = Harness::start(Some(AskUserConfig::timed(30)), true).await;
+    let mut harness = Harness::start(Some(AskUserConfig::timed_secs(30)), true).await;
     harness.reply(Reply::Hold);
     let started = tokio::time::Instant::now();
     let call = harness.send_call("ask_user_question", one_question()).await;
@@ -368,7 +368,7 @@ async fn a_form_held_past_its_claimed_window_still_returns_pending_on_time() {
 
 #[tokio::test(start_paused = true)]
 async fn concurrent_calls_of_one_session_share_its_log_and_the_companion_runs_beside_them() {
-    let mut harness = Harness::start(Some(AskUserConfig::timed(30)), true).await;
+    let mut harness = Harness::start(Some(AskUserConfig::timed_secs(30)), true).await;
     harness.reply(Reply::Hold);
     harness.reply(Reply::Hold);
     let first = harness.send_call("ask_user_question", one_question()).await;
@@ -429,7 +429,7 @@ async fn legacy_mode_has_no_companion_tool() {
 /// `MCP error -32001: user-cancel`) is withdrawn, its form with it.
 #[tokio::test(start_paused = true)]
 async fn a_call_the_person_cancelled_withdraws_its_form() {
-    let mut harness = Harness::start(Some(AskUserConfig::timed(300)), true).await;
+    let mut harness = Harness::start(Some(AskUserConfig::timed_secs(300)), true).await;
     harness.reply(Reply::Hold);
     let call = harness.send_call("ask_user_question", one_question()).await;
     let _form = harness.held.recv().await.unwrap();
@@ -450,7 +450,7 @@ async fn a_call_the_person_cancelled_withdraws_its_form() {
 
 #[tokio::test(start_paused = true)]
 async fn a_late_form_answer_waits_while_another_process_holds_the_log() {
-    let mut harness = Harness::start(Some(AskUserConfig::timed(30)), true).await;
+    let mut harness = Harness::start(Some(AskUserConfig::timed_secs(30)), true).await;
     harness.reply(Reply::Hold);
     let call = harness.send_call("ask_user_question", one_question()).await;
     let form = harness.held.recv().await.unwrap();
@@ -463,7 +463,8 @@ async fn a_late_form_answer_waits_while_another_process_holds_the_log() {
     // Another writer (say `ask-user answer` in another shell) holds the log for ten seconds.
     let log = harness.logs()[0].clone();
     let (store, name) = session_log::JsonlStore::for_file(&log).unwrap();
-    let other = ask_user_host::HostRuntime::new(store, Some(AskUserConfig::timed(30))).unwrap();
+    let other =
+        ask_user_host::HostRuntime::new(store, Some(AskUserConfig::timed_secs(30))).unwrap();
     let (holder, _) = other
         .open(&name, ask_user_host::SessionOptions::named("holder"))
         .unwrap();

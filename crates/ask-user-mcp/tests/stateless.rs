@@ -205,7 +205,7 @@ async fn a_changed_or_replayed_state_is_refused_and_nothing_is_written() {
 #[tokio::test(start_paused = true)]
 async fn a_timed_call_holds_its_window_and_goes_pending() {
     let dir = tempfile::tempdir().unwrap();
-    let server = server(&dir, Some(AskUserConfig::timed(5)));
+    let server = server(&dir, Some(AskUserConfig::timed_secs(5)));
     let connected = connect_stateless(&server, true).await;
     let result = connected
         .client
@@ -500,7 +500,7 @@ fn form_answer(label: &str) -> rmcp::model::InputResponses {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_task_is_answered_through_tasks_update() {
     let dir = tempfile::tempdir().unwrap();
-    let server = server(&dir, Some(AskUserConfig::timed(60)));
+    let server = server(&dir, Some(AskUserConfig::timed_secs(60)));
     let connected = common::connect_stateless_as(&server, true, true).await;
     let id = start_task(&connected, &timed_question(60)).await;
     let asking = poll_until(&connected, &id, |task| {
@@ -561,7 +561,7 @@ async fn a_timed_task_is_answered_through_tasks_update() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_completes_pending_at_its_window_and_a_late_update_reaches_the_companion() {
     let dir = tempfile::tempdir().unwrap();
-    let server = server(&dir, Some(AskUserConfig::timed(60)));
+    let server = server(&dir, Some(AskUserConfig::timed_secs(60)));
     let connected = common::connect_stateless_as(&server, true, true).await;
     let id = start_task(&connected, &timed_question(1)).await;
     let pending = poll_until(&connected, &id, |task| task.status().is_terminal()).await;
@@ -602,7 +602,7 @@ async fn a_task_completes_pending_at_its_window_and_a_late_update_reaches_the_co
 
     // Another server over the same directory (another instance) reads the task from the log.
     let other =
-        AskUserMcp::new(McpOptions::new(dir.path()).with_tool(Some(AskUserConfig::timed(60))))
+        AskUserMcp::new(McpOptions::new(dir.path()).with_tool(Some(AskUserConfig::timed_secs(60))))
             .unwrap();
     let elsewhere = common::connect_stateless_as(&other, true, true).await;
     let read = poll_until(&elsewhere, &id, |task| task.status().is_terminal()).await;
@@ -619,7 +619,7 @@ async fn a_task_completes_pending_at_its_window_and_a_late_update_reaches_the_co
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_task_withdraws_its_question() {
     let dir = tempfile::tempdir().unwrap();
-    let server = server(&dir, Some(AskUserConfig::timed(60)));
+    let server = server(&dir, Some(AskUserConfig::timed_secs(60)));
     let connected = common::connect_stateless_as(&server, true, true).await;
     let id = start_task(&connected, &timed_question(60)).await;
     poll_until(&connected, &id, |task| {

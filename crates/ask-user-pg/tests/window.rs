@@ -43,7 +43,7 @@ struct Live {
 
 fn live(url: &str, schema: &str, window_secs: i64) -> Live {
     let store = PgStore::connect(url, &options(schema)).unwrap();
-    let runtime = HostRuntime::new(store, Some(AskUserConfig::timed(window_secs))).unwrap();
+    let runtime = HostRuntime::new(store, Some(AskUserConfig::timed_secs(window_secs))).unwrap();
     let host = Arc::new(runtime.create("s", SessionOptions::named("s")).unwrap());
     Live { runtime, host }
 }

@@ -10,7 +10,7 @@ use std::fmt;
 use std::io::BufRead;
 use std::sync::{Arc, Mutex};
 
-use user_questions::{AgentHandle, SessionRef, UserMessage};
+use user_questions::{AgentHandle, CallId, SessionRef, UserMessage};
 use user_questions_projection::{FoldedLog, OpenError, SessionEvent, UserQuestionsState, fold_log};
 
 use crate::util::{SessionSlot, lock, session_key};
@@ -27,7 +27,7 @@ pub trait ProjectionHost: Send + Sync {
     /// Whether `call_id` is continued in the state of `session`. The default reads
     /// [`user_questions`](Self::user_questions); a host that can answer without copying the
     /// state overrides it (late answers ask it for every committed tool result).
-    fn is_continued(&self, session: &SessionRef, call_id: &str) -> bool {
+    fn is_continued(&self, session: &SessionRef, call_id: &CallId) -> bool {
         self.user_questions(session)
             .is_some_and(|state| state.continued(call_id).is_some())
     }
@@ -187,7 +187,7 @@ impl ProjectionHost for InMemoryProjectionHost {
             .map(|tracked| tracked.state.clone())
     }
 
-    fn is_continued(&self, session: &SessionRef, call_id: &str) -> bool {
+    fn is_continued(&self, session: &SessionRef, call_id: &CallId) -> bool {
         let mut sessions = lock(&self.sessions);
         purge(&mut sessions);
         sessions

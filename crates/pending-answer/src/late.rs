@@ -184,10 +184,10 @@ impl LateAnswers {
         let Some(state) = state else {
             return Err(LateRefusal::NotWaiting(NotWaiting::Unknown));
         };
-        let Some(entry) = state.continued(call_id.as_str()) else {
-            let why = if state.active(call_id.as_str()).is_some() {
+        let Some(entry) = state.continued(call_id) else {
+            let why = if state.active(call_id).is_some() {
                 NotWaiting::Open
-            } else if state.is_settled(call_id.as_str()) {
+            } else if state.is_settled(call_id) {
                 NotWaiting::Settled
             } else {
                 NotWaiting::Unknown
@@ -367,7 +367,7 @@ impl LateAnswers {
             .inner
             .projections
             .as_ref()
-            .is_some_and(|projections| projections.is_continued(session, call_id.as_str()));
+            .is_some_and(|projections| projections.is_continued(session, call_id));
         if !continued {
             return false;
         }

@@ -40,7 +40,13 @@ fn state_is_kept_per_session_instance() {
     assert!(!host.record(&session, &SessionEvent::turn_end(3, 1)));
 
     let state = host.user_questions(&session).unwrap();
-    assert_eq!(state.continued(LT).unwrap().state, ActiveState::Continued);
+    assert_eq!(
+        state
+            .continued(&user_questions::CallId::from(LT))
+            .unwrap()
+            .state,
+        ActiveState::Continued
+    );
     // Another instance with the same id is another session instance.
     assert_eq!(host.user_questions(&same_id), None);
     assert_eq!(host.tracked_sessions(), 1);
@@ -143,7 +149,11 @@ fn admission_is_reported_whether_the_projection_applies_first_or_last() {
             .collect();
         assert_eq!(late.len(), 1, "projection first: {projection_first}");
         assert_eq!(w.state().view().settled.len(), 1);
-        assert!(w.state().active(LT).is_none());
+        assert!(
+            w.state()
+                .active(&user_questions::CallId::from(LT))
+                .is_none()
+        );
         assert_eq!(w.late.reservation(&w.session, &LT.into()), None);
     }
 }

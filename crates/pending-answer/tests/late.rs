@@ -59,7 +59,11 @@ fn s31_answer_queues_the_exact_reply_and_admission_settles() {
         4
     );
     // Accepted is not settled: the call stays continued until the reply is admitted.
-    assert!(w.state().continued(LT).is_some());
+    assert!(
+        w.state()
+            .continued(&user_questions::CallId::from(LT))
+            .is_some()
+    );
 
     let message = w.agent.inner.take_next_turn().unwrap();
     w.commit(turn_start(2));
@@ -227,7 +231,11 @@ fn s36_unrelated_events_leave_the_reservation_alone() {
             claimed_turn: None
         })
     );
-    assert!(w.state().continued(LT).is_some());
+    assert!(
+        w.state()
+            .continued(&user_questions::CallId::from(LT))
+            .is_some()
+    );
     assert_eq!(code(&w.answer(LT, tool_only())), Some("REPLY_QUEUED"));
     assert_eq!(w.agent.followups(), 1);
 }
@@ -246,7 +254,11 @@ fn s37_aborted_turn_releases_a_claimed_reply() {
     w.commit(turn_end(1, "aborted"));
     w.answer(LT, tool_only()).unwrap();
     assert_eq!(w.agent.followups(), 2);
-    assert!(w.state().continued(LT).is_some());
+    assert!(
+        w.state()
+            .continued(&user_questions::CallId::from(LT))
+            .is_some()
+    );
 }
 
 #[test]
@@ -481,7 +493,11 @@ fn x8_late_admission_emits_answered_late() {
     );
     // The projection settled it; a second admission of another reply changes nothing and emits
     // nothing.
-    assert!(w.state().active(LT).is_none());
+    assert!(
+        w.state()
+            .active(&user_questions::CallId::from(LT))
+            .is_none()
+    );
     w.admit(&stray);
     assert!(events.drain().is_empty());
     assert_eq!(w.state().view().settled.len(), 1);
@@ -550,7 +566,11 @@ fn an_ordinary_message_with_reply_text_is_not_a_reply() {
     w.agent.inner.push_next_turn(ordinary.clone());
     w.answer(LT, tool_only()).unwrap();
     w.admit(&ordinary);
-    assert!(w.state().continued(LT).is_some());
+    assert!(
+        w.state()
+            .continued(&user_questions::CallId::from(LT))
+            .is_some()
+    );
     assert!(reservation(&w, LT).is_some());
 }
 
@@ -569,7 +589,11 @@ fn restart_keeps_one_reply_in_flight() {
     assert_eq!(w.late.reserved_sessions(), 0);
     assert_eq!(reservation(&w, LT), None);
     // The restored reply sits in the new inbox: the scan keeps the one-reply rule.
-    assert!(w.state().continued(LT).is_some());
+    assert!(
+        w.state()
+            .continued(&user_questions::CallId::from(LT))
+            .is_some()
+    );
     assert_eq!(code(&w.answer(LT, tool_only())), Some("REPLY_QUEUED"));
 
     // Claimed by a turn that is interrupted: re-reserved, then released by that turn's end.

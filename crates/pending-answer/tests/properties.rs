@@ -123,7 +123,7 @@ impl Model {
     }
 
     fn continued(&self, call: &str) -> bool {
-        self.w.state().continued(call).is_some()
+        self.w.state().continued(&CallId::from(call)).is_some()
     }
 
     fn step(&mut self, op: &Op) {
@@ -273,7 +273,10 @@ impl Model {
                 settled, admitted,
                 "{call}: settled {settled}, admitted {admitted}"
             );
-            assert_eq!(state.continued(call).is_some(), admitted == 0);
+            assert_eq!(
+                state.continued(&CallId::from(call)).is_some(),
+                admitted == 0
+            );
         }
         assert_eq!(
             self.late_events,

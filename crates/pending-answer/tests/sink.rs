@@ -58,7 +58,7 @@ fn accepted_answer_is_queued_as_the_follow_up_reply() {
         json!({"answerer":"ui","answeredBy":"human"})
     );
     // Taken is not settled: the call stays continued until the reply is admitted.
-    assert!(w.state().continued(LT).is_some());
+    assert!(w.state().continued(&CallId::from(LT)).is_some());
     assert!(w.late.reservation(&w.session, &CallId::from(LT)).is_some());
 }
 

@@ -36,7 +36,10 @@ fn a_dangling_timed_call_becomes_continued_after_repair() {
     // Before repair the call is open, and the read-only open says it was interrupted.
     let folded = full_fold(&path);
     assert_eq!(
-        folded.state.active("ask-timed").map(|a| a.state),
+        folded
+            .state
+            .active(&user_questions::CallId::from("ask-timed"))
+            .map(|a| a.state),
         Some(ActiveState::Open)
     );
     let report = read_log(&path).unwrap();
@@ -84,7 +87,10 @@ fn a_dangling_timed_call_becomes_continued_after_repair() {
     let folded = full_fold(&path);
     assert!(folded.report.is_clean());
     assert_eq!(
-        folded.state.continued("ask-timed").map(|a| a.state),
+        folded
+            .state
+            .continued(&user_questions::CallId::from("ask-timed"))
+            .map(|a| a.state),
         Some(ActiveState::Continued)
     );
 
@@ -287,7 +293,10 @@ fn several_dangling_calls_are_repaired_in_log_order() {
     let folded = full_fold(&path);
     assert!(folded.report.is_clean());
     assert_eq!(
-        folded.state.continued("ask-timed").map(|a| a.state),
+        folded
+            .state
+            .continued(&user_questions::CallId::from("ask-timed"))
+            .map(|a| a.state),
         Some(ActiveState::Continued)
     );
 }
@@ -315,7 +324,10 @@ fn a_crash_while_writing_the_result_is_repaired_after_the_torn_tail_is_cut() {
     let folded = full_fold(&path);
     assert!(folded.report.is_clean());
     assert_eq!(
-        folded.state.continued("ask-timed").map(|a| a.state),
+        folded
+            .state
+            .continued(&user_questions::CallId::from("ask-timed"))
+            .map(|a| a.state),
         Some(ActiveState::Continued)
     );
 }

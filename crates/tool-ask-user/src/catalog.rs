@@ -103,7 +103,7 @@ pub const CATALOG: ToolCatalog = ToolCatalog {
         CatalogVariant {
             id: "timed",
             label: "timed (opt-in)",
-            config: AskUserConfig::timed(120),
+            config: AskUserConfig::timed_secs(120),
             source_path: "crates/tool-ask-user/src/timed.rs",
             requires: &["UserQuestions", "Answerer", "AgentRegistry", "LateAnswers"],
             writes: &[
@@ -116,7 +116,8 @@ pub const CATALOG: ToolCatalog = ToolCatalog {
         CatalogVariant {
             id: "timed-mcp",
             label: "timed over MCP (opt-in)",
-            config: AskUserConfig::timed(120).with_late_answers(LateAnswerRoute::CompanionTool),
+            config: AskUserConfig::timed_secs(120)
+                .with_late_answers(LateAnswerRoute::CompanionTool),
             source_path: "crates/tool-ask-user/src/timed.rs",
             requires: &[
                 "UserQuestions",

@@ -112,14 +112,28 @@ impl AskUserConfig {
         late_answers: LateAnswerRoute::UserMessage,
     };
 
-    /// The timed tool with the given default wait in seconds (not yet checked); late answers
-    /// arrive as user messages.
-    pub const fn timed(timeout: i64) -> Self {
+    /// The timed tool whose calls wait `seconds` by default (not yet checked: `-1`, or
+    /// `1..=2147483`); late answers arrive as user messages. The unit is in the name because the
+    /// seam's own waits ([`ask_timed`](user_questions::UserQuestions::ask_timed)) are in
+    /// milliseconds.
+    pub const fn timed_secs(seconds: i64) -> Self {
         Self {
             mode: AskUserMode::Timed,
-            timeout,
+            timeout: seconds,
             late_answers: LateAnswerRoute::UserMessage,
         }
+    }
+
+    /// The timed tool whose calls wait `window` by default, in whole seconds (a fraction of a
+    /// second is dropped; a window longer than [`MAX_TIMEOUT_SECS`] fails
+    /// [`validate`](Self::validate)); late answers arrive as user messages.
+    pub fn timed_for(window: std::time::Duration) -> Self {
+        Self::timed_secs(i64::try_from(window.as_secs()).unwrap_or(i64::MAX))
+    }
+
+    /// The timed tool whose calls wait indefinitely by default (`timeout: -1`).
+    pub const fn timed_indefinitely() -> Self {
+        Self::timed_secs(INDEFINITE_TIMEOUT)
     }
 
     /// This configuration with late answers reaching the model by `route`.

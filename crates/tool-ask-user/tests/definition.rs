@@ -20,13 +20,15 @@ fn legacy_definition() -> ToolDefinition {
 }
 
 fn timed_definition(timeout: i64) -> ToolDefinition {
-    definition(&AskUserConfig::timed(timeout)).unwrap()
+    definition(&AskUserConfig::timed_secs(timeout)).unwrap()
 }
 
 /// The timed definition worded for late answers through the companion tool (an MCP server).
 fn timed_mcp_definition(timeout: i64) -> ToolDefinition {
-    definition(&AskUserConfig::timed(timeout).with_late_answers(LateAnswerRoute::CompanionTool))
-        .unwrap()
+    definition(
+        &AskUserConfig::timed_secs(timeout).with_late_answers(LateAnswerRoute::CompanionTool),
+    )
+    .unwrap()
 }
 
 fn properties(definition: &ToolDefinition) -> &serde_json::Map<String, Value> {
@@ -67,7 +69,7 @@ fn t1_no_config_registers_exactly_the_legacy_definition() {
 #[test]
 fn t2_timed_declares_timeout_with_default_120() {
     let config = AskUserConfig::from_json(r#"{"mode":"timed"}"#).unwrap();
-    assert_eq!(config, AskUserConfig::timed(120));
+    assert_eq!(config, AskUserConfig::timed_secs(120));
     let timed = definition(&config).unwrap();
     assert!(properties(&timed).contains_key("timeout"));
     assert!(timed.declares_timeout());
@@ -106,7 +108,7 @@ fn t4_invalid_configs_are_rejected() {
                 timeout,
                 ..AskUserConfig::LEGACY
             },
-            AskUserConfig::timed(timeout),
+            AskUserConfig::timed_secs(timeout),
         ] {
             let error = AskUserTool::new(w.seam.clone(), Some(config)).unwrap_err();
             assert_eq!(error, ConfigError::Timeout { timeout });
@@ -137,15 +139,15 @@ fn t4_invalid_configs_are_rejected() {
     );
     check_config(
         r#"{"mode":"timed","timeout":2147483}"#,
-        &Ok(AskUserConfig::timed(2_147_483)),
+        &Ok(AskUserConfig::timed_secs(2_147_483)),
     );
     check_config(
         r#"{"mode":"timed","late_answers":"companion_tool"}"#,
-        &Ok(AskUserConfig::timed(120).with_late_answers(LateAnswerRoute::CompanionTool)),
+        &Ok(AskUserConfig::timed_secs(120).with_late_answers(LateAnswerRoute::CompanionTool)),
     );
     check_config(
         r#"{"mode":"timed","late_answers":"user_message"}"#,
-        &Ok(AskUserConfig::timed(120)),
+        &Ok(AskUserConfig::timed_secs(120)),
     );
     check_config(
         r#"{"mode":"timed","late_answers":"mcp"}"#,
@@ -444,9 +446,9 @@ fn schema_keyword_order_is_exact() {
 fn definitions_are_byte_identical_across_builds() {
     for config in [
         AskUserConfig::LEGACY,
-        AskUserConfig::timed(120),
-        AskUserConfig::timed(-1),
-        AskUserConfig::timed(120).with_late_answers(LateAnswerRoute::CompanionTool),
+        AskUserConfig::timed_secs(120),
+        AskUserConfig::timed_secs(-1),
+        AskUserConfig::timed_secs(120).with_late_answers(LateAnswerRoute::CompanionTool),
     ] {
         let first = definition(&config).unwrap();
         let second = std::thread::spawn(move || definition(&config).unwrap())

@@ -149,7 +149,7 @@ async fn the_companion_route_renders_its_own_pending_notice() {
     let w = world();
     let answerer = TestAnswerer::new(Behaviour::Typed(UserQuestionError::ask_timed_out));
     let _guard = answerer.register(&w.seam);
-    let config = AskUserConfig::timed(120).with_late_answers(LateAnswerRoute::CompanionTool);
+    let config = AskUserConfig::timed_secs(120).with_late_answers(LateAnswerRoute::CompanionTool);
     let tool = AskUserTool::new(w.seam.clone(), Some(config)).unwrap();
     assert_eq!(tool.late_answers(), LateAnswerRoute::CompanionTool);
     assert!(tool.takes_late_answers());

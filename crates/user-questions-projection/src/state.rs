@@ -114,25 +114,19 @@ impl UserQuestionsState {
     }
 
     /// The active entry for a call, if any.
-    pub fn active(&self, call_id: &str) -> Option<&ActiveQuestion> {
-        self.questions
-            .active
-            .iter()
-            .find(|a| a.call_id.as_str() == call_id)
+    pub fn active(&self, call_id: &CallId) -> Option<&ActiveQuestion> {
+        self.questions.active.iter().find(|a| a.call_id == *call_id)
     }
 
     /// The continued entry for a call: the only calls a late answer may settle (§4.8).
-    pub fn continued(&self, call_id: &str) -> Option<&ActiveQuestion> {
+    pub fn continued(&self, call_id: &CallId) -> Option<&ActiveQuestion> {
         self.active(call_id)
             .filter(|a| a.state == ActiveState::Continued)
     }
 
     /// Whether `call_id` was settled (it may have been asked again since, and be active too).
-    pub fn is_settled(&self, call_id: &str) -> bool {
-        self.questions
-            .settled
-            .iter()
-            .any(|s| s.call_id.as_str() == call_id)
+    pub fn is_settled(&self, call_id: &CallId) -> bool {
+        self.questions.settled.iter().any(|s| s.call_id == *call_id)
     }
 
     /// The state as compact JSON.

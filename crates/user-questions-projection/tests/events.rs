@@ -160,7 +160,11 @@ fn constructors_build_what_decoding_builds() {
             state = next;
         }
     }
-    assert!(state.continued("c1").is_some());
+    assert!(
+        state
+            .continued(&user_questions::CallId::from("c1"))
+            .is_some()
+    );
     let reply = SessionEvent::reply(
         3,
         "m1",

@@ -53,6 +53,64 @@ pub trait Answerer: Send + Sync {
     ) -> Result<Answered, AnswererError>;
 }
 
+/// The future an [`answerer_fn`] closure returns: boxed, borrowing the request and the rest of the
+/// chain for as long as it runs.
+pub type AnswerFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Answered, AnswererError>> + Send + 'a>,
+>;
+
+/// An [`Answerer`] made of a closure ([`answerer_fn`]).
+pub struct FnAnswerer<F>(F);
+
+impl<F> fmt::Debug for FnAnswerer<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FnAnswerer")
+    }
+}
+
+#[async_trait]
+impl<F> Answerer for FnAnswerer<F>
+where
+    F: for<'a> Fn(&'a AnswerRequest, Next<'a>) -> AnswerFuture<'a> + Send + Sync,
+{
+    async fn answer(
+        &self,
+        request: &AnswerRequest,
+        next: Next<'_>,
+    ) -> Result<Answered, AnswererError> {
+        (self.0)(request, next).await
+    }
+}
+
+/// An answerer from a closure that gets what [`Answerer::answer`] gets (the request and the rest
+/// of the chain) and returns a boxed future: the one-line way to write an application's own
+/// answerer. Register the result with [`UserQuestions::register`](crate::UserQuestions::register).
+///
+/// ```
+/// use user_questions::{answerer_fn, Answered, AnswerBatch, AnswerItem};
+///
+/// // Answers every question with its first option; declines questions without options.
+/// let first_option = answerer_fn(|request, next| {
+///     Box::pin(async move {
+///         let mut items = Vec::new();
+///         for question in &request.questions {
+///             match question.options.as_deref().and_then(|o| o.first()) {
+///                 Some(option) => items.push(AnswerItem::selected(&question.id, [&option.label])),
+///                 None => return next.run().await,
+///             }
+///         }
+///         Ok(Answered::human(AnswerBatch::new(items)))
+///     })
+/// });
+/// # let _ = first_option;
+/// ```
+pub fn answerer_fn<F>(answer: F) -> Arc<FnAnswerer<F>>
+where
+    F: for<'a> Fn(&'a AnswerRequest, Next<'a>) -> AnswerFuture<'a> + Send + Sync + 'static,
+{
+    Arc::new(FnAnswerer(answer))
+}
+
 /// Where an answerer is registered (SPEC §4.5).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AnswererScope {

@@ -274,6 +274,18 @@ impl UserMessage {
         }
     }
 
+    /// The message's text as the model reads it: its text blocks, joined by newlines (blocks of
+    /// other types are left out). A late reply's text is its `answer_to_pending_question` JSON
+    /// (SPEC §6).
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect();
+        texts.join("\n")
+    }
+
     /// The call this message answers, when its source is a late reply.
     pub fn reply_call_id(&self) -> Option<&CallId> {
         self.source.reply_call_id()

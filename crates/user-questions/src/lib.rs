@@ -51,7 +51,10 @@ mod validate;
 mod vocab;
 mod wait;
 
-pub use answerer::{AnswerRequest, Answerer, AnswererGuard, AnswererScope, Next, RegisterOptions};
+pub use answerer::{
+    AnswerFuture, AnswerRequest, Answerer, AnswererGuard, AnswererScope, FnAnswerer, Next,
+    RegisterOptions, answerer_fn,
+};
 pub use async_trait::async_trait;
 pub use config::{QuestionLimits, UserQuestionsConfig};
 pub use error::{AnswererError, AskError, BoxError, ConfigError, ErrorCode, UserQuestionError};

@@ -186,7 +186,7 @@ fn pending_hint(host: &Host, call_id: &CallId) -> Option<String> {
     let path = host.log_path()?;
     let questions = host
         .projection()
-        .active(call_id.as_str())
+        .active(call_id)
         .map(|a| a.questions.clone())
         .unwrap_or_default();
     let command = format!(

@@ -88,7 +88,7 @@ pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
     let questions = demo
         .host
         .projection()
-        .active(DEMO_CALL_ID)
+        .active(&user_questions::CallId::from(DEMO_CALL_ID))
         .map(|a| a.questions.clone());
     let later = ask_user_terminal::listing::answer_hint(
         &format!(
@@ -181,7 +181,7 @@ impl Demo {
                 ScriptedAnswerer::from_path(path).map_err(|e| CliError::input(e.to_string()))
             })
             .transpose()?;
-        let config = tool_ask_user::AskUserConfig::timed(args.window);
+        let config = tool_ask_user::AskUserConfig::timed_secs(args.window);
         let (host, path, session_arg, pg) = open_session(args, config)?;
         let host = Arc::new(host);
         let mut guards = Vec::new();

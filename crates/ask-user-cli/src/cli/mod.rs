@@ -246,7 +246,7 @@ impl ToolArgs {
             .unwrap_or(tool_ask_user::DEFAULT_TIMEOUT_SECS);
         let config = match self.mode() {
             Mode::Legacy => AskUserConfig::LEGACY,
-            Mode::Timed => AskUserConfig::timed(timeout),
+            Mode::Timed => AskUserConfig::timed_secs(timeout),
         };
         config
             .validate()

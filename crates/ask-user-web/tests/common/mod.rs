@@ -39,7 +39,7 @@ impl Fixture {
 
     pub fn with_options(window: i64, options: WebOptions) -> Self {
         let runtime =
-            HostRuntime::new(MemoryStore::new(), Some(AskUserConfig::timed(window))).unwrap();
+            HostRuntime::new(MemoryStore::new(), Some(AskUserConfig::timed_secs(window))).unwrap();
         let host = Arc::new(runtime.create("s1", SessionOptions::named("s1")).unwrap());
         let desk = LiveDesk::of([&host]);
         let events = runtime.seam().subscribe();

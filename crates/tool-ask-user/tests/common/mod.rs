@@ -68,7 +68,7 @@ impl World {
     }
 
     pub fn timed(&self, timeout: i64) -> AskUserTool {
-        AskUserTool::new(self.seam.clone(), Some(AskUserConfig::timed(timeout))).unwrap()
+        AskUserTool::new(self.seam.clone(), Some(AskUserConfig::timed_secs(timeout))).unwrap()
     }
 }
 
