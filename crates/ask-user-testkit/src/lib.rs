@@ -8,7 +8,8 @@
 //! * [`pg`]: the `PostgreSQL` server the database tests use (or why there is none);
 //! * [`siege`]: slow and greedy clients against an HTTP server;
 //! * [`tls`]: a certificate authority made in the test, and server certificates it signs;
-//! * [`mcp`]: MCP requests of the stateless revision written by hand, and their replies read.
+//! * [`mcp`]: MCP requests of the stateless revision written by hand, and their replies read;
+//! * [`chat`]: a scripted Chat Completions server, for agent frameworks' real clients.
 //!
 //! Panics are the failure mode here: a fixture that cannot be built fails the test that asked
 //! for it.
@@ -18,6 +19,7 @@
 #![allow(clippy::needless_pass_by_value)]
 #![warn(missing_docs)]
 
+pub mod chat;
 pub mod logs;
 pub mod mcp;
 pub mod pg;
