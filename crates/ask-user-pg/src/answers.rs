@@ -90,9 +90,10 @@ pub struct LedgerQuestion {
 impl PgStore {
     /// Answers the question `call_id` of session `name` from any front end: the batch is
     /// validated against the stored questions, then one statement holds the question's row,
-    /// checks it is still open or continued, inserts the answer unless one is there already (the
-    /// first answer wins) and notifies the session's workers and host, committed on its own.
-    /// Returns the answer's id.
+    /// checks it is still open or continued and inserts the answer unless one is there already
+    /// (the first answer wins), committed on its own; then the session's workers and host are
+    /// hinted (`NOTIFY`, sent after the commit and coalesced with other hints of this store; a
+    /// lost hint is caught up by their poll). Returns the answer's id.
     ///
     /// A continued question's answer is admitted by a [`Worker`](crate::Worker) (or
     /// [`admit_answers`](crate::admit_answers), or the live host's
@@ -117,10 +118,12 @@ impl PgStore {
         let batch = batch.clone();
         let provenance = serde_json::to_string(provenance).map_err(PgError::Json)?;
         let limits = limits.clone();
-        self.db().run(move |connection| {
+        let answered = self.db().run(move |connection| {
             // Two round trips: the question read (its questions never change once asked), then
-            // one statement that holds its row, checks it is still open or continued, inserts the answer
-            // unless one is there, and notifies the workers, committed on its own.
+            // one statement that holds its row, checks it is still open or continued and inserts
+            // the answer unless one is there, committed on its own. The workers' hint goes after
+            // the commit, from the store's hint sender (`hints`): a notifying commit would wait
+            // for every other notifying commit's flush.
             let read = connection.statement(
                 "SELECT q.state, q.questions,
                         EXISTS (SELECT 1 FROM ask_user_answers a
@@ -164,11 +167,8 @@ impl PgStore {
                      SELECT $1, $2, $3, $4, $5 FROM q
                      ON CONFLICT (name, call_id) DO NOTHING
                      RETURNING 1
-                 ), note AS (
-                     SELECT pg_notify('ask_user_answers', $1) FROM ins
                  )
-                 SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM ins),
-                        (SELECT count(*) FROM note)",
+                 SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM ins)",
             )?;
             let row = connection
                 .client()?
@@ -192,7 +192,9 @@ impl PgStore {
                 return Ok(Err(AnswerError::ReplyQueued(call)));
             }
             Ok(Ok(answer_id))
-        })?
+        })??;
+        self.hint(name);
+        Ok(answered)
     }
 
     /// The accepted answers of session `name` that are not admitted yet and whose question is

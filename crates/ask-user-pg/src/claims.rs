@@ -40,18 +40,14 @@ const CLAIM: &str = "WITH q AS (
          WHERE q.state = 'open'
          ON CONFLICT (name, call_id, client) DO UPDATE SET expires_at = EXCLUDED.expires_at
          RETURNING (c.xmax = 0) AS fresh
-     ), note AS (
-         SELECT pg_notify('ask_user_answers', $1) FROM up WHERE fresh
      )
-     SELECT (SELECT state FROM q), (SELECT count(*) FROM note)";
+     SELECT (SELECT state FROM q), (SELECT count(*) FROM up WHERE fresh)";
 
 const RELEASE: &str = "WITH gone AS (
          DELETE FROM ask_user_claims WHERE name = $1 AND call_id = $2 AND client = $3
          RETURNING 1
-     ), note AS (
-         SELECT pg_notify('ask_user_answers', $1) FROM gone LIMIT 1
      )
-     SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM note)";
+     SELECT count(*) FROM gone";
 
 const WINDOW: &str = "SELECT q.state,
          a.answer_id, a.batch, a.provenance,
@@ -80,7 +76,7 @@ impl PgStore {
         }
         let (key, call, client) = (name.to_owned(), call_id.clone(), client.to_owned());
         let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
-        self.db().run(move |connection| {
+        let (state, fresh) = self.db().run(move |connection| {
             let claim = connection.statement(CLAIM)?;
             let row = connection
                 .client()?
@@ -89,13 +85,19 @@ impl PgStore {
                     &[&key, &to_db(call.as_str()), &to_db(&client), &ttl],
                 )
                 .map_err(PgError::Query)?;
-            match row.get::<_, Option<&str>>(0) {
-                Some(state) => Ok(Ok(
-                    QuestionState::parse(state).unwrap_or(QuestionState::Dropped)
-                )),
-                None => Ok(Err(unknown(connection, key, call)?)),
-            }
-        })?
+            let fresh = row.get::<_, i64>(1) > 0;
+            Ok(match row.get::<_, Option<&str>>(0) {
+                Some(state) => (
+                    Ok(QuestionState::parse(state).unwrap_or(QuestionState::Dropped)),
+                    fresh,
+                ),
+                None => (Err(unknown(connection, key, call)?), false),
+            })
+        })?;
+        if fresh {
+            self.hint(name);
+        }
+        state
     }
 
     /// Removes the claim of surface `client` on `call_id` of session `name` (its card closed),
@@ -110,14 +112,18 @@ impl PgStore {
             return Ok(false);
         }
         let (key, call, client) = (name.to_owned(), call_id.clone(), client.to_owned());
-        self.db().run(move |connection| {
+        let released = self.db().run(move |connection| {
             let release = connection.statement(RELEASE)?;
             let row = connection
                 .client()?
                 .query_one(&release, &[&key, &to_db(call.as_str()), &to_db(&client)])
                 .map_err(PgError::Query)?;
             Ok(row.get::<_, i64>(0) > 0)
-        })
+        })?;
+        if released {
+            self.hint(name);
+        }
+        Ok(released)
     }
 
     /// The question `call_id` of session `name` as the host running its call sees it: its state,

@@ -20,12 +20,20 @@ use std::collections::HashMap;
 use std::fmt;
 
 use postgres::{Statement, ToStatement, Transaction};
-use session_log::{EventBody, LogVisitor, Scanned, SessionEvent, SessionHeader};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use session_log::{
+    EventBody, LogAnchor, LogVisitor, ScanPosition, Scanned, SessionEvent, SessionHeader,
+    SessionStore,
+};
 use user_questions::{CallId, Question};
-use user_questions_projection::{ActiveState, Replay};
+use user_questions_projection::{
+    ActiveState, PROJECTION_KEY, Replay, STATE_VERSION, UserQuestionsState, restore,
+};
 
 use crate::PgError;
 use crate::db::Connection;
+use crate::store::PgStore;
 use crate::text::to_db;
 
 /// A question's state in the ledger.
@@ -214,6 +222,34 @@ impl LedgerFold {
         }
     }
 
+    /// A fold resumed at `at` from the projection `state` there (a checkpoint's): the ledger is
+    /// taken to say what the state says of every call, as it does when it is in line with the
+    /// log up to `at`. What settled each call settled before `at` is not known; only the
+    /// whole-log [`snapshot`](Self::snapshot) needs it, and a resumed fold never takes one.
+    pub(crate) fn resume(
+        header: &SessionHeader,
+        state: UserQuestionsState,
+        at: ScanPosition,
+    ) -> Self {
+        let replay = Replay::resume(header, state, at);
+        let view = replay.state().view();
+        let active = view
+            .active
+            .iter()
+            .map(|entry| (entry.call_id.clone(), entry.state))
+            .collect();
+        let settled = view.settled.len();
+        Self {
+            fold: Fold {
+                replay,
+                active,
+                settled,
+                settled_by: HashMap::new(),
+            },
+            staged: None,
+        }
+    }
+
     /// The rows `written` (a batch about to be appended from line `first_line` on) changes;
     /// [`LedgerFold::commit`] adopts the fold once the batch is in.
     pub(crate) fn plan(&mut self, first_line: u64, written: &[SessionEvent]) -> LedgerPlan {
@@ -282,15 +318,84 @@ impl LedgerFold {
 }
 
 /// Folds the open scan's records into the ledger's fold (the store's hold runs it beside the
-/// caller's visitor).
+/// caller's visitor). An open resumed at a checkpoint starts the fold from the checkpoint's
+/// projection state, read from the session row; when that state cannot be had (no checkpoint
+/// document at the resume point, or one that does not restore), the fold is left out and the
+/// hold folds the whole log instead.
 #[derive(Default)]
 pub struct FoldVisitor {
     pub(crate) fold: Option<LedgerFold>,
+    /// The store and log whose checkpoint a resumed scan starts from.
+    source: Option<(PgStore, String)>,
+    /// Set when the scan resumed: `Ok` when the fold starts there, else why not.
+    pub(crate) resumed: Option<Result<(), String>>,
+}
+
+impl FoldVisitor {
+    /// The fold of an open of the log `name` of `store` (which may resume at its checkpoint).
+    pub(crate) fn of(store: PgStore, name: &str) -> Self {
+        Self {
+            fold: None,
+            source: Some((store, name.to_owned())),
+            resumed: None,
+        }
+    }
+}
+
+/// The parts of a projection checkpoint document (SPEC §9.6) the ledger's fold needs; the rest
+/// (the host's open state) is the host's.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CheckpointDocument<'a> {
+    key: &'a str,
+    state_version: u64,
+    log: LogAnchor,
+    #[serde(borrow)]
+    state: &'a RawValue,
+}
+
+/// The ledger's fold at `at`, from the checkpoint document saved for the log `name`: it must be
+/// the projection's at this state version, and its anchor must be at `at` and fit the log (an
+/// anchor checked by the open may name a document replaced since it was read).
+fn fold_at_checkpoint(
+    store: &PgStore,
+    name: &str,
+    header: &SessionHeader,
+    at: ScanPosition,
+) -> Result<LedgerFold, String> {
+    let bytes = SessionStore::load_checkpoint(store, name)
+        .map_err(|e| e.to_string())?
+        .ok_or("no checkpoint document")?;
+    let document: CheckpointDocument<'_> =
+        serde_json::from_slice(&bytes).map_err(|e| format!("unreadable checkpoint: {e}"))?;
+    if document.key != PROJECTION_KEY || document.state_version != u64::from(STATE_VERSION) {
+        return Err("a checkpoint of another projection or state version".into());
+    }
+    if document.log.byte_length != at.byte_offset {
+        return Err("the checkpoint document is not at the resume point".into());
+    }
+    match SessionStore::resolve_anchor(store, name, &document.log).map_err(|e| e.to_string())? {
+        Ok((_, position)) if position.expected_seq == at.expected_seq => {}
+        Ok(_) => return Err("the checkpoint's next seq differs".into()),
+        Err(mismatch) => return Err(mismatch.to_string()),
+    }
+    let state = restore(document.state.get()).map_err(|e| e.to_string())?;
+    Ok(LedgerFold::resume(header, state, at))
 }
 
 impl LogVisitor for FoldVisitor {
     fn header(&mut self, header: &SessionHeader) {
         self.fold = Some(LedgerFold::new(header));
+    }
+
+    fn resumed(&mut self, header: &SessionHeader, at: ScanPosition) {
+        let started = match &self.source {
+            Some((store, name)) => fold_at_checkpoint(store, name, header, at),
+            None => Err("no store to read the checkpoint from".into()),
+        };
+        self.resumed = Some(started.map(|fold| {
+            self.fold = Some(fold);
+        }));
     }
 
     fn line(&mut self, scanned: &Scanned<'_>) {

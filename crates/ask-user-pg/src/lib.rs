@@ -26,6 +26,7 @@ mod claims;
 mod db;
 mod desk;
 mod feed;
+mod hints;
 mod ledger;
 mod lines;
 mod schema;

@@ -23,6 +23,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0005_secrets",
         include_str!("../migrations/0005_secrets.sql"),
     ),
+    (
+        "0006_ledger_length",
+        include_str!("../migrations/0006_ledger_length.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

@@ -8,6 +8,10 @@
 //! transaction that first checks the writer's epoch (and the log's length), so a writer whose log
 //! was taken over writes nothing ([`StoreError::Fenced`]) and no `seq` is ever written twice. A
 //! thread renews the leases of the live writers; dropping a writer frees its lease.
+//!
+//! An open at a checkpoint ([`SessionStore::open_from`]) reads only the rows after its anchor;
+//! the ledger's fold starts from the checkpoint's state, and writes nothing when the session row's
+//! `ledger_length` says the ledger was in line with the whole log (see [`PgHold`]'s `opened`).
 
 use std::collections::HashMap;
 use std::io;
@@ -24,6 +28,7 @@ use user_questions::sync::lock_unpoisoned as lock;
 
 use crate::PgError;
 use crate::db::Db;
+use crate::hints::Hints;
 use crate::ledger::{FoldVisitor, LedgerFold};
 use crate::lines::Lines;
 
@@ -84,6 +89,8 @@ struct Inner {
     lease_secs: f64,
     /// The live writers of this store: log name → the epoch each holds.
     live: Mutex<HashMap<String, i64>>,
+    /// The ledger's hints to its listeners, sent after the commits that make them true.
+    hints: Hints,
     /// Dropped with the store, which ends the renewal thread.
     _stop_renewing: mpsc::Sender<()>,
 }
@@ -116,9 +123,10 @@ impl PgStore {
             db,
             config: config.to_owned(),
             schema: options.schema.clone(),
-            owner,
+            owner: owner.clone(),
             lease_secs: options.lease.as_secs_f64(),
             live: Mutex::new(HashMap::new()),
+            hints: Hints::new(config, &options.schema, &owner),
             _stop_renewing: stop,
         });
         let weak = Arc::downgrade(&inner);
@@ -175,6 +183,12 @@ impl PgStore {
 
     pub(crate) fn db(&self) -> &Db {
         &self.inner.db
+    }
+
+    /// Hints the listeners of session `name` (its workers, its host) that the ledger has
+    /// something new for them, after the commit that made it so (see [`hints`](crate::hints)).
+    pub(crate) fn hint(&self, name: &str) {
+        self.inner.hints.send(name);
     }
 
     /// A new connection to the same database and schema, on a thread of its own.
@@ -247,9 +261,10 @@ impl PgStore {
         })
     }
 
-    /// Takes the lease of the log `name`: `Ok(Some(epoch))`, or `Ok(None)` while another writer
-    /// holds it.
-    fn take_lease(&self, name: &str) -> Result<Option<i64>, StoreError> {
+    /// Takes the lease of the log `name`: `Ok(Some((epoch, in_line)))`, or `Ok(None)` while
+    /// another writer holds it. `in_line`: the ledger was brought in line with the whole log and
+    /// kept there by every append since (under the lease nothing else changes that).
+    fn take_lease(&self, name: &str) -> Result<Option<(i64, bool)>, StoreError> {
         if !crate::text::may_exist(name) {
             return Err(Self::not_found(name));
         }
@@ -273,7 +288,8 @@ impl PgStore {
                                WHERE name = $1 FOR UPDATE SKIP LOCKED) AS previous
                          WHERE s.name = previous.name
                            AND (s.owner IS NULL OR s.lease_until < now())
-                         RETURNING s.epoch, previous.owner",
+                         RETURNING s.epoch, previous.owner,
+                                   coalesce(s.ledger_length = s.byte_length, false)",
                         &[&key, &owner, &lease],
                     )
                     .map_err(PgError::Query)?;
@@ -281,7 +297,7 @@ impl PgStore {
                     if let Some(previous) = row.get::<_, Option<String>>(1) {
                         tracing::warn!(log = %key, %previous, "took the session over: its owner's lease ran out");
                     }
-                    return Ok(Some(Some(row.get::<_, i64>(0))));
+                    return Ok(Some(Some((row.get::<_, i64>(0), row.get::<_, bool>(2)))));
                 }
                 let exists = client
                     .query_opt("SELECT 1 FROM ask_user_sessions WHERE name = $1", &[&key])
@@ -293,7 +309,8 @@ impl PgStore {
         taken.ok_or_else(|| Self::not_found(name))
     }
 
-    /// Writes every ledger row the log implies, fenced by the writer's `epoch`.
+    /// Writes every ledger row the log implies, fenced by the writer's `epoch`, and records that
+    /// the ledger is in line with the log as it is now (`ledger_length`).
     fn reconcile(
         inner: &Inner,
         name: &str,
@@ -308,13 +325,13 @@ impl PgStore {
             .run(move |connection| {
                 let mut tx = connection.client()?.transaction().map_err(PgError::Query)?;
                 let still_ours = tx
-                    .query_opt(
-                        "SELECT 1 FROM ask_user_sessions
-                         WHERE name = $1 AND epoch = $2 AND owner = $3 FOR UPDATE",
+                    .execute(
+                        "UPDATE ask_user_sessions SET ledger_length = byte_length
+                         WHERE name = $1 AND epoch = $2 AND owner = $3",
                         &[&key, &epoch, &owner],
                     )
                     .map_err(PgError::Query)?
-                    .is_some();
+                    == 1;
                 if !still_ours {
                     return Ok(true);
                 }
@@ -483,7 +500,7 @@ impl LogBackend for PgStore {
     /// Takes the lease: [`StoreError::Locked`] while another writer holds it (one whose lease ran
     /// out is taken over, and fenced).
     fn acquire(&self, name: &str) -> Result<PgHold, StoreError> {
-        let Some(epoch) = self.take_lease(name)? else {
+        let Some((epoch, in_line)) = self.take_lease(name)? else {
             return Err(StoreError::Locked {
                 path: location(name),
             });
@@ -494,6 +511,7 @@ impl LogBackend for PgStore {
             name: name.to_owned(),
             location: location(name),
             epoch,
+            in_line,
             state: WriterState::Live,
             ledger: None,
         })
@@ -594,12 +612,6 @@ impl LogBackend for PgStore {
         }
         Ok(PathBuf::from(format!("pg:{name}.checkpoint")))
     }
-
-    /// The ledger of a session is folded from its whole log when it is opened for write, so an
-    /// open never starts at a checkpoint.
-    fn resumes(&self) -> bool {
-        false
-    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -618,6 +630,8 @@ pub struct PgHold {
     name: String,
     location: PathBuf,
     epoch: i64,
+    /// Whether the ledger was in line with the whole log when the lease was taken.
+    in_line: bool,
     state: WriterState,
     ledger: Option<LedgerFold>,
 }
@@ -690,14 +704,48 @@ impl OwnedLog for PgHold {
     type Fold = FoldVisitor;
 
     fn fold(&self) -> FoldVisitor {
-        FoldVisitor::default()
+        FoldVisitor::of(
+            PgStore {
+                inner: Arc::clone(&self.inner),
+            },
+            &self.name,
+        )
     }
 
-    /// The ledger in line with the log (a log imported, or left by a crash between a commit and
-    /// nothing else: the ledger is written with every append, so this changes nothing), fenced by
-    /// the writer's epoch.
+    /// The ledger in line with the log, fenced by the writer's epoch.
+    ///
+    /// * An open that read the whole log reconciles the ledger with all of it (a log imported,
+    ///   or written before the ledger kept `ledger_length`; otherwise this changes nothing, since
+    ///   the ledger is written with every append).
+    /// * An open resumed at a checkpoint whose fold started there, of a log whose ledger was in
+    ///   line when the lease was taken, writes nothing: every append since the checkpoint wrote
+    ///   its ledger rows in its own transaction (which is what kept `ledger_length` in line), so
+    ///   what the lines after the checkpoint change is there already, and the fold goes on from
+    ///   the checkpoint's state.
+    /// * Otherwise (an imported log, a checkpoint document replaced since the host read it), the
+    ///   ledger cannot start where the checkpoint left it: its fold reads the whole log (the host
+    ///   still read only the lines after the checkpoint) and the whole ledger is reconciled.
     fn opened(&mut self, header: &SessionHeader, fold: FoldVisitor) -> Result<(), StoreError> {
-        let ledger = fold.fold.unwrap_or_else(|| LedgerFold::new(header));
+        let whole = match (fold.resumed, fold.fold) {
+            (None, whole) => whole,
+            (Some(Ok(())), Some(resumed)) if self.in_line => {
+                self.ledger = Some(resumed);
+                return Ok(());
+            }
+            (Some(outcome), _) => {
+                let why = outcome
+                    .err()
+                    .unwrap_or_else(|| "the ledger is not in line with the log".into());
+                tracing::debug!(log = %self.location.display(), reason = %why, "the ledger is folded from the whole log");
+                let mut whole = FoldVisitor::default();
+                let store = PgStore {
+                    inner: Arc::clone(&self.inner),
+                };
+                session_log::SessionStore::read(&store, &self.name, &mut whole)?;
+                whole.fold
+            }
+        };
+        let ledger = whole.unwrap_or_else(|| LedgerFold::new(header));
         PgStore::reconcile(&self.inner, &self.name, self.epoch, &ledger)?;
         self.ledger = Some(ledger);
         Ok(())
@@ -746,7 +794,8 @@ impl OwnedLog for PgHold {
         let outcome = self.inner.db.run(move |connection| {
             let fence = connection.statement(
                 "UPDATE ask_user_sessions
-                 SET byte_length = $5, lease_until = now() + make_interval(secs => $6)
+                 SET byte_length = $5, lease_until = now() + make_interval(secs => $6),
+                     ledger_length = CASE WHEN ledger_length = $4::bigint THEN $5::bigint END
                  WHERE name = $1 AND epoch = $2 AND owner = $3 AND byte_length = $4",
             )?;
             let insert = connection.statement(
