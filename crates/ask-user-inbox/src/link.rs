@@ -63,8 +63,14 @@ pub type Stream = Box<dyn AsyncReadWrite>;
 pub trait AsyncReadWrite: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> AsyncReadWrite for T {}
 
-/// How often a waiting question's session is looked at again for what its host learnt of it.
+/// How soon a waiting question's session is first looked at again for what its host learnt of
+/// it (the client's folder, which `roots/list` brings within moments); each later look waits
+/// twice as long, up to [`RELABEL_AT_MOST`], so a question that waits long costs no steady
+/// wake-ups.
 pub const RELABEL_EVERY: Duration = Duration::from_secs(1);
+
+/// The longest pause between two looks at a waiting question's session.
+pub const RELABEL_AT_MOST: Duration = Duration::from_mins(1);
 
 /// How long an answer the inbox gave as the window closed waits for the call to be continued.
 pub const CONTINUED_WITHIN: Duration = Duration::from_secs(10);
@@ -575,8 +581,9 @@ impl Answerer for LinkAnswerer {
         let mut rest_done = false;
         // What the host learns of the session later (the client's folder, from `roots/list`)
         // reaches the inbox while the question waits.
-        let mut relabel =
-            tokio::time::interval_at(tokio::time::Instant::now() + RELABEL_EVERY, RELABEL_EVERY);
+        let mut pause = RELABEL_EVERY;
+        let relabel = tokio::time::sleep(pause);
+        tokio::pin!(relabel);
         let session_id = request.agent.as_ref().map(|a| a.session().id().clone());
         loop {
             tokio::select! {
@@ -592,7 +599,9 @@ impl Answerer for LinkAnswerer {
                 () = request.cancel.cancelled() => {
                     return Err(UserQuestionError::ask_aborted().into());
                 }
-                _ = relabel.tick() => {
+                () = &mut relabel => {
+                    pause = (pause * 2).min(RELABEL_AT_MOST);
+                    relabel.as_mut().reset(tokio::time::Instant::now() + pause);
                     if let Some(session) = session_id.as_ref().and_then(|id| inner.session_of(id)) {
                         inner.announce(&session);
                     }
