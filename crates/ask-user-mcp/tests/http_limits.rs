@@ -410,6 +410,44 @@ async fn sessions_come_and_go(server: &Served, count: usize) -> usize {
     most.load(Ordering::Relaxed)
 }
 
+/// `count` sessions opened at once with `initialize` only (on a loaded machine a session of the
+/// burst may already be past its idle expiry when a second request of it would come), left to
+/// the idle expiry; then waits until `server` has none left. The most that were live at once.
+async fn burst(served: &Served, count: usize) -> usize {
+    let addr = served.addr;
+    let most = Arc::new(AtomicUsize::new(0));
+    let sampler = tokio::spawn({
+        let most = Arc::clone(&most);
+        let mcp = served.server.clone();
+        async move {
+            loop {
+                most.fetch_max(mcp.http_sessions(), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    });
+    let mut sessions = tokio::task::JoinSet::new();
+    for _ in 0..count {
+        sessions.spawn(async move {
+            let response = exchange(addr, &mcp_request(addr, "POST", &[], &initialize_body()))
+                .await
+                .unwrap();
+            assert_eq!(status(&response), 200, "{response}");
+        });
+    }
+    while let Some(done) = sessions.join_next().await {
+        done.unwrap();
+    }
+    most.fetch_max(served.server.http_sessions(), Ordering::Relaxed);
+    assert!(
+        until(Duration::from_secs(10), || served.server.http_sessions()
+            == 0)
+        .await
+    );
+    sampler.abort();
+    most.load(Ordering::Relaxed)
+}
+
 /// Waits (at most `within`) until `done` holds.
 async fn until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + within;
@@ -447,29 +485,26 @@ async fn sessions_come_and_go_in_a_process_of_their_own() {
     // past 224 entries a map doubles, so the peak must be past that), then 1,000 that come and
     // go. The maps that hold live sessions and connections (ours, rmcp's, tokio's) keep the
     // capacity that peak needed: some 130 KB, whatever the number of sessions after it.
-    let addr = served.addr;
-    let mut burst = tokio::task::JoinSet::new();
-    for _ in 0..250 {
-        // Only `initialize`: on a loaded machine a session of the burst may already be past its
-        // 300 ms idle expiry when a second request of it would come.
-        burst.spawn(async move {
-            let response = exchange(addr, &mcp_request(addr, "POST", &[], &initialize_body()))
-                .await
-                .unwrap();
-            assert_eq!(status(&response), 200, "{response}");
-        });
+    // On a loaded machine the first sessions of a burst may pass their idle expiry before the
+    // last are open, so the peak is sampled and the burst made again until it is past 224.
+    let mut peak = 0;
+    for _ in 0..5 {
+        peak = burst(&served, 250).await;
+        if peak > 224 {
+            break;
+        }
     }
-    while let Some(done) = burst.join_next().await {
-        done.unwrap();
-    }
-    assert!(
-        until(Duration::from_secs(10), || served.server.http_sessions()
-            == 0)
-        .await
-    );
     sessions_come_and_go(&served, 1000).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let warm = usage();
+    // The live heap of a warm server moves by some 10% from one quiet moment to the next
+    // (buffers and caches of the runtime and the HTTP stack): warm is the most of three.
+    let mut warm = usage();
+    for _ in 0..2 {
+        sessions_come_and_go(&served, 300).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = usage();
+        warm = (warm.0.max(now.0), warm.1.max(now.1), warm.2.max(now.2));
+    }
     let started = Instant::now();
     let most = sessions_come_and_go(&served, 3000).await;
     let took = started.elapsed();
@@ -485,8 +520,8 @@ async fn sessions_come_and_go_in_a_process_of_their_own() {
     #[allow(clippy::cast_precision_loss, reason = "a figure to print")]
     let kb = |bytes: usize| bytes as f64 / 1e3;
     eprintln!(
-        "3,000 sessions (half deleted, half left idle; at most {most} live at once) gone in \
-         {took:?}: descriptors {} at the start, {} warm, {} after; live heap {:.0} KB, {:.0} KB, \
+        "3,000 sessions (half deleted, half left idle; at most {most} live at once; the warm-up's \
+         burst {peak}) gone in {took:?}: descriptors {} at the start, {} warm, {} after; live heap {:.0} KB, {:.0} KB, \
          {:.0} KB; RSS {:.0} KB, {:.0} KB, {:.0} KB",
         start.0,
         warm.0,
