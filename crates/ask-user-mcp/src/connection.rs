@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use ask_user_host::{Host, HostError, ModelInfo, SessionOptions, new_session_id};
+use ask_user_host::{Host, HostError, ModelInfo, SessionOptions, ToolSpec, new_session_id};
 use pending_answer::{DeskError, LateRefusal, Queued};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
@@ -176,6 +176,15 @@ impl Conn {
                 model: ModelInfo::new("mcp", client.unwrap_or_else(|| "unknown".to_owned())),
             };
             let host = Arc::new(runtime.open_or_create(&self.log, options)?.0);
+            // The model sees the companion tool beside the ask tool: the log's request header
+            // lists it too.
+            if runtime.tool().takes_late_answers() {
+                host.set_tools([ToolSpec::new(
+                    crate::companion::ANSWER_TOOL_NAME,
+                    crate::companion::ANSWER_TOOL_DESCRIPTION,
+                    crate::companion::answer_tool_parameters(),
+                )])?;
+            }
             slot.hooked = self
                 .server
                 .options()

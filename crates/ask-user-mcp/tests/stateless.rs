@@ -220,6 +220,18 @@ async fn a_timed_call_holds_its_window_and_goes_pending() {
     );
     let call_id: Value = serde_json::from_str(text).unwrap();
     let call_id = call_id["callId"].as_str().unwrap().to_owned();
+    // The log's request header lists the tools the model saw: the companion too.
+    let header = logged(&dir)
+        .into_iter()
+        .find(|e| e["type"] == "request/header")
+        .unwrap();
+    let names: Vec<&str> = header["data"]["header"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["ask_user_question", "ask_user_question_answer"]);
     // The companion finds it, still pending.
     let again = connected
         .client
