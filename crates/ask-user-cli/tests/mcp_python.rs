@@ -16,19 +16,7 @@ use std::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
 
 fn python() -> Option<String> {
-    match std::env::var("ASK_USER_PYTHON") {
-        Ok(python) if !python.is_empty() => Some(python),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "ASK_USER_PYTHON is not set: CI must run the MCP Python SDK interop test (see .ci/run)"
-            );
-            eprintln!(
-                "skipped: set ASK_USER_PYTHON to a Python with `mcp` installed to run this test"
-            );
-            None
-        }
-    }
+    ask_user_testkit::required_env("ASK_USER_PYTHON", "a Python with `mcp` installed")
 }
 
 fn run_client(transport: &str) {

@@ -18,19 +18,11 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
 
 fn client_dir() -> Option<PathBuf> {
-    match std::env::var_os("ASK_USER_TS_CLIENT") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "ASK_USER_TS_CLIENT is not set: CI must run the MCP TypeScript SDK interop test (see .ci/run)"
-            );
-            eprintln!(
-                "skipped: set ASK_USER_TS_CLIENT to a folder with @modelcontextprotocol/client installed"
-            );
-            None
-        }
-    }
+    ask_user_testkit::required_env(
+        "ASK_USER_TS_CLIENT",
+        "a folder with @modelcontextprotocol/client installed",
+    )
+    .map(PathBuf::from)
 }
 
 /// Runs the client in `mode`, picking `pick` in the form; the JSON lines it printed, by step.

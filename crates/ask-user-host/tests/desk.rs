@@ -5,27 +5,17 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{SCOPE_ARGS, runtime};
 use std::sync::{Arc, Mutex};
 
 use ask_user_host::{Host, HostRuntime, LiveDesk, LogDesk, SessionOptions};
 use pending_answer::{Accepted, DeskState, LateRefusal, NotWaiting, QuestionDesk};
 use session_log::{MemoryStore, SessionStore};
-use tool_ask_user::AskUserConfig;
 use user_questions::{
-    AnswerBatch, AnswerItem, CallId, CancellationToken, InMemoryAgentRegistry, Provenance,
-    QuestionEventKind,
+    AnswerBatch, AnswerItem, CallId, CancellationToken, Provenance, QuestionEventKind,
 };
-
-const SCOPE_ARGS: &str = r#"{"questions":[{"id":"scope","question":"Which scope?","options":[{"label":"Tool only"},{"label":"Everything"}]}]}"#;
-
-fn runtime(store: Arc<dyn SessionStore>) -> HostRuntime {
-    HostRuntime::with_registry(
-        store,
-        Some(AskUserConfig::timed_secs(120)),
-        InMemoryAgentRegistry::new(),
-    )
-    .unwrap()
-}
 
 fn scope(label: &str) -> AnswerBatch {
     AnswerBatch::new([AnswerItem::selected("scope", [label])])

@@ -5,6 +5,9 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{SCOPE_ARGS, runtime};
 use std::io::BufReader;
 use std::sync::Arc;
 
@@ -13,21 +16,10 @@ use ask_user_host::{
 };
 use serde_json::{Value, json};
 use session_log::{JsonlStore, MemoryStore, SessionStore, TOOL_OUTCOME_UNKNOWN_TEXT};
-use tool_ask_user::AskUserConfig;
-use user_questions::{CallId, CancellationToken, ErrorCode, InMemoryAgentRegistry};
+use user_questions::{CallId, CancellationToken, ErrorCode};
 use user_questions_projection::{ActiveState, fold_log};
 
-const SCOPE_ARGS: &str = r#"{"questions":[{"id":"scope","question":"Which scope?","options":[{"label":"Tool only"},{"label":"Everything"}]}]}"#;
 const BASH_ARGS: &str = r#"{"command": "cargo test"}"#;
-
-fn runtime(store: Arc<dyn SessionStore>) -> HostRuntime {
-    HostRuntime::with_registry(
-        store,
-        Some(AskUserConfig::timed_secs(120)),
-        InMemoryAgentRegistry::new(),
-    )
-    .unwrap()
-}
 
 /// A session `s.jsonl` of a runtime over a memory store.
 fn memory_session() -> (MemoryStore, HostRuntime, Host) {

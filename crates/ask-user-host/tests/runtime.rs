@@ -4,27 +4,17 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{SCOPE_ARGS, runtime};
 use std::sync::Arc;
 
-use ask_user_host::{Host, HostRuntime, SessionOptions};
+use ask_user_host::{Host, SessionOptions};
 use session_log::{JsonlStore, MemoryStore, SessionStore};
-use tool_ask_user::AskUserConfig;
 use user_questions::{
-    AgentRegistry, AnswerBatch, AnswerItem, CallId, CancellationToken, InMemoryAgentRegistry,
-    Provenance,
+    AgentRegistry, AnswerBatch, AnswerItem, CallId, CancellationToken, Provenance,
 };
 use user_questions_projection::ActiveState;
-
-const SCOPE_ARGS: &str = r#"{"questions":[{"id":"scope","question":"Which scope?","options":[{"label":"Tool only"},{"label":"Everything"}]}]}"#;
-
-fn runtime(store: Arc<dyn SessionStore>) -> HostRuntime {
-    HostRuntime::with_registry(
-        store,
-        Some(AskUserConfig::timed_secs(120)),
-        InMemoryAgentRegistry::new(),
-    )
-    .unwrap()
-}
 
 /// One turn in which `call` is asked with nobody to answer: the window passes (paused clock) and
 /// the call ends pending, continued in the projection.

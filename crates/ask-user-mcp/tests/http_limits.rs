@@ -367,23 +367,30 @@ fn usage() -> (usize, usize, usize) {
     (fds, HEAP.allocated(), pages * 4096)
 }
 
+/// The most sessions `server` has had live at once since this call, sampled every 5 ms until
+/// the task is aborted.
+fn sample_peak(server: &Served) -> (Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+    let most = Arc::new(AtomicUsize::new(0));
+    let sampler = tokio::spawn({
+        let most = Arc::clone(&most);
+        let mcp = server.server.clone();
+        async move {
+            loop {
+                most.fetch_max(mcp.http_sessions(), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    });
+    (most, sampler)
+}
+
 /// `count` sessions, 8 at a time, each opened and asked for its tools, then deleted (every
 /// other one) or left for the idle expiry; then waits until `server` has none left. The most
 /// sessions that were live at once.
 async fn sessions_come_and_go(server: &Served, count: usize) -> usize {
     const PARALLEL: usize = 8;
     let addr = server.addr;
-    let most = Arc::new(AtomicUsize::new(0));
-    let sampler = tokio::spawn({
-        let most = Arc::clone(&most);
-        let server = server.server.clone();
-        async move {
-            loop {
-                most.fetch_max(server.http_sessions(), Ordering::Relaxed);
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    });
+    let (most, sampler) = sample_peak(server);
     let mut workers = tokio::task::JoinSet::new();
     for worker in 0..PARALLEL {
         workers.spawn(async move {
@@ -415,17 +422,7 @@ async fn sessions_come_and_go(server: &Served, count: usize) -> usize {
 /// the idle expiry; then waits until `server` has none left. The most that were live at once.
 async fn burst(served: &Served, count: usize) -> usize {
     let addr = served.addr;
-    let most = Arc::new(AtomicUsize::new(0));
-    let sampler = tokio::spawn({
-        let most = Arc::clone(&most);
-        let mcp = served.server.clone();
-        async move {
-            loop {
-                most.fetch_max(mcp.http_sessions(), Ordering::Relaxed);
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        }
-    });
+    let (most, sampler) = sample_peak(served);
     let mut sessions = tokio::task::JoinSet::new();
     for _ in 0..count {
         sessions.spawn(async move {

@@ -17,6 +17,7 @@ use ask_user_openai::async_openai::types::chat::{
 use ask_user_openai::{NoOtherTools, run_turn};
 use session_log::JsonlStore;
 use tool_ask_user::AskUserConfig;
+use user_questions::sanitize::{visible, visible_lines};
 use user_questions::{
     AnswerBatch, AnswerItem, Answered, CallId, CancellationToken, Provenance, RegisterOptions,
     answerer_fn,
@@ -54,9 +55,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .unwrap_or_default();
             let mut items = Vec::new();
             for question in &request.questions {
+                // Model text reaches the terminal with its control characters escaped.
                 println!(
-                    "? [{call} {}] {} (answer, or an empty line to answer later)",
-                    question.id, question.question
+                    "? [{} {}] {} (answer, or an empty line to answer later)",
+                    visible(&call),
+                    visible(&question.id),
+                    visible_lines(&question.question)
                 );
                 let line = lines.lock().await.recv().await.unwrap_or_default();
                 if line.trim().is_empty() {
@@ -94,7 +98,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let answers = AnswerBatch::new([AnswerItem::custom(id, answer)]);
             match host.answer_late(&CallId::from(call), answers, Provenance::human("terminal")) {
                 Ok(_) => println!("(queued: the agent reads it at its next turn)"),
-                Err(error) => println!("not taken: {error}"),
+                Err(error) => println!("not taken: {}", visible(&error.to_string())),
             }
             continue;
         }
@@ -114,7 +118,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             &cancel,
         )
         .await?;
-        println!("agent: {reply}");
+        println!("agent: {}", visible_lines(&reply));
     }
     Ok(())
 }

@@ -27,3 +27,25 @@ pub mod pty;
 pub mod siege;
 pub mod store_contract;
 pub mod tls;
+
+/// The value of the environment variable `name` that `.ci/run` sets for a test needing
+/// something outside the workspace (an SDK, a client): `None` (after saying the test was
+/// skipped) when it is unset or empty outside CI.
+///
+/// # Panics
+///
+/// Under `CI=true` when it is unset or empty: such a test never passes silently in CI. `what`
+/// says what the variable names, for the message.
+pub fn required_env(name: &str, what: &str) -> Option<String> {
+    match std::env::var(name) {
+        Ok(value) if !value.is_empty() => Some(value),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "{name} is not set: CI must run this test with {what} (see .ci/run)"
+            );
+            eprintln!("skipped: set {name} to {what} to run this test");
+            None
+        }
+    }
+}
