@@ -8,9 +8,9 @@
 //! calls waiting for an answer that never comes. Both get the same load on loopback: `SESSIONS`
 //! sessions (handshake era, a client without forms), each with `CALLS` calls waiting.
 //!
-//! Every waiting call holds an HTTP/1.1 connection of its own, and `ask-user mcp --http` holds at
-//! most 256 connections at once (`HttpLimits`: a connection past the cap closes the idlest), so
-//! the default load is 20 sessions x 10 calls and 40 pages; 1,000 waiting calls need a higher cap.
+//! Every waiting call holds an HTTP/1.1 connection of its own; `ask-user mcp --http` holds up to
+//! 4,096 at once (`DEFAULT_MAX_CONNECTIONS`, raising its soft descriptor limit for them), so the
+//! default is the load: 100 sessions x 10 calls and 100 pages.
 //!
 //! Printed, each beside the anchor where it has one:
 //! * resident memory per waiting question (the processes' `VmRSS` after the calls wait, less
@@ -76,7 +76,15 @@ impl Drop for Server {
 
 impl Server {
     fn rss_kb(&self) -> u64 {
-        self.pids.iter().map(|pid| status_kb(*pid, "VmRSS:")).sum()
+        self.rss_each().iter().sum()
+    }
+
+    /// Each process's resident memory, in the order of `pids`.
+    fn rss_each(&self) -> Vec<u64> {
+        self.pids
+            .iter()
+            .map(|pid| status_kb(*pid, "VmRSS:"))
+            .collect()
     }
 
     fn cpu_ticks(&self) -> u64 {
@@ -396,6 +404,8 @@ fn collect_cards(value: &Value, session: Option<&str>, found: &mut Vec<(String, 
 
 struct Figures {
     per_question_kb: f64,
+    /// The same, for each process of the server (ours: the MCP server, then the inbox).
+    per_question_each_kb: Vec<f64>,
     idle_cpu_percent: f64,
     latencies: Vec<Duration>,
     churn: Option<(u64, u64, usize, usize)>,
@@ -414,7 +424,7 @@ async fn measure(
         .build()
         .unwrap();
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let before = server.rss_kb();
+    let before = server.rss_each();
     let (ids, mut waiting) = tokio::time::timeout(
         Duration::from_mins(2),
         load(&client, server, sessions, calls),
@@ -422,7 +432,14 @@ async fn measure(
     .await
     .expect("the calls never all waited (past the server's connection cap?)");
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let per_question_kb = server.rss_kb().saturating_sub(before) as f64 / (sessions * calls) as f64;
+    let count = (sessions * calls) as f64;
+    let per_question_each_kb: Vec<f64> = server
+        .rss_each()
+        .iter()
+        .zip(&before)
+        .map(|(after, before)| after.saturating_sub(*before) as f64 / count)
+        .collect();
+    let per_question_kb = per_question_each_kb.iter().sum();
     let streams = connect_pages(&client, server, pages).await;
     let ticks = server.cpu_ticks();
     tokio::time::sleep(idle).await;
@@ -445,6 +462,7 @@ async fn measure(
     };
     Figures {
         per_question_kb,
+        per_question_each_kb,
         idle_cpu_percent,
         latencies,
         churn,
@@ -573,9 +591,15 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn report(name: &str, figures: &Figures) {
     println!("{name}:");
+    let each: Vec<String> = figures
+        .per_question_each_kb
+        .iter()
+        .map(|kb| format!("{kb:.1}"))
+        .collect();
     println!(
-        "  resident memory per waiting question: {:.1} KB",
-        figures.per_question_kb
+        "  resident memory per waiting question: {:.1} KB (by process: {} KB)",
+        figures.per_question_kb,
+        each.join(" + ")
     );
     println!(
         "  CPU while nothing happens: {:.2}% of one core",
@@ -601,12 +625,10 @@ fn report(name: &str, figures: &Figures) {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken.
-    // 20 x 10 by default: each waiting call holds one HTTP/1.1 connection, and the server holds
-    // at most 256 connections at once (`HttpLimits`), pages included.
-    let sessions = size("ASK_USER_BENCH_SESSIONS", 20);
+    let sessions = size("ASK_USER_BENCH_SESSIONS", 100);
     let calls = size("ASK_USER_BENCH_CALLS", 10);
     let idle = Duration::from_secs(size("ASK_USER_BENCH_IDLE_SECS", 60) as u64);
-    let pages = size("ASK_USER_BENCH_PAGES", 40);
+    let pages = size("ASK_USER_BENCH_PAGES", 100);
     let churn = size("ASK_USER_BENCH_CHURN", 1000);
     println!(
         "{sessions} sessions x {calls} waiting calls; idle {} s with {pages} pages; {churn} sessions opened and closed",

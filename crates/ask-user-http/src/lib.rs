@@ -32,7 +32,8 @@ pub use tls::{ServerTls, TlsError};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HttpLimits {
     /// Connections served at once; 256 by default, and never more than the process's descriptor
-    /// limit (`RLIMIT_NOFILE`) leaves after 64 for everything else. At the cap a new connection
+    /// limit (`RLIMIT_NOFILE`) leaves after 64 for everything else: serving raises the soft
+    /// limit towards the hard one first, as far as the cap needs. At the cap a new connection
     /// closes the one that has done nothing useful the longest (idle, or a request still
     /// coming in); when every connection is streaming a response, accepting waits.
     pub max_connections: usize,
@@ -75,6 +76,28 @@ impl HttpLimits {
             None => cap,
         }
     }
+}
+
+/// Raises this process's soft descriptor limit (`RLIMIT_NOFILE`) to `wanted`, or to the hard
+/// limit when that is lower; never lowers it. Returns the soft limit in effect afterwards
+/// (`None` where the system does not tell it). A soft limit of 1,024, the default of many
+/// systems, would otherwise cap a server at 960 connections however high its hard limit is.
+pub fn raise_descriptor_limit(wanted: usize) -> Option<usize> {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    // The kernel takes no soft limit past `fs.nr_open`, even under an unlimited hard one.
+    let kernel = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or(u64::MAX);
+    let wanted = u64::try_from(wanted)
+        .unwrap_or(u64::MAX)
+        .min(hard)
+        .min(kernel);
+    if wanted > soft && setrlimit(Resource::RLIMIT_NOFILE, wanted, hard).is_ok() {
+        return usize::try_from(wanted).ok();
+    }
+    usize::try_from(soft).ok()
 }
 
 /// The soft `RLIMIT_NOFILE` of this process, where `/proc` tells it.
@@ -444,6 +467,7 @@ pub async fn serve_with(
     tls: Option<ServerTls>,
     stop: CancellationToken,
 ) {
+    raise_descriptor_limit(limits.max_connections.saturating_add(RESERVED_DESCRIPTORS));
     let cap = limits.connection_cap();
     let (count, mut counted) = tokio::sync::watch::channel(0);
     let live = Arc::new(Live {

@@ -48,10 +48,10 @@ mod util;
 pub use answerer::{ASK_DECLINED, declined};
 pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};
 pub use server::{
-    ANSWER_LATE_WAIT, AskUserMcp, BearerToken, BearerTokenError, DEFAULT_MAX_SESSIONS,
-    DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, HTTP_PATH, HttpLimits, McpHttpOptions,
-    McpOptions, McpSessionInfo, RequestStateKey, ServeError, ServerTls, SessionHook, TlsError,
-    default_state_dir,
+    ANSWER_LATE_WAIT, AskUserMcp, BearerToken, BearerTokenError, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_SESSIONS, DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, HTTP_PATH, HttpLimits,
+    McpHttpOptions, McpOptions, McpSessionInfo, RequestStateKey, ServeError, ServerTls,
+    SessionHook, TlsError, default_state_dir,
 };
 
 /// Catalog metadata of the companion tool for `cargo xtask catalog`.

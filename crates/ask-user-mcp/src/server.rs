@@ -23,8 +23,9 @@ use crate::sessions::Sessions;
 use crate::state::ServerInner;
 pub use crate::state::SessionHook;
 pub use crate::state::{
-    BearerToken, BearerTokenError, DEFAULT_MAX_SESSIONS, DEFAULT_PROGRESS_INTERVAL,
-    DEFAULT_SESSION_IDLE, McpHttpOptions, McpOptions, McpSessionInfo, RequestStateKey,
+    BearerToken, BearerTokenError, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
+    DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, McpHttpOptions, McpOptions, McpSessionInfo,
+    RequestStateKey,
 };
 pub use ask_user_http::{HttpLimits, ServerTls, TlsError};
 

@@ -60,9 +60,10 @@ pub struct McpOptions {
 /// TLS and its bearer tokens.
 #[derive(Clone, Debug)]
 pub struct McpHttpOptions {
-    /// The server's timeouts and connection cap ([`HttpLimits::default`]: a head in 10 s, a body
-    /// in 20 s, 20 s idle, 256 connections). A response in progress (a call that waits, a
-    /// client's standalone event stream) has no timeout.
+    /// The server's timeouts and connection cap ([`HttpLimits::default`]'s timeouts: a head in
+    /// 10 s, a body in 20 s, 20 s idle; [`DEFAULT_MAX_CONNECTIONS`] connections, since every call
+    /// that waits for a person holds one). A response in progress (a call that waits, a client's
+    /// standalone event stream) has no timeout.
     pub limits: HttpLimits,
     /// Live sessions at most ([`DEFAULT_MAX_SESSIONS`]); past it, a new client's `initialize`
     /// is answered `503` with a JSON-RPC error that says so.
@@ -87,13 +88,22 @@ pub struct McpHttpOptions {
 /// The default of [`McpHttpOptions::max_sessions`]: 256 (a session costs some 40 KB).
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
+/// The default connection cap of [`McpHttpOptions::limits`]: 4,096. Each call waiting for a
+/// person holds a connection of its own (its response streams until the answer), so the cap is
+/// also the most calls that can wait at once; the process's descriptor limit lowers it (see
+/// [`HttpLimits::max_connections`]).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+
 /// The default of [`McpHttpOptions::session_idle`]: 120 s.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_mins(2);
 
 impl Default for McpHttpOptions {
     fn default() -> Self {
         Self {
-            limits: HttpLimits::default(),
+            limits: HttpLimits {
+                max_connections: DEFAULT_MAX_CONNECTIONS,
+                ..HttpLimits::default()
+            },
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle: DEFAULT_SESSION_IDLE,
             allowed_origins: Vec::new(),

@@ -24,6 +24,7 @@ use ask_user_testkit::tls::TestCa;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tool_ask_user::AskUserConfig;
 
 use ask_user_testkit::siege::{ANSWER_WITHIN, nofile, siege, siege_hold};
 use tokio_util::sync::CancellationToken;
@@ -620,6 +621,59 @@ async fn idle_sessions_expire_but_an_open_stream_keeps_one() {
         .await
     );
     assert_eq!(list_tools(addr, &kept).await, 404);
+}
+
+/// Every call that waits for a person holds a connection of its own until its answer, so the
+/// connection cap is also the most calls that can wait at once: 300 timed calls wait together
+/// (past the page's cap of 256, which MCP had until it got its own), none is closed, and a new
+/// client is still answered at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_calls_wait_at_once_and_a_new_client_is_still_answered() {
+    const CALLS: usize = 300;
+    assert!(McpHttpOptions::default().limits.max_connections >= 1024);
+    let served = serve(|options| options.with_tool(Some(AskUserConfig::timed_secs(600)))).await;
+    let addr = served.addr;
+    let session = open_session(addr).await;
+    let mut waiting = Vec::new();
+    for n in 0..CALLS {
+        let call = json!({"jsonrpc": "2.0", "id": n + 10, "method": "tools/call", "params": {
+            "name": "ask_user_question",
+            "arguments": {"questions": [{"id": "q", "question": format!("Call {n}: go on?"),
+                                         "options": [{"label": "Yes"}, {"label": "No"}]}]}}})
+        .to_string();
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let request = mcp_request(addr, "POST", &session_headers(&session), &call);
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut head = vec![0u8; 2048];
+        let read = tokio::time::timeout(ANSWER_WITHIN, stream.read(&mut head))
+            .await
+            .unwrap_or_else(|_| panic!("call {n} got no response head"))
+            .unwrap();
+        let head = String::from_utf8_lossy(&head[..read]).into_owned();
+        assert_eq!(status(&head), 200, "call {n}: {head}");
+        waiting.push(stream);
+    }
+    let started = Instant::now();
+    let other = tokio::time::timeout(ANSWER_WITHIN, open_session(addr))
+        .await
+        .expect("a new client was not answered while the calls wait");
+    assert!(!other.is_empty());
+    eprintln!(
+        "{CALLS} calls waiting; a new client answered in {:?}",
+        started.elapsed()
+    );
+    // Every call is still waiting: none of the streams was closed to make room.
+    for (n, stream) in waiting.iter_mut().enumerate() {
+        let mut byte = [0u8; 4096];
+        loop {
+            match tokio::time::timeout(Duration::from_millis(20), stream.read(&mut byte)).await {
+                Err(_) => break,
+                Ok(Ok(0)) => panic!("call {n}'s stream was closed"),
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => panic!("call {n}'s stream broke: {error}"),
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,7 +5,10 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use ask_user_mcp::{AskUserMcp, DEFAULT_MAX_SESSIONS, HTTP_PATH, McpHttpOptions, McpOptions};
+use ask_user_mcp::{
+    AskUserMcp, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, HTTP_PATH, HttpLimits,
+    McpHttpOptions, McpOptions,
+};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
@@ -43,6 +46,11 @@ pub struct McpArgs {
     /// 120 s ends (its client initializes again).
     #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u16).range(1..))]
     max_sessions: Option<u16>,
+    /// With --http: hold at most this many connections at once (4096 by default, lowered to
+    /// what the descriptor limit allows after raising its soft value to the hard one). Every
+    /// call waiting for a person holds one, so this is also the most calls that can wait.
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
     #[command(flatten)]
     pg: super::pg::PgArgs,
     /// Hand every session's questions to the machine's inbox too (one page and one
@@ -151,6 +159,12 @@ fn http_options(args: &McpArgs) -> Result<McpHttpOptions, CliError> {
         max_sessions: args.max_sessions.map_or(DEFAULT_MAX_SESSIONS, usize::from),
         tls,
         bearer_tokens: file.mcp_tokens().to_vec(),
+        limits: HttpLimits {
+            max_connections: args.max_connections.map_or(DEFAULT_MAX_CONNECTIONS, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }),
+            ..McpHttpOptions::default().limits
+        },
         ..McpHttpOptions::default()
     })
 }
