@@ -21,6 +21,9 @@ pub struct Lines {
     page: Vec<u8>,
     pos: usize,
     done: bool,
+    /// Where the log ends, when the reader knows it (its writer's open, under the lease): no
+    /// page is asked for past it.
+    end: Option<i64>,
 }
 
 impl Lines {
@@ -33,32 +36,32 @@ impl Lines {
             page: prefix,
             pos: 0,
             done: false,
+            end: None,
         }
+    }
+
+    /// The same reader, for a log known to end at `byte_length`.
+    pub(crate) fn ending_at(mut self, byte_length: u64) -> Self {
+        self.end = Some(i64::try_from(byte_length).unwrap_or(i64::MAX));
+        self
     }
 
     fn next_page(&mut self) -> Result<(), PgError> {
         let name = self.name.clone();
         let after = self.after;
         let (end, bytes) = self.db.run(move |connection| {
+            // The lines that end within a page, or the next line alone when it is longer.
             let page = connection.statement(
                 "SELECT byte_end, line FROM ask_user_lines
-                 WHERE name = $1 AND byte_end > $2 AND byte_end <= $2 + $3
+                 WHERE name = $1 AND byte_end > $2
+                   AND byte_end <= greatest($2 + $3, (SELECT min(byte_end) FROM ask_user_lines
+                                                      WHERE name = $1 AND byte_end > $2))
                  ORDER BY byte_end",
             )?;
-            let client = connection.client()?;
-            let mut rows = client
+            let rows = connection
+                .client()?
                 .query(&page, &[&name, &after, &PAGE_BYTES])
                 .map_err(PgError::Query)?;
-            if rows.is_empty() {
-                // The next line alone is longer than a page.
-                rows = client
-                    .query(
-                        "SELECT byte_end, line FROM ask_user_lines
-                         WHERE name = $1 AND byte_end > $2 ORDER BY byte_end LIMIT 1",
-                        &[&name, &after],
-                    )
-                    .map_err(PgError::Query)?;
-            }
             let mut bytes = Vec::new();
             let mut end = after;
             for row in &rows {
@@ -90,6 +93,10 @@ impl Read for Lines {
 impl BufRead for Lines {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         while self.pos == self.page.len() && !self.done {
+            if self.end.is_some_and(|end| self.after >= end) {
+                self.done = true;
+                break;
+            }
             self.next_page().map_err(io::Error::other)?;
         }
         Ok(&self.page[self.pos..])

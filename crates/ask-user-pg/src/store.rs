@@ -18,7 +18,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, Weak};
-use std::thread;
+use std::thread::{self, ThreadId};
 use std::time::Duration;
 
 use session_log::{
@@ -30,7 +30,7 @@ use crate::PgError;
 use crate::db::Db;
 use crate::hints::Hints;
 use crate::ledger::{FoldVisitor, LedgerFold};
-use crate::lines::Lines;
+use crate::lines::{Lines, PAGE_BYTES};
 
 /// How a [`PgStore`] connects and leases.
 #[derive(Clone, Debug)]
@@ -89,10 +89,44 @@ struct Inner {
     lease_secs: f64,
     /// The live writers of this store: log name → the epoch each holds.
     live: Mutex<HashMap<String, i64>>,
+    /// The opens under way: log name → what the statement that took the lease read with it.
+    opening: Mutex<HashMap<String, Opening>>,
     /// The ledger's hints to its listeners, sent after the commits that make them true.
     hints: Hints,
     /// Dropped with the store, which ends the renewal thread.
     _stop_renewing: mpsc::Sender<()>,
+}
+
+/// What the statement that took a log's lease read with it (the session row as it was then), and
+/// the anchor line the open checked with the page of lines after it: served to the rest of that
+/// open, and to nothing else. Only the thread that took the lease is served, only until the open's
+/// scan is done ([`OwnedLog::opened`]) or its hold is dropped, and only under that lease: in that
+/// window nothing else writes the log (every other writer is fenced by the epoch), so the header,
+/// the length and the lines up to it are the log's own. The one part a non-writer may change, the
+/// checkpoint document, is the one read under the lease (an open never needs a newer one: any
+/// document at the resume point that fits the log gives the same state), and is read again once
+/// this store saved another.
+struct Opening {
+    thread: ThreadId,
+    epoch: i64,
+    header: Vec<u8>,
+    byte_length: u64,
+    /// The checkpoint document read with the lease (`None`: there was none).
+    checkpoint: Option<Vec<u8>>,
+    /// Whether `checkpoint` is still the one to serve (`false` once this store saved another).
+    checkpoint_current: bool,
+    /// The anchor line read by [`LogBackend::line_ending_at`], with the lines after it.
+    anchor: Option<AnchorRead>,
+}
+
+/// The line that ends at an anchor (`end`), and the first page of the lines after it.
+struct AnchorRead {
+    end: u64,
+    line: Option<Vec<u8>>,
+    /// The lines that end within [`PAGE_BYTES`] after `end` (taken by the open's tail reader).
+    page: Option<Vec<u8>>,
+    /// Where `page` ends.
+    page_end: u64,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -126,6 +160,7 @@ impl PgStore {
             owner: owner.clone(),
             lease_secs: options.lease.as_secs_f64(),
             live: Mutex::new(HashMap::new()),
+            opening: Mutex::new(HashMap::new()),
             hints: Hints::new(config, &options.schema, &owner),
             _stop_renewing: stop,
         });
@@ -223,17 +258,33 @@ impl PgStore {
         self.inner
             .db
             .run(move |connection| {
+                // Prepared once per connection: each later use is one round trip.
+                let statement = connection.statement(sql)?;
                 let row = connection
                     .client()?
-                    .query_opt(sql, &[&key])
+                    .query_opt(&statement, &[&key])
                     .map_err(PgError::Query)?;
                 Ok(row.as_ref().map(map))
             })
             .map_err(|e| Self::fail(op, name, e))
     }
 
+    /// Runs `read` on what the open of the log `name` under way on this thread read with its
+    /// lease (see [`Opening`]); `None` when there is no such open.
+    fn opening<T>(&self, name: &str, read: impl FnOnce(&mut Opening) -> Option<T>) -> Option<T> {
+        let mut opening = lock(&self.inner.opening);
+        let entry = opening.get_mut(name)?;
+        if entry.thread != thread::current().id() {
+            return None;
+        }
+        read(entry)
+    }
+
     /// The header line and byte length of the log `name`.
     pub(crate) fn head(&self, name: &str) -> Result<(Vec<u8>, u64), StoreError> {
+        if let Some(head) = self.opening(name, |o| Some((o.header.clone(), o.byte_length))) {
+            return Ok(head);
+        }
         let (header, length) = self
             .by_name(
                 "read",
@@ -245,26 +296,75 @@ impl PgStore {
         Ok((header, u64::try_from(length).unwrap_or(0)))
     }
 
-    /// The line that ends at `byte_end`, if one does.
+    /// The line that ends at `byte_end`, if one does. In an open under way on this thread (see
+    /// [`Opening`]) the same statement reads the first page of lines after it, for the open's
+    /// tail reader, and a second ask for the same line is answered from what it read.
     fn line_ending(&self, name: &str, byte_end: u64) -> Result<Option<Vec<u8>>, PgError> {
+        let opening = self.opening(name, |o| {
+            Some(match &o.anchor {
+                Some(read) if read.end == byte_end => Some(read.line.clone()),
+                _ => None,
+            })
+        });
         let key = name.to_owned();
         let end = i64::try_from(byte_end).unwrap_or(i64::MAX);
-        self.inner.db.run(move |connection| {
-            let row = connection
-                .client()?
-                .query_opt(
+        match opening {
+            None => self.inner.db.run(move |connection| {
+                let statement = connection.statement(
                     "SELECT line FROM ask_user_lines WHERE name = $1 AND byte_end = $2",
-                    &[&key, &end],
-                )
-                .map_err(PgError::Query)?;
-            Ok(row.map(|row| row.get(0)))
-        })
+                )?;
+                let row = connection
+                    .client()?
+                    .query_opt(&statement, &[&key, &end])
+                    .map_err(PgError::Query)?;
+                Ok(row.map(|row| row.get(0)))
+            }),
+            Some(Some(line)) => Ok(line),
+            Some(None) => {
+                let (line, page, page_end) = self.inner.db.run(move |connection| {
+                    let statement = connection.statement(
+                        "SELECT byte_end, line FROM ask_user_lines
+                         WHERE name = $1 AND byte_end >= $2 AND byte_end <= $2 + $3
+                         ORDER BY byte_end",
+                    )?;
+                    let rows = connection
+                        .client()?
+                        .query(&statement, &[&key, &end, &PAGE_BYTES])
+                        .map_err(PgError::Query)?;
+                    let mut rows = rows
+                        .iter()
+                        .map(|row| (row.get::<_, i64>(0), row.get::<_, &[u8]>(1)));
+                    let Some((first_end, first)) = rows.next().filter(|(at, _)| *at == end) else {
+                        return Ok((None, Vec::new(), end));
+                    };
+                    let line = first.to_vec();
+                    let mut page = Vec::new();
+                    let mut page_end = first_end;
+                    for (at, bytes) in rows {
+                        page.extend_from_slice(bytes);
+                        page_end = at;
+                    }
+                    Ok((Some(line), page, page_end))
+                })?;
+                let page_end = u64::try_from(page_end).unwrap_or(0);
+                self.opening(name, |o| {
+                    o.anchor = Some(AnchorRead {
+                        end: byte_end,
+                        line: line.clone(),
+                        page: line.is_some().then_some(page),
+                        page_end,
+                    });
+                    Some(())
+                });
+                Ok(line)
+            }
+        }
     }
 
-    /// Takes the lease of the log `name`: `Ok(Some((epoch, in_line)))`, or `Ok(None)` while
-    /// another writer holds it. `in_line`: the ledger was brought in line with the whole log and
-    /// kept there by every append since (under the lease nothing else changes that).
-    fn take_lease(&self, name: &str) -> Result<Option<(i64, bool)>, StoreError> {
+    /// Takes the lease of the log `name`, and reads the session row with it (in the same
+    /// statement, so what it read is the row under the new lease): `Ok(None)` while another
+    /// writer holds it.
+    fn take_lease(&self, name: &str) -> Result<Option<Taken>, StoreError> {
         if !crate::text::may_exist(name) {
             return Err(Self::not_found(name));
         }
@@ -275,29 +375,37 @@ impl PgStore {
             .inner
             .db
             .run(move |connection| {
-                let client = connection.client()?;
                 // An owner whose lease ran out is taken over (and fenced), and named in a
                 // warning. A row another transaction holds is skipped, not waited for: it is
-                // being written, so it is taken (`Locked`).
+                // being written, so it is taken (`Locked`). The statement commits on its own,
+                // durably (`synchronous_commit` as the server has it), before it returns.
+                let take = connection.statement(
+                    "UPDATE ask_user_sessions s
+                     SET owner = $2, epoch = s.epoch + 1,
+                         lease_until = now() + make_interval(secs => $3)
+                     FROM (SELECT name, owner FROM ask_user_sessions
+                           WHERE name = $1 FOR UPDATE SKIP LOCKED) AS previous
+                     WHERE s.name = previous.name
+                       AND (s.owner IS NULL OR s.lease_until < now())
+                     RETURNING s.epoch, previous.owner,
+                               coalesce(s.ledger_length = s.byte_length, false),
+                               s.header, s.byte_length, s.checkpoint",
+                )?;
+                let client = connection.client()?;
                 let row = client
-                    .query_opt(
-                        "UPDATE ask_user_sessions s
-                         SET owner = $2, epoch = s.epoch + 1,
-                             lease_until = now() + make_interval(secs => $3)
-                         FROM (SELECT name, owner FROM ask_user_sessions
-                               WHERE name = $1 FOR UPDATE SKIP LOCKED) AS previous
-                         WHERE s.name = previous.name
-                           AND (s.owner IS NULL OR s.lease_until < now())
-                         RETURNING s.epoch, previous.owner,
-                                   coalesce(s.ledger_length = s.byte_length, false)",
-                        &[&key, &owner, &lease],
-                    )
+                    .query_opt(&take, &[&key, &owner, &lease])
                     .map_err(PgError::Query)?;
                 if let Some(row) = row {
                     if let Some(previous) = row.get::<_, Option<String>>(1) {
                         tracing::warn!(log = %key, %previous, "took the session over: its owner's lease ran out");
                     }
-                    return Ok(Some(Some((row.get::<_, i64>(0), row.get::<_, bool>(2)))));
+                    return Ok(Some(Some(Taken {
+                        epoch: row.get(0),
+                        in_line: row.get(2),
+                        header: row.get(3),
+                        byte_length: u64::try_from(row.get::<_, i64>(4)).unwrap_or(0),
+                        checkpoint: row.get(5),
+                    })));
                 }
                 let exists = client
                     .query_opt("SELECT 1 FROM ask_user_sessions WHERE name = $1", &[&key])
@@ -360,13 +468,13 @@ impl PgStore {
         let key = name.to_owned();
         let owner = inner.owner.clone();
         let released = inner.db.run(move |connection| {
+            let release = connection.statement(
+                "UPDATE ask_user_sessions SET owner = NULL, lease_until = NULL
+                 WHERE name = $1 AND epoch = $2 AND owner = $3",
+            )?;
             connection
                 .client()?
-                .execute(
-                    "UPDATE ask_user_sessions SET owner = NULL, lease_until = NULL
-                     WHERE name = $1 AND epoch = $2 AND owner = $3",
-                    &[&key, &epoch, &owner],
-                )
+                .execute(&release, &[&key, &epoch, &owner])
                 .map_err(PgError::Query)
         });
         if let Err(error) = released {
@@ -500,12 +608,31 @@ impl LogBackend for PgStore {
     /// Takes the lease: [`StoreError::Locked`] while another writer holds it (one whose lease ran
     /// out is taken over, and fenced).
     fn acquire(&self, name: &str) -> Result<PgHold, StoreError> {
-        let Some((epoch, in_line)) = self.take_lease(name)? else {
+        let Some(taken) = self.take_lease(name)? else {
             return Err(StoreError::Locked {
                 path: location(name),
             });
         };
+        let Taken {
+            epoch,
+            in_line,
+            header,
+            byte_length,
+            checkpoint,
+        } = taken;
         lock(&self.inner.live).insert(name.to_owned(), epoch);
+        lock(&self.inner.opening).insert(
+            name.to_owned(),
+            Opening {
+                thread: thread::current().id(),
+                epoch,
+                header,
+                byte_length,
+                checkpoint,
+                checkpoint_current: true,
+                anchor: None,
+            },
+        );
         Ok(PgHold {
             inner: Arc::clone(&self.inner),
             name: name.to_owned(),
@@ -517,17 +644,33 @@ impl LogBackend for PgStore {
         })
     }
 
+    /// The log's lines from `offset`. In an open under way on this thread (see [`Opening`]) the
+    /// reader knows where the log ends (so it asks for no page past it), and starts with the page
+    /// read with the anchor line when it starts there; no header is read for a reader past it.
     fn reader(&self, name: &str, offset: u64) -> Result<Lines, StoreError> {
-        let (header_line, _) = self.head(name)?;
+        let db = self.inner.db.clone();
+        let known = self.opening(name, |o| {
+            let page = match &mut o.anchor {
+                Some(read) if read.end == offset => {
+                    read.page.take().map(|page| (page, read.page_end))
+                }
+                _ => None,
+            };
+            Some((o.header.clone(), o.byte_length, page))
+        });
+        if let Some((header_line, byte_length, page)) = known {
+            let lines = match page {
+                _ if offset == 0 => Lines::new(db, name, header_line.len() as u64, header_line),
+                Some((page, page_end)) => Lines::new(db, name, page_end, page),
+                None => Lines::new(db, name, offset, Vec::new()),
+            };
+            return Ok(lines.ending_at(byte_length));
+        }
         Ok(if offset == 0 {
-            Lines::new(
-                self.inner.db.clone(),
-                name,
-                header_line.len() as u64,
-                header_line,
-            )
+            let (header_line, _) = self.head(name)?;
+            Lines::new(db, name, header_line.len() as u64, header_line)
         } else {
-            Lines::new(self.inner.db.clone(), name, offset, Vec::new())
+            Lines::new(db, name, offset, Vec::new())
         })
     }
 
@@ -581,7 +724,13 @@ impl LogBackend for PgStore {
         .ok_or_else(|| Self::not_found(name))
     }
 
+    /// In an open under way on this thread, the document read with its lease (see [`Opening`]).
     fn load_checkpoint(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        if let Some(document) =
+            self.opening(name, |o| o.checkpoint_current.then(|| o.checkpoint.clone()))
+        {
+            return Ok(document);
+        }
         self.by_name(
             "read",
             name,
@@ -592,6 +741,11 @@ impl LogBackend for PgStore {
     }
 
     fn save_checkpoint(&self, name: &str, document: &[u8]) -> Result<PathBuf, StoreError> {
+        // An open under way reads the checkpoint again after this.
+        if let Some(opening) = lock(&self.inner.opening).get_mut(name) {
+            opening.checkpoint = None;
+            opening.checkpoint_current = false;
+        }
         let key = name.to_owned();
         let document = document.to_vec();
         let saved = self
@@ -612,6 +766,17 @@ impl LogBackend for PgStore {
         }
         Ok(PathBuf::from(format!("pg:{name}.checkpoint")))
     }
+}
+
+/// A lease just taken, and the session row read with it.
+struct Taken {
+    epoch: i64,
+    /// The ledger was brought in line with the whole log and kept there by every append since
+    /// (under the lease nothing else changes that).
+    in_line: bool,
+    header: Vec<u8>,
+    byte_length: u64,
+    checkpoint: Option<Vec<u8>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -654,10 +819,23 @@ impl PgHold {
             live.remove(&self.name);
         }
     }
+
+    /// Ends this writer's open: what its lease statement read is served no more (see
+    /// [`Opening`]).
+    fn end_opening(&self) {
+        let mut opening = lock(&self.inner.opening);
+        if opening
+            .get(&self.name)
+            .is_some_and(|o| o.epoch == self.epoch)
+        {
+            opening.remove(&self.name);
+        }
+    }
 }
 
 impl Drop for PgHold {
     fn drop(&mut self) {
+        self.end_opening();
         if self.state != WriterState::Fenced {
             PgStore::release(&self.inner, &self.name, self.epoch);
         }
@@ -726,6 +904,8 @@ impl OwnedLog for PgHold {
     ///   ledger cannot start where the checkpoint left it: its fold reads the whole log (the host
     ///   still read only the lines after the checkpoint) and the whole ledger is reconciled.
     fn opened(&mut self, header: &SessionHeader, fold: FoldVisitor) -> Result<(), StoreError> {
+        // The scan is done: from here on every read goes to the database.
+        self.end_opening();
         let whole = match (fold.resumed, fold.fold) {
             (None, whole) => whole,
             (Some(Ok(())), Some(resumed)) if self.in_line => {
@@ -776,6 +956,7 @@ impl OwnedLog for PgHold {
         events: &[LogEvent],
         written: &[SessionEvent],
     ) -> Result<(), StoreError> {
+        self.end_opening();
         let Some(ledger_fold) = &mut self.ledger else {
             return Err(StoreError::io(
                 "append to",

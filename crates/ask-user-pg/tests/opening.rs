@@ -1,0 +1,89 @@
+//! What the statement that takes a writer's lease reads with it (the session row: header, length,
+//! checkpoint document) serves the rest of that open only: the thread that took the lease, until
+//! the open's scan is done. Another thread, or the same one once the open is done, reads the
+//! database; a checkpoint this store saves in the meantime is read again.
+// Test code stops at its first broken expectation.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::thread;
+
+use ask_user_pg::PgStore;
+use session_log::{LogBackend, LogVisitor, Scanned, SessionStore};
+
+/// Looks at the store from inside an open's scan (once, at its first line), after changing the
+/// checkpoint behind the store's back.
+struct Probe {
+    store: PgStore,
+    client: postgres::Client,
+    looked: bool,
+}
+
+fn checkpoint_of(store: &PgStore) -> Option<Vec<u8>> {
+    SessionStore::load_checkpoint(store, "s").unwrap()
+}
+
+fn set_checkpoint(client: &mut postgres::Client, document: &[u8]) {
+    client
+        .execute(
+            "UPDATE ask_user_sessions SET checkpoint = $2 WHERE name = $1",
+            &[&"s", &document],
+        )
+        .unwrap();
+}
+
+impl LogVisitor for Probe {
+    fn line(&mut self, _: &Scanned<'_>) {
+        if std::mem::replace(&mut self.looked, true) {
+            return;
+        }
+        set_checkpoint(&mut self.client, b"behind");
+        // The open's own thread: the document read with its lease.
+        assert_eq!(checkpoint_of(&self.store).as_deref(), Some(&b"first"[..]));
+        // Any other thread: the database.
+        let other = self.store.clone();
+        let seen = thread::spawn(move || checkpoint_of(&other)).join().unwrap();
+        assert_eq!(seen.as_deref(), Some(&b"behind"[..]));
+        // The header and length read with the lease are the row's.
+        let other = self.store.clone();
+        let head = thread::spawn(move || LogBackend::head(&other, "s").unwrap())
+            .join()
+            .unwrap();
+        assert_eq!(LogBackend::head(&self.store, "s").unwrap(), head);
+        // A checkpoint this store saves is read again, on the open's thread too.
+        SessionStore::save_checkpoint(&self.store, "s", b"saved").unwrap();
+        assert_eq!(checkpoint_of(&self.store).as_deref(), Some(&b"saved"[..]));
+    }
+}
+
+#[test]
+fn the_lease_reads_serve_only_their_open() {
+    let Some(url) = common::pg_url() else {
+        return;
+    };
+    let (store, schema) = common::store(&url);
+    common::create_pending(&store, "s", &["c1", "c2"]);
+    let mut client = common::client(&url, &schema);
+    set_checkpoint(&mut client, b"first");
+    let mut probe = Probe {
+        store: store.clone(),
+        client: common::client(&url, &schema),
+        looked: false,
+    };
+    let (writer, _) = SessionStore::open(&store, "s", &mut probe).unwrap();
+    assert!(probe.looked, "the scan read a line");
+    // The open is done: its thread reads the database, while the writer lives.
+    assert_eq!(checkpoint_of(&store).as_deref(), Some(&b"saved"[..]));
+    set_checkpoint(&mut client, b"later");
+    assert_eq!(checkpoint_of(&store).as_deref(), Some(&b"later"[..]));
+    drop(writer);
+    // The next open reads the row under its own lease.
+    probe.looked = false;
+    set_checkpoint(&mut client, b"first");
+    drop(SessionStore::open(&store, "s", &mut probe).unwrap());
+    assert!(probe.looked);
+    drop(probe);
+    drop(store);
+    common::drop_schema(&url, &schema);
+}
