@@ -571,6 +571,34 @@ async fn handshake(
     }
 }
 
+/// How long a connection hyper is done with may still read what its client sends before it is
+/// closed ([`linger`]), and how much.
+const LINGER: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 16 << 20;
+
+/// The lingering close of a connection hyper is done with: its side is shut down (the response is
+/// out, and the client reads its end), then what the client still sends is read and dropped until
+/// it closes too, for [`LINGER`] and [`LINGER_BYTES`] at most. A server that answers before it
+/// read a request's body (a `413` for a body over the limit) and closed at once would make the
+/// kernel reset the connection, and a client still sending would lose the answer.
+async fn linger<I: AsyncRead + AsyncWrite + Unpin>(mut io: I) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if io.shutdown().await.is_err() {
+        return;
+    }
+    let mut buffer = [0_u8; 8192];
+    let mut read = 0;
+    let _ = tokio::time::timeout(LINGER, async {
+        while read < LINGER_BYTES {
+            match io.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => read += n,
+            }
+        }
+    })
+    .await;
+}
+
 /// Serves one connection until it ends, a timeout or the cap closes it, or the server stops.
 async fn connection<I>(
     io: I,
@@ -592,10 +620,12 @@ async fn connection<I>(
                 guard: body,
             });
             let call = hyper::service::Service::call(&router, request);
-            async move {
+            // Boxed (`Unpin`), so the connection can be polled without shutting it down and its
+            // stream taken back for the lingering close.
+            Box::pin(async move {
                 let answer = call.await?;
                 Ok::<_, Infallible>(answer.map(|inner| Watched::new(inner, response)))
-            }
+            })
         })
     };
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -605,8 +635,7 @@ async fn connection<I>(
         // idle time and head together, behind the watch's finer ones.
         .header_read_timeout(limits.idle_timeout + limits.header_timeout)
         .keep_alive(true);
-    let conn = builder.serve_connection(io, service);
-    tokio::pin!(conn);
+    let mut conn = builder.serve_connection(io, service);
     let mut stopping = false;
     loop {
         let deadline = watch.deadline(&limits);
@@ -617,9 +646,11 @@ async fn connection<I>(
             }
         };
         tokio::select! {
-            served = conn.as_mut() => {
-                if let Err(error) = served {
-                    tracing::debug!(%error, "a connection ended");
+            served = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => {
+                match served {
+                    Err(error) => tracing::debug!(%error, "a connection ended"),
+                    Ok(()) if !stopping => linger(conn.into_parts().io.into_inner()).await,
+                    Ok(()) => {}
                 }
                 return;
             }
@@ -639,7 +670,7 @@ async fn connection<I>(
                     return;
                 }
                 stopping = true;
-                conn.as_mut().graceful_shutdown();
+                Pin::new(&mut conn).graceful_shutdown();
             }
         }
     }

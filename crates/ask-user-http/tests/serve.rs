@@ -23,7 +23,8 @@ impl Drop for Dropped {
     }
 }
 
-/// `/` says hello; `/flood` streams 64 KiB chunks for ever; `/tick` a small chunk every 100 ms.
+/// `/` says hello; `/flood` streams 64 KiB chunks for ever; `/tick` a small chunk every 100 ms;
+/// `/upload` takes a body of 1 KiB at most (`413` past it, before the rest is read).
 /// `ended` is set when a stream's body is dropped.
 fn router(ended: &Arc<AtomicBool>) -> axum::Router {
     let flood_ended = Arc::clone(ended);
@@ -43,6 +44,11 @@ fn router(ended: &Arc<AtomicBool>) -> axum::Router {
                     Body::from_stream(stream)
                 }
             }),
+        )
+        .route(
+            "/upload",
+            axum::routing::post(|body: Bytes| async move { format!("{} bytes", body.len()) })
+                .layer(axum::extract::DefaultBodyLimit::max(1024)),
         )
         .route(
             "/tick",
@@ -207,6 +213,32 @@ async fn a_response_its_client_reads_is_kept_past_the_write_timeout() {
     }
     assert!(ticks >= 10, "{ticks} ticks");
     assert!(!server.ended.load(Ordering::SeqCst));
+}
+
+/// A body over the route's limit is answered `413` before the server has read it; the server
+/// reads and drops the rest before it closes (a lingering close), so the client, still sending,
+/// gets the answer instead of a reset connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_limit_is_answered_413_not_reset_while_the_client_still_sends() {
+    let served = served(HttpLimits::default(), None).await;
+    let client = reqwest::Client::new();
+    for round in 0..5 {
+        let response = client
+            .post(format!("http://{}/upload", served.addr))
+            .body(vec![b'x'; 10_000_000])
+            .send()
+            .await
+            .unwrap_or_else(|error| panic!("round {round}: {error:?}"));
+        assert_eq!(response.status(), 413, "round {round}");
+    }
+    // A body within the limit is taken.
+    let response = client
+        .post(format!("http://{}/upload", served.addr))
+        .body(vec![b'x'; 1000])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.text().await.unwrap(), "1000 bytes");
 }
 
 #[test]
