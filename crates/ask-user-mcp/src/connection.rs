@@ -581,6 +581,21 @@ struct Run {
     task: Option<Arc<crate::tasks::TaskEntry>>,
 }
 
+/// Sends a form of a call's answerer to the client as an elicitation request on the call's own
+/// stream, and hands the request's handle (or why it could not be sent) back to the answerer.
+async fn deliver_form(
+    context: &RequestContext<RoleServer>,
+    send: crate::inflight::FormSend,
+    elicitation_mode: bool,
+) {
+    let request = elicit_request(send.params, elicitation_mode);
+    let delivered = context
+        .peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await;
+    let _ = send.reply.send(delivered);
+}
+
 /// Whether the request is one of the stateless revision (2026-07-28 or later).
 fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -694,9 +709,14 @@ impl McpConnection {
         let timed = self.inner.server.runtime().tool().takes_late_answers();
         if stateless && !timed {
             if let Some(state) = request.request_state.as_deref() {
-                return self
-                    .form_round_two(state, request.input_responses.as_ref(), arguments, context)
-                    .await;
+                // Boxed: held inline it would make every waiting call's task larger.
+                return Box::pin(self.form_round_two(
+                    state,
+                    request.input_responses.as_ref(),
+                    arguments,
+                    context,
+                ))
+                .await;
             }
             if request.input_responses.is_some() {
                 return Err(McpError::invalid_params(
@@ -931,20 +951,17 @@ impl McpConnection {
                 tokio::select! {
                     biased;
                     outcome = &mut call => break outcome,
+                    // Boxed, as the progress note below: a future held inline makes every
+                    // waiting call's task as large as the largest of them (some 2 KB each).
                     Some(send) = requests.recv() => {
-                        let request = elicit_request(send.params, in_flight.elicitation_mode);
-                        let delivered = context
-                            .peer
-                            .send_request_with_option(request, PeerRequestOptions::no_options())
-                            .await;
-                        let _ = send.reply.send(delivered);
+                        Box::pin(deliver_form(&context, *send, in_flight.elicitation_mode)).await;
                     }
                     _ = ticks.tick(), if progress.is_some() => {
                         reported += 1;
                         if let Some(token) = &progress {
                             let mut note = ProgressNotificationParam::new(token.clone(), f64::from(reported));
                             note.message = Some("waiting for the person to answer".to_owned());
-                            if let Err(error) = context.peer.notify_progress(note).await {
+                            if let Err(error) = Box::pin(context.peer.notify_progress(note)).await {
                                 tracing::debug!(%error, "a progress notification could not be sent");
                             }
                         }

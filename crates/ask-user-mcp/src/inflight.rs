@@ -43,7 +43,9 @@ pub(crate) struct InFlight {
     pub(crate) session: Weak<dyn FormSession>,
     /// The call id the host gave the call.
     pub(crate) call_id: CallId,
-    pub(crate) forms: mpsc::UnboundedSender<FormSend>,
+    /// Boxed: a channel allocates room for 32 messages when it is made, and every call that
+    /// waits holds one (32 boxes are 256 bytes; 32 requests were some 8 KB per waiting call).
+    pub(crate) forms: mpsc::UnboundedSender<Box<FormSend>>,
     pub(crate) form_mode: bool,
     /// The field shapes the client understands.
     pub(crate) form_style: crate::form::FormStyle,
@@ -92,7 +94,7 @@ impl InFlight {
         params: ElicitRequestParams,
     ) -> Option<RequestHandle<RoleServer>> {
         let (reply, handle) = oneshot::channel();
-        self.forms.send(FormSend { params, reply }).ok()?;
+        self.forms.send(Box::new(FormSend { params, reply })).ok()?;
         match handle.await {
             Ok(Ok(handle)) => Some(handle),
             Ok(Err(error)) => {

@@ -20,7 +20,6 @@ use rig_core::error::{ErrorKind, ErrorReport};
 use rig_core::message::{AssistantContent, ToolName};
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio_util::task::TaskTracker;
 use user_questions::{CallId, CancellationToken, UserMessage};
 
 pub use rig_agent;
@@ -54,7 +53,8 @@ struct Inner {
     cancel: CancellationToken,
     calls: Mutex<Calls>,
     others: Mutex<Vec<ToolSpec>>,
-    tasks: TaskTracker,
+    /// How many `ask_user_question` calls are running in their tasks ([`AskUser::idle`]).
+    running: tokio::sync::watch::Sender<usize>,
     minted: AtomicU64,
 }
 
@@ -86,7 +86,7 @@ impl AskUser {
                 cancel,
                 calls: Mutex::default(),
                 others: Mutex::default(),
-                tasks: TaskTracker::new(),
+                running: tokio::sync::watch::Sender::new(0),
                 minted: AtomicU64::new(0),
             }),
         }
@@ -210,9 +210,9 @@ impl AskUser {
     /// Resolves once every `ask_user_question` call started so far has logged its result (a
     /// call whose future rig dropped finishes in its own task, cancelled).
     pub async fn idle(&self) {
-        self.inner.tasks.close();
-        self.inner.tasks.wait().await;
-        self.inner.tasks.reopen();
+        let mut running = self.inner.running.subscribe();
+        // The sender lives as long as `self`: the wait ends only at zero.
+        let _ = running.wait_for(|n| *n == 0).await;
     }
 }
 
@@ -279,9 +279,13 @@ async fn ask(
     let cancel = inner.cancel.child_token();
     let guard = cancel.clone().drop_guard();
     let host = Arc::clone(&inner.host);
-    let task = inner
-        .tasks
-        .spawn(async move { host.call_tool(&call_id, &raw, cancel).await });
+    // Counted from before the spawn until the task's end, however it ends (the count drops with
+    // the task's future).
+    let running = Running::start(&inner.running);
+    let task = tokio::spawn(async move {
+        let _running = running;
+        host.call_tool(&call_id, &raw, cancel).await
+    });
     let joined = task.await;
     drop(guard.disarm());
     match joined {
@@ -290,6 +294,22 @@ async fn ask(
         Err(error) => Err(ToolExecutionError::other(format!(
             "the ask_user_question call's task ended: {error}"
         ))),
+    }
+}
+
+/// One running `ask_user_question` task in [`Inner::running`]'s count, until dropped.
+struct Running(tokio::sync::watch::Sender<usize>);
+
+impl Running {
+    fn start(count: &tokio::sync::watch::Sender<usize>) -> Self {
+        count.send_modify(|n| *n += 1);
+        Self(count.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
     }
 }
 
