@@ -586,7 +586,7 @@ async fn linger<I: AsyncRead + AsyncWrite + Unpin>(mut io: I) {
     if io.shutdown().await.is_err() {
         return;
     }
-    let mut buffer = [0_u8; 8192];
+    let mut buffer = vec![0_u8; 8192];
     let mut read = 0;
     let _ = tokio::time::timeout(LINGER, async {
         while read < LINGER_BYTES {
@@ -649,7 +649,10 @@ async fn connection<I>(
             served = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => {
                 match served {
                     Err(error) => tracing::debug!(%error, "a connection ended"),
-                    Ok(()) if !stopping => linger(conn.into_parts().io.into_inner()).await,
+                    // Boxed: its buffer would otherwise be in every connection's task.
+                    Ok(()) if !stopping => {
+                        Box::pin(linger(conn.into_parts().io.into_inner())).await;
+                    }
                     Ok(()) => {}
                 }
                 return;

@@ -5,7 +5,9 @@
 //!    the first answer inserted, committed, the workers' hint queued to the store's hint sender)
 //!    with N concurrent front ends, each on its own connection, against a bare single-row
 //!    `INSERT` committed on its own, by the same N connections: p50, p99 and throughput, the p50
-//!    ratio (goal: ≤ 3×) and the throughput ratio (goal at 16: ≥ 0.5×).
+//!    ratio (goal: ≤ 3×) and the throughput ratio (goal at 16: ≥ 0.5×); and the CPU each
+//!    operation took, of this process and of the server's processes (on a machine of two cores,
+//!    16 front ends are bound by it).
 //! 2. **Resume of a large session**: `HostRuntime::open` (scan, fold, inbox, repair) of the
 //!    200,000-event log of `gen-big.py` from `PostgreSQL` against the same log from its JSONL
 //!    file, cold (no checkpoint: the whole log read; goal ≤ 4×) and at the checkpoint the open
@@ -50,12 +52,47 @@ fn main() {
     ask_user_testkit::pg::drop_schema(&url, &schema);
 }
 
-/// Per-operation latencies of `per_front` operations on each of `fronts` threads, run together.
+/// What one run of [`concurrently`] took: each operation's latency, the wall time, and the CPU
+/// seconds of this process and of the server's processes over the run.
+struct Run {
+    latencies: Vec<Duration>,
+    wall: Duration,
+    client_cpu: f64,
+    server_cpu: f64,
+}
+
+/// `utime + stime` in seconds of this process, and of every `postgres` process of the machine.
+fn cpu_now() -> (f64, f64) {
+    let ticks = |stat: &str| -> f64 {
+        let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let field = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        field(11) + field(12)
+    };
+    // Clock ticks per second: 100 on Linux.
+    let own = ticks(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default()) / 100.0;
+    let mut server = 0.0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let path = entry.path();
+        if std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim() == "postgres") {
+            server += ticks(&std::fs::read_to_string(path.join("stat")).unwrap_or_default());
+        }
+    }
+    (own, server / 100.0)
+}
+
+/// Per-operation latencies of `per_front` operations on each of `fronts` threads, run together;
+/// the CPU is counted until every thread is done, before their connections close.
 fn concurrently(
     fronts: usize,
     per_front: usize,
     make: impl Fn(usize) -> Box<dyn FnMut(usize) + Send>,
-) -> (Vec<Duration>, Duration) {
+) -> Run {
     let barrier = Arc::new(Barrier::new(fronts + 1));
     let handles: Vec<_> = (0..fronts)
         .map(|f| {
@@ -63,25 +100,37 @@ fn concurrently(
             let barrier = Arc::clone(&barrier);
             thread::spawn(move || {
                 barrier.wait();
-                (0..per_front)
+                let latencies = (0..per_front)
                     .map(|i| {
                         let start = Instant::now();
                         op(i);
                         start.elapsed()
                     })
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>();
+                (latencies, op)
             })
         })
         .collect();
+    let (client_before, server_before) = cpu_now();
     barrier.wait();
     let start = Instant::now();
-    let mut all: Vec<Duration> = handles
-        .into_iter()
-        .flat_map(|h| h.join().unwrap())
-        .collect();
+    let mut latencies = Vec::new();
+    let mut ops = Vec::new();
+    for handle in handles {
+        let (times, op) = handle.join().unwrap();
+        latencies.extend(times);
+        ops.push(op);
+    }
     let wall = start.elapsed();
-    all.sort();
-    (all, wall)
+    let (client_after, server_after) = cpu_now();
+    drop(ops);
+    latencies.sort();
+    Run {
+        latencies,
+        wall,
+        client_cpu: client_after - client_before,
+        server_cpu: server_after - server_before,
+    }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -134,25 +183,26 @@ fn admission(url: &str, options: &PgOptions, store: &PgStore, fronts: usize, per
         })
     });
     let ops = (fronts * per_front) as f64;
-    let line = |what: &str, (lat, wall): &(Vec<Duration>, Duration)| {
+    let line = |what: &str, run: &Run| {
         println!(
-            "  {fronts:>2} front ends  {what:<26} p50 {:>7.3} ms  p99 {:>7.3} ms  {:>7.0} /s",
-            percentile(lat, 0.5).as_secs_f64() * 1e3,
-            percentile(lat, 0.99).as_secs_f64() * 1e3,
-            ops / wall.as_secs_f64()
+            "  {fronts:>2} front ends  {what:<26} p50 {:>7.3} ms  p99 {:>7.3} ms  {:>7.0} /s  CPU per op: client {:>4.0} µs, server {:>4.0} µs",
+            percentile(&run.latencies, 0.5).as_secs_f64() * 1e3,
+            percentile(&run.latencies, 0.99).as_secs_f64() * 1e3,
+            ops / run.wall.as_secs_f64(),
+            run.client_cpu / ops * 1e6,
+            run.server_cpu / ops * 1e6,
         );
     };
     line("bare INSERT … COMMIT", &bare);
     line("PgStore::answer", &ours);
     println!(
         "  {fronts:>2} front ends  p50 ratio answer / bare: {:.2}× (goal ≤ 3×)   throughput ratio: {:.2}× (goal ≥ 0.5× at 16)",
-        percentile(&ours.0, 0.5).as_secs_f64() / percentile(&bare.0, 0.5).as_secs_f64(),
-        bare.1.as_secs_f64() / ours.1.as_secs_f64()
+        percentile(&ours.latencies, 0.5).as_secs_f64()
+            / percentile(&bare.latencies, 0.5).as_secs_f64(),
+        bare.wall.as_secs_f64() / ours.wall.as_secs_f64()
     );
 }
 
-/// Opens the session `runs` times through a host runtime, `before` each; the median time, and
-/// whether every open resumed at a checkpoint.
 fn open_times(
     runtime: &HostRuntime,
     name: &str,

@@ -23,7 +23,7 @@ use std::sync::{Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
-use postgres::Client;
+use postgres::{Client, Statement};
 use user_questions::sync::lock_unpoisoned as lock;
 
 use crate::PgError;
@@ -114,7 +114,7 @@ impl Drop for Hints {
 /// The sending thread: waits for a hint, takes every other one queued meanwhile, sends them in one
 /// statement; until the queue ends (its store was dropped) and is empty.
 fn run(config: &str, schema: &str, application: &str, queue: &Receiver<String>) {
-    let mut client: Option<Client> = None;
+    let mut client: Option<(Client, Statement)> = None;
     while let Ok(first) = queue.recv() {
         let mut names = BTreeSet::from([first]);
         names.extend(queue.try_iter());
@@ -130,7 +130,7 @@ fn run(config: &str, schema: &str, application: &str, queue: &Receiver<String>) 
 /// One notification per name, in one autocommitted statement on the hint connection (opened
 /// when there is none).
 fn notify(
-    client: &mut Option<Client>,
+    client: &mut Option<(Client, Statement)>,
     config: &str,
     schema: &str,
     application: &str,
@@ -149,16 +149,17 @@ fn notify(
                 &[&application],
             )
             .map_err(PgError::Connect)?;
-        *client = Some(connected);
+        // Prepared once per connection: each burst is then one round trip.
+        let statement = connected
+            .prepare("SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n")
+            .map_err(PgError::Query)?;
+        *client = Some((connected, statement));
     }
-    let Some(connected) = client.as_mut() else {
+    let Some((connected, statement)) = client.as_mut() else {
         return Err(PgError::Closed);
     };
     connected
-        .execute(
-            "SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n",
-            &[&CHANNEL, &names],
-        )
+        .execute(&*statement, &[&CHANNEL, &names])
         .map_err(PgError::Query)?;
     Ok(())
 }
