@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use ask_user_host::{Host, HostRuntime, ModelInfo, SessionOptions};
+use ask_user_host::{Host, HostRuntime, ModelInfo, SessionOptions, ToolResult, ToolSpec};
 use ask_user_rig::AskUser;
 use ask_user_rig::rig_agent::{Agent, AgentBuilder};
 use ask_user_rig::rig_core::completion::Message;
@@ -383,4 +383,103 @@ async fn a_prompt_dropped_while_the_question_waits_logs_the_call_cancelled() {
         Some("turn/end"),
         "{types:?}"
     );
+}
+
+/// An agent of the application's own making: the ask tool as a rig `DynamicTool`, the other tool
+/// a closure over the raw argument text (`record_fn`), with or without the hook.
+fn dynamic_agent(server: &ScriptedChat, ask: &AskUser, hooked: bool) -> Agent {
+    let list = ask
+        .record_fn(
+            ToolSpec::new(
+                "list_files",
+                "Lists the files of a folder.",
+                json!({"type": "object", "properties": {"dir": {"type": "string"}}}),
+            ),
+            |raw| async move { ToolResult::ok(format!("listed for {raw}")) },
+        )
+        .unwrap();
+    let model = OpenAIConfig::new("test-key")
+        .with_base_url(server.base_url())
+        .client()
+        .chat("gpt-test");
+    let builder = AgentBuilder::new(model)
+        .dynamic_tool(ask.dynamic_tool())
+        .dynamic_tool(list)
+        .default_max_turns(8);
+    if hooked {
+        builder.add_hook(ask.hook()).build()
+    } else {
+        builder.build()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dynamic_tool_and_a_closure_tool_are_offered_and_recorded() {
+    for hooked in [true, false] {
+        let server = ScriptedChat::start([
+            ScriptedChat::tool_call("call_ls_1", "list_files", LIST),
+            ScriptedChat::tool_call("call_ask_1", "ask_user_question", QUESTION),
+            ScriptedChat::text("SQLite it is."),
+        ])
+        .await;
+        let mut session = Session::new(&server, AskUserConfig::default());
+        session.agent = dynamic_agent(&server, &session.ask, hooked);
+        let _answerer = session
+            .runtime
+            .seam()
+            .register(answer_sqlite(), RegisterOptions::global("chat"));
+        assert_eq!(session.turn("Set up the project.").await, "SQLite it is.");
+
+        let requests = server.requests();
+        let tools = requests[0]["tools"].as_array().unwrap();
+        let definition = session.host.tool().definition();
+        let ask = tools
+            .iter()
+            .find(|t| t["function"]["name"] == "ask_user_question")
+            .unwrap();
+        assert_eq!(ask["function"]["parameters"], definition.parameters);
+        assert_eq!(ask["function"]["description"], definition.description);
+        let answers = r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#;
+        assert!(
+            tool_messages(&requests[2])
+                .iter()
+                .any(|(_, text)| text == answers),
+            "{:?}",
+            tool_messages(&requests[2])
+        );
+
+        let events = session.events();
+        let calls: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool/call").collect();
+        let results = events.iter().filter(|e| e["type"] == "tool/result").count();
+        assert_eq!(
+            (calls.len(), results),
+            (2, 2),
+            "hooked {hooked}: {:?}",
+            session.types()
+        );
+        let list = calls
+            .iter()
+            .find(|c| c["data"]["name"] == "list_files")
+            .unwrap();
+        let asked = calls
+            .iter()
+            .find(|c| c["data"]["name"] == "ask_user_question")
+            .unwrap();
+        if hooked {
+            // The provider's ids and the model's own bytes.
+            assert_eq!(list["data"]["callId"], "call_ls_1");
+            assert_eq!(list["data"]["arguments"], LIST);
+            assert_eq!(asked["data"]["callId"], "call_ask_1");
+            assert_eq!(asked["data"]["arguments"], QUESTION);
+        } else {
+            // Without the hook: ids minted by the adapter, rig's serialisation of the same value.
+            for call in [list, asked] {
+                let id = call["data"]["callId"].as_str().unwrap();
+                assert!(id.starts_with("rig-"), "{id}");
+            }
+            let logged: Value =
+                serde_json::from_str(asked["data"]["arguments"].as_str().unwrap()).unwrap();
+            assert_eq!(logged, serde_json::from_str::<Value>(QUESTION).unwrap());
+        }
+    }
 }
