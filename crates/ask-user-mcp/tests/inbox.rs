@@ -186,6 +186,25 @@ impl Machine {
         .await
     }
 
+    /// [`answer`](Self::answer) once the card is on the page: the inbox tells `opened` when the
+    /// question reaches it, and its page's card opens as the question's answerers are asked, a
+    /// moment later on a loaded machine (a page answers only a card it shows).
+    async fn answer_when_shown(
+        &self,
+        session: &str,
+        call: &CallId,
+        label: &str,
+    ) -> (StatusCode, Value) {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let (status, reply) = self.answer(session, call, label).await;
+            if status != StatusCode::GONE || std::time::Instant::now() > deadline {
+                return (status, reply);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     async fn notice(&mut self, call: &CallId, with_buttons: bool) -> Notice {
         tokio::time::timeout(WAIT, async {
             loop {
@@ -384,7 +403,9 @@ async fn a_task_is_answered_on_the_page_while_the_client_polls() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let (status, reply) = machine.answer(&session, &call_id, "SQLite").await;
+    let (status, reply) = machine
+        .answer_when_shown(&session, &call_id, "SQLite")
+        .await;
     assert_eq!(status, StatusCode::OK, "{reply}");
     let done = loop {
         let task = poll().await;
