@@ -11,7 +11,7 @@ use ask_user_openai::async_openai::types::chat::{
     ChatCompletionRequestUserMessageContent, CreateChatCompletionRequest,
 };
 use ask_user_openai::{ToolHandler, run_turn};
-use ask_user_testkit::chat::{ScriptedChat, texts_of};
+use ask_user_testkit::chat::{ScriptedChat, texts_of, tool_messages};
 use serde_json::{Value, json};
 use session_log::JsonlStore;
 use tool_ask_user::AskUserConfig;
@@ -110,22 +110,6 @@ impl Agent {
             .filter_map(|e| e["type"].as_str().map(str::to_owned))
             .collect()
     }
-}
-
-/// The tool messages of `request`: (`tool_call_id`, text).
-fn tool_messages(request: &Value) -> Vec<(String, String)> {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            (
-                m["tool_call_id"].as_str().unwrap().to_owned(),
-                m["content"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,7 +12,7 @@ use ask_user_rig::rig_agent::{Agent, AgentBuilder};
 use ask_user_rig::rig_core::completion::Message;
 use ask_user_rig::rig_core::providers::openai::OpenAIConfig;
 use ask_user_rig::rig_core::tool::{Tool, ToolContext};
-use ask_user_testkit::chat::{ScriptedChat, texts_of};
+use ask_user_testkit::chat::{ScriptedChat, text_of, texts_of, tool_messages};
 use serde_json::{Value, json};
 use session_log::JsonlStore;
 use tool_ask_user::AskUserConfig;
@@ -122,38 +122,9 @@ impl Session {
     }
 }
 
-/// The text of a message's content: a string, or its text parts joined.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(text) => text.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
-}
-
 /// The text of one content part.
 fn text_of_part(part: &Value) -> String {
     part["text"].as_str().unwrap_or_default().to_owned()
-}
-
-/// The tool messages of `request`: (`tool_call_id`, text).
-fn tool_messages(request: &Value) -> Vec<(String, String)> {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            (
-                m["tool_call_id"].as_str().unwrap().to_owned(),
-                text_of(&m["content"]),
-            )
-        })
-        .collect()
 }
 
 fn answer_sqlite() -> Arc<dyn user_questions::Answerer> {

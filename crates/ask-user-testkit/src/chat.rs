@@ -96,8 +96,7 @@ impl ScriptedChat {
     }
 }
 
-/// The texts of every message of `request` with `role`, in order (a message's content as text,
-/// or its text parts joined).
+/// The texts of every message of `request` with `role`, in order (see [`text_of`]).
 pub fn texts_of(request: &Value, role: &str) -> Vec<String> {
     request["messages"]
         .as_array()
@@ -105,18 +104,39 @@ pub fn texts_of(request: &Value, role: &str) -> Vec<String> {
             messages
                 .iter()
                 .filter(|m| m["role"] == role)
-                .map(|m| match &m["content"] {
-                    Value::String(text) => text.clone(),
-                    Value::Array(parts) => parts
-                        .iter()
-                        .filter_map(|p| p["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join(""),
-                    _ => String::new(),
-                })
+                .map(|m| text_of(&m["content"]))
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A message's content as text: the string, or its text parts joined.
+pub fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// The tool messages of `request`, in order: (`tool_call_id`, text).
+pub fn tool_messages(request: &Value) -> Vec<(String, String)> {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
+                text_of(&m["content"]),
+            )
+        })
+        .collect()
 }
 
 async fn completion(
