@@ -149,20 +149,39 @@ impl Db {
         &self,
         job: impl FnOnce(&mut Connection) -> Result<T, PgError> + Send + 'static,
     ) -> Result<T, PgError> {
+        self.submit(job).wait()
+    }
+
+    /// Queues `job` on the connection thread; its result is waited for with
+    /// [`Pending::wait`] (a reader's next page, fetched while the caller reads this one).
+    pub(crate) fn submit<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Connection) -> Result<T, PgError> + Send + 'static,
+    ) -> Pending<T> {
         let (reply, result) = mpsc::sync_channel(1);
-        self.jobs
-            .send(Box::new(move |connection: &mut Connection| {
-                let outcome = job(connection);
-                connection.reset_if_closed();
-                let _ = reply.send(outcome);
-            }))
-            .map_err(|_| PgError::Closed)?;
-        result.recv().map_err(|_| PgError::Closed)?
+        // A closed thread drops the job with its reply sender: `wait` then says `Closed`.
+        let _ = self.jobs.send(Box::new(move |connection: &mut Connection| {
+            let outcome = job(connection);
+            connection.reset_if_closed();
+            let _ = reply.send(outcome);
+        }));
+        Pending(result)
     }
 
     /// Runs `job` on the connection thread without waiting (an import's transaction, fed by the
     /// caller through a channel while it runs).
     pub(crate) fn spawn(&self, job: impl FnOnce(&mut Connection) + Send + 'static) {
         let _ = self.jobs.send(Box::new(job));
+    }
+}
+
+/// A job's result on its way from the connection thread ([`Db::submit`]); dropping it discards
+/// the result.
+pub(crate) struct Pending<T>(mpsc::Receiver<Result<T, PgError>>);
+
+impl<T> Pending<T> {
+    /// Waits for the job's result.
+    pub(crate) fn wait(self) -> Result<T, PgError> {
+        self.0.recv().map_err(|_| PgError::Closed)?
     }
 }

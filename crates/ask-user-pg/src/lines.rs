@@ -1,12 +1,13 @@
 //! A log's bytes read back from its rows, in pages, as one [`BufRead`]: the header line (for a
 //! whole-log scan), then every line after a byte offset in order. A page holds the lines that end
 //! within [`PAGE_BYTES`] of where it starts (at least one line), so memory stays bounded by the
-//! page and the longest line whatever the log's size.
+//! page and the longest line whatever the log's size (two pages: the next one is fetched while
+//! the caller reads this one, so the server's reading and the caller's fold overlap).
 
 use std::io::{self, BufRead, Read};
 
 use crate::PgError;
-use crate::db::Db;
+use crate::db::{Db, Pending};
 
 /// About how many bytes one page of lines holds.
 pub(crate) const PAGE_BYTES: i64 = 4 << 20;
@@ -24,6 +25,8 @@ pub struct Lines {
     /// Where the log ends, when the reader knows it (its writer's open, under the lease): no
     /// page is asked for past it.
     end: Option<i64>,
+    /// The next page, asked for when this one came: where it ends, and its bytes.
+    next: Option<Pending<(i64, Vec<u8>)>>,
 }
 
 impl Lines {
@@ -37,6 +40,7 @@ impl Lines {
             pos: 0,
             done: false,
             end: None,
+            next: None,
         }
     }
 
@@ -46,10 +50,10 @@ impl Lines {
         self
     }
 
-    fn next_page(&mut self) -> Result<(), PgError> {
+    /// Asks the connection for the page of lines after byte offset `after`.
+    fn fetch(&self, after: i64) -> Pending<(i64, Vec<u8>)> {
         let name = self.name.clone();
-        let after = self.after;
-        let (end, bytes) = self.db.run(move |connection| {
+        self.db.submit(move |connection| {
             // The lines that end within a page, or the next line alone when it is longer.
             let page = connection.statement(
                 "SELECT byte_end, line FROM ask_user_lines
@@ -69,9 +73,20 @@ impl Lines {
                 bytes.extend_from_slice(row.get::<_, &[u8]>(1));
             }
             Ok((end, bytes))
-        })?;
+        })
+    }
+
+    fn next_page(&mut self) -> Result<(), PgError> {
+        let pending = match self.next.take() {
+            Some(pending) => pending,
+            None => self.fetch(self.after),
+        };
+        let (end, bytes) = pending.wait()?;
         if bytes.is_empty() {
             self.done = true;
+        } else if self.end.is_none_or(|known| end < known) {
+            // Unless the log is known to end here, the next page is read while this one is.
+            self.next = Some(self.fetch(end));
         }
         self.after = end;
         self.page = bytes;

@@ -27,6 +27,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0006_ledger_length",
         include_str!("../migrations/0006_ledger_length.sql"),
     ),
+    (
+        "0007_lines_lz4",
+        include_str!("../migrations/0007_lines_lz4.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

@@ -378,13 +378,20 @@ impl PgStore {
                 // An owner whose lease ran out is taken over (and fenced), and named in a
                 // warning. A row another transaction holds is skipped, not waited for: it is
                 // being written, so it is taken (`Locked`). The statement commits on its own,
-                // durably (`synchronous_commit` as the server has it), before it returns.
+                // without waiting for its flush (`synchronous_commit` off for this transaction
+                // only): a lease is not a write of the log. Every write under it is fenced by the
+                // epoch in its own transaction, committed durably, which flushes the lease's
+                // commit with it (the write-ahead log is flushed in order); a lease a crash of the
+                // server lost was never used to write, and its writer's next write, on a new
+                // connection, is fenced. What another owner saw of it in the meantime (a lease
+                // held: `Locked`) is only a refusal to retry.
                 let take = connection.statement(
                     "UPDATE ask_user_sessions s
                      SET owner = $2, epoch = s.epoch + 1,
                          lease_until = now() + make_interval(secs => $3)
                      FROM (SELECT name, owner FROM ask_user_sessions
-                           WHERE name = $1 FOR UPDATE SKIP LOCKED) AS previous
+                           WHERE name = $1 FOR UPDATE SKIP LOCKED) AS previous,
+                          (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
                      WHERE s.name = previous.name
                        AND (s.owner IS NULL OR s.lease_until < now())
                      RETURNING s.epoch, previous.owner,

@@ -406,15 +406,21 @@ fn a_reply_queued_by_an_owner_that_died_is_admitted_once() {
     drop_schema(&url, &schema);
 }
 
+/// The JSONL of a session with one pending question, exported from a schema of its own.
+fn pending_log(url: &str) -> Vec<u8> {
+    let mut log = Vec::new();
+    let (source, schema) = common::store(url);
+    create_pending(&source, "src", &["ask-1"]);
+    source.export("src", &mut log).unwrap();
+    drop_schema(url, &schema);
+    log
+}
+
 #[test]
 fn an_import_with_a_line_past_the_limit_is_refused_and_leaves_nothing() {
     let Some(url) = common::pg_url() else { return };
     let (store, schema) = common::store(&url);
-    let mut log = Vec::new();
-    let source = common::store(&url);
-    create_pending(&source.0, "src", &["ask-1"]);
-    source.0.export("src", &mut log).unwrap();
-    drop_schema(&url, &source.1);
+    let mut log = pending_log(&url);
     // A record line one byte past what any reader keeps.
     let limit = usize::try_from(session_log::MAX_LINE_LEN).unwrap();
     log.extend(std::iter::repeat_n(b'x', limit + 1));
@@ -427,6 +433,46 @@ fn an_import_with_a_line_past_the_limit_is_refused_and_leaves_nothing() {
         "{refused}"
     );
     assert!(!store.exists("big").unwrap(), "nothing imported");
+    drop_schema(&url, &schema);
+}
+
+/// Migration 0007: a long line is stored compressed with lz4 where the server has it (a cold
+/// open of a large log is mostly the server decompressing its lines), and reads back as written.
+#[test]
+fn long_lines_are_stored_with_lz4_where_the_server_has_it_and_read_back_unchanged() {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    let mut log = pending_log(&url);
+    // A line not a record, long and compressible like a tool's output.
+    let output = format!(
+        "{{\"output\":\"{}\"}}\n",
+        "all tests passed; ".repeat(2_000)
+    );
+    log.extend_from_slice(output.as_bytes());
+    store
+        .import("long", &mut BufReader::new(log.as_slice()))
+        .unwrap();
+    let mut db = client(&url, &schema);
+    let lz4 = db
+        .batch_execute("SET default_toast_compression = lz4")
+        .is_ok();
+    let compression: Option<String> = db
+        .query_one(
+            "SELECT pg_column_compression(line) FROM ask_user_lines
+             WHERE name = 'long' ORDER BY byte_end DESC LIMIT 1",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let expected = if lz4 { "lz4" } else { "pglz" };
+    assert_eq!(
+        compression.as_deref(),
+        Some(expected),
+        "the long line is compressed"
+    );
+    let mut exported = Vec::new();
+    store.export("long", &mut exported).unwrap();
+    assert_eq!(exported, log, "the log reads back byte for byte");
     drop_schema(&url, &schema);
 }
 
