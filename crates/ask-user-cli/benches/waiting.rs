@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ask_user_testkit::process;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
@@ -88,7 +89,10 @@ impl Server {
     }
 
     fn cpu_ticks(&self) -> u64 {
-        self.pids.iter().map(|pid| cpu_ticks(*pid)).sum()
+        self.pids
+            .iter()
+            .map(|pid| process::cpu_ticks(&pid.to_string()))
+            .sum()
     }
 
     fn fds(&self) -> usize {
@@ -107,31 +111,6 @@ fn status_kb(pid: u32, field: &str) -> u64 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kb| kb.parse().ok())
         .unwrap_or(0)
-}
-
-/// `utime + stime` of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    field(11) + field(12)
-}
-
-fn clock_ticks_per_second() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or(100.0)
 }
 
 /// Ours: `ask-user mcp --http` with the inbox page, in a state directory of its own.
@@ -443,7 +422,7 @@ async fn measure(
     let streams = connect_pages(&client, server, pages).await;
     let ticks = server.cpu_ticks();
     tokio::time::sleep(idle).await;
-    let used = server.cpu_ticks().saturating_sub(ticks) as f64 / clock_ticks_per_second();
+    let used = server.cpu_ticks().saturating_sub(ticks) as f64 / process::clock_ticks_per_second();
     let idle_cpu_percent = 100.0 * used / idle.as_secs_f64();
     let latencies = answer_on_page(&client, server, &mut waiting, calls).await;
     for stream in streams {

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use ask_user_host::{HostRuntime, SessionOptions};
 use ask_user_pg::{PgOptions, PgStore};
+use ask_user_testkit::process;
 use session_log::{JsonlStore, SessionStore};
 use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, QuestionLimits};
 
@@ -63,27 +64,16 @@ struct Run {
 
 /// `utime + stime` in seconds of this process, and of every `postgres` process of the machine.
 fn cpu_now() -> (f64, f64) {
-    let ticks = |stat: &str| -> f64 {
-        let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let field = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|f| f.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        field(11) + field(12)
-    };
-    // Clock ticks per second: 100 on Linux.
-    let own = ticks(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default()) / 100.0;
-    let mut server = 0.0;
+    let ticks = process::clock_ticks_per_second();
+    let own = process::cpu_ticks("self") as f64 / ticks;
+    let mut server = 0;
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let path = entry.path();
         if std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim() == "postgres") {
-            server += ticks(&std::fs::read_to_string(path.join("stat")).unwrap_or_default());
+            server += process::cpu_ticks(&entry.file_name().to_string_lossy());
         }
     }
-    (own, server / 100.0)
+    (own, server as f64 / ticks)
 }
 
 /// Per-operation latencies of `per_front` operations on each of `fronts` threads, run together;

@@ -86,6 +86,13 @@ impl Session {
         }
     }
 
+    /// Registers the application's answerer that answers every question with `SQLite`.
+    fn answer_with_sqlite(&self) -> user_questions::AnswererGuard {
+        self.runtime
+            .seam()
+            .register(answer_sqlite(), RegisterOptions::global("chat"))
+    }
+
     async fn turn(&mut self, prompt: &str) -> String {
         self.history.extend(self.ask.begin_turn().unwrap());
         let response = self
@@ -146,10 +153,7 @@ async fn the_model_asks_and_an_answerer_of_the_application_answers() {
     ])
     .await;
     let mut session = Session::new(&server, AskUserConfig::default());
-    let _answerer = session
-        .runtime
-        .seam()
-        .register(answer_sqlite(), RegisterOptions::global("chat"));
+    let _answerer = session.answer_with_sqlite();
     assert_eq!(session.turn("Set up the project.").await, "SQLite it is.");
 
     let requests = server.requests();
@@ -395,10 +399,7 @@ async fn the_dynamic_tool_and_a_closure_tool_are_offered_and_recorded() {
         .await;
         let mut session = Session::new(&server, AskUserConfig::default());
         session.agent = dynamic_agent(&server, &session.ask, hooked);
-        let _answerer = session
-            .runtime
-            .seam()
-            .register(answer_sqlite(), RegisterOptions::global("chat"));
+        let _answerer = session.answer_with_sqlite();
         assert_eq!(session.turn("Set up the project.").await, "SQLite it is.");
 
         let requests = server.requests();

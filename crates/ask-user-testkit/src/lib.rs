@@ -9,7 +9,8 @@
 //! * [`siege`]: slow and greedy clients against an HTTP server;
 //! * [`tls`]: a certificate authority made in the test, and server certificates it signs;
 //! * [`mcp`]: MCP requests of the stateless revision written by hand, and their replies read;
-//! * [`chat`]: a scripted Chat Completions server, for agent frameworks' real clients.
+//! * [`chat`]: a scripted Chat Completions server, for agent frameworks' real clients;
+//! * [`process`]: the CPU a process used, from `/proc`, for benches.
 //!
 //! Panics are the failure mode here: a fixture that cannot be built fails the test that asked
 //! for it.
@@ -23,6 +24,7 @@ pub mod chat;
 pub mod logs;
 pub mod mcp;
 pub mod pg;
+pub mod process;
 pub mod pty;
 pub mod siege;
 pub mod store_contract;

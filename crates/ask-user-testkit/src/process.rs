@@ -1,0 +1,48 @@
+//! What Linux's `/proc` says of a process's CPU, for the benches that print the CPU a process
+//! used beside its anchor's.
+
+use std::process::Command;
+
+/// `utime + stime` of the process `pid` (its number, or `"self"`), in clock ticks; 0 when it
+/// cannot be read (a process that has exited, a system without `/proc`).
+pub fn cpu_ticks(pid: &str) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's closing parenthesis (a command may hold spaces and
+    // parentheses); utime and stime are the 12th and 13th of them.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    field(11) + field(12)
+}
+
+/// The clock ticks in a second (`getconf CLK_TCK`; 100, Linux's, when it cannot be asked).
+pub fn clock_ticks_per_second() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_used_cpu_and_an_exited_one_none() {
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(50) {
+            std::hint::black_box(spin.elapsed());
+        }
+        assert!(cpu_ticks("self") > 0, "50 ms of CPU is at least one tick");
+        assert_eq!(cpu_ticks("0"), 0, "no process 0 in /proc");
+        assert!(clock_ticks_per_second() >= 1.0);
+    }
+}
