@@ -23,14 +23,15 @@
 //! numbers only when there is one to report, by counting the line ends before `byteLength` once
 //! (or from the `open` line count): a clean resume never reads the prefix.
 
+use std::any::Any;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use session_log::{
     AnchorMismatch, CorruptLine, LogAnchor, LogFinding, LogVisitor, LossyLine, RecordSpan,
-    ResumePoint, ScanPosition, ScanReport, Scanned, SeqGap, SessionHeader, SessionStore,
-    StoreError, TornTail, Tracker,
+    ResumePlan, ResumePoint, ScanPosition, ScanReport, Scanned, SeqGap, SessionHeader,
+    SessionStore, StoreError, TornTail, Tracker,
 };
 use user_questions_projection::{
     PROJECTION_KEY, Replay, RestoreError, STATE_VERSION, UserQuestionsState, restore,
@@ -399,6 +400,41 @@ fn validate(
     }))
 }
 
+/// A writer's open ([`SessionStore::open_at_checkpoint`]): from the document the store reads
+/// (under the writer's ownership where it can), the fold seeded with its state, and the anchor
+/// and resume point the store checks; a fresh fold for an open of the whole log otherwise. It
+/// declines a document a writer cannot resume at: another state version, no `open` member, or
+/// a state that does not restore.
+#[derive(Default)]
+pub(crate) struct OpenPlan {
+    fold: Option<OpenFold>,
+}
+
+impl OpenPlan {
+    /// The fold the open showed its lines to.
+    pub(crate) fn into_fold(self) -> OpenFold {
+        self.fold.unwrap_or_else(OpenFold::new)
+    }
+}
+
+impl ResumePlan for OpenPlan {
+    fn resume_at(&mut self, bytes: &[u8]) -> Option<(LogAnchor, ResumePoint, &mut dyn LogVisitor)> {
+        let doc = document(bytes).ok()?;
+        let open = open_state(doc.open)?;
+        let state = restore(doc.state.get()).ok()?;
+        let mut fold = FoldVisitor::refold();
+        fold.seed = Some(state);
+        let point = open.log.clone();
+        fold.open = Some(OpenTrack::resume(open));
+        let fold = self.fold.insert(OpenFold { fold });
+        Some((doc.log, point, fold.visitor()))
+    }
+
+    fn whole_log(&mut self) -> &mut dyn LogVisitor {
+        self.fold.insert(OpenFold::new()).visitor()
+    }
+}
+
 /// A fold that runs inside a store's open scan, so opening a log for write reads it once: the
 /// lines the open shows are folded as they pass (with the inbox restore and what is unfinished),
 /// then the lines appended after it (resume repair) are read on, and a fresh checkpoint is
@@ -415,31 +451,6 @@ impl OpenFold {
         Self { fold }
     }
 
-    /// A fold for an open at the log's checkpoint, when it has one a writer can resume at (a
-    /// document of this state version with an `open` member and a state that restores); the store
-    /// checks its anchor when it opens: the fold, the anchor and the store's resume point. `None`
-    /// otherwise.
-    pub(crate) fn at_checkpoint(
-        store: &dyn SessionStore,
-        name: &str,
-    ) -> Option<(Self, LogAnchor, ResumePoint)> {
-        let bytes = match store.load_checkpoint(name) {
-            Ok(bytes) => bytes?,
-            Err(error) => {
-                tracing::warn!(%error, "the checkpoint cannot be read; the log is opened from its start");
-                return None;
-            }
-        };
-        let doc = document(&bytes).ok()?;
-        let open = open_state(doc.open)?;
-        let state = restore(doc.state.get()).ok()?;
-        let mut fold = FoldVisitor::refold();
-        fold.seed = Some(state);
-        let point = open.log.clone();
-        fold.open = Some(OpenTrack::resume(open));
-        Some((Self { fold }, doc.log, point))
-    }
-
     /// What the store's open shows its lines to.
     pub(crate) fn visitor(&mut self) -> &mut dyn LogVisitor {
         &mut self.fold
@@ -449,16 +460,27 @@ impl OpenFold {
     /// whatever was appended since, with the byte length the log's checkpoint now covers. The
     /// checkpoint is refreshed unless the open resumed at one that is less than
     /// [`CHECKPOINT_LAG`] behind.
+    ///
+    /// `writer_end` is where the writer now appends: when it is where the open scan ended, nothing
+    /// was appended since (the writer owns the log), and the log is not read again.
     pub(crate) fn finish(
         mut self,
         store: &dyn SessionStore,
         name: &str,
         open: &ScanReport,
+        writer_end: u64,
     ) -> Result<(UserQuestionsState, Restore, u64), StoreError> {
         if let Some(track) = &mut self.fold.open {
             track.note_findings(open);
         }
-        let tail = store.scan_from(name, open.end, &mut self.fold)?;
+        let tail = if writer_end == open.end.byte_offset {
+            ScanReport {
+                end: open.end,
+                ..ScanReport::default()
+            }
+        } else {
+            store.scan_from(name, open.end, &mut self.fold)?
+        };
         let mut outcome = self.fold.finish(tail);
         // The open already warned of its line findings; the log-level ones are the fold's.
         warn_findings(&store.location(name), &outcome, true);
@@ -608,6 +630,16 @@ impl LogVisitor for FoldVisitor {
             self.replay = Some(Replay::resume(header, state, at));
             self.resumed_at = Some(at.byte_offset);
         }
+    }
+
+    /// The projection state at the point the open resumed at, restored from the checkpoint
+    /// (a `UserQuestionsState`), until a record after it is folded.
+    fn resumed_state(&self) -> Option<&dyn Any> {
+        self.resumed_at?;
+        let replay = self.replay.as_ref()?;
+        self.last_record
+            .is_none()
+            .then(|| replay.state() as &dyn Any)
     }
 
     fn line(&mut self, scanned: &Scanned<'_>) {

@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use pending_answer::{InMemoryProjectionHost, LateAnswers, LateRefusal, ProjectionHost, Queued};
 use serde_json::json;
 use session_log::{
-    InboxTarget, JsonlStore, MemoryStore, NewSession, OpenFrom, OpenReport, Record, RepairReport,
-    SessionStore, SessionWriter, StoreError, repair_interrupted,
+    InboxTarget, JsonlStore, MemoryStore, NewSession, OpenReport, OpenedAtCheckpoint, Record,
+    RepairReport, SessionStore, SessionWriter, StoreError, repair_interrupted,
 };
 use tool_ask_user::{AskUserConfig, AskUserTool, ToolContext, ToolOutcome};
 use user_questions::sync::lock_unpoisoned;
@@ -33,7 +33,7 @@ use user_questions::{
 use user_questions_projection::UserQuestionsState;
 
 use crate::agent::{HostAgent, Restore};
-use crate::checkpoint::{CheckpointPolicy, CheckpointWrite, OpenFold, load_projection};
+use crate::checkpoint::{CheckpointPolicy, CheckpointWrite, OpenPlan, load_projection};
 use crate::journal::{Journal, JournalError};
 use crate::tools::{ToolCall, ToolResult, ToolSpec};
 
@@ -350,52 +350,33 @@ impl HostRuntime {
     /// appended are folded too, and the projection checkpoint is refreshed.
     ///
     /// When the log's checkpoint carries an open state ([`Checkpoint::open`](crate::Checkpoint)),
-    /// the store opens the log at the checkpoint ([`SessionStore::open_from`]) and the scan reads
-    /// only the lines after it; a checkpoint that does not fit the log (the store checks it under
-    /// the writer's ownership), or a store that cannot resume, means a scan of the whole log.
-    /// The session is the same either way.
+    /// the store opens the log at the checkpoint ([`SessionStore::open_at_checkpoint`]: the
+    /// document is read, and its anchor checked, under the writer's ownership) and the scan reads
+    /// only the lines after it; a checkpoint that does not fit the log, or a store that cannot
+    /// resume, means a scan of the whole log. When resume repair appends nothing, the log is not
+    /// read again after the open. The session is the same either way.
     pub fn open(&self, name: &str, options: SessionOptions) -> Result<(Host, Resumed), HostError> {
         let _sessions = lock_unpoisoned(&self.inner.sessions);
         self.check_agent_id(&options)?;
         let store = &*self.inner.store;
-        let resumed = match OpenFold::at_checkpoint(store, name) {
-            Some((mut fold, anchor, point)) => {
-                match store.open_from(name, &anchor, &point, fold.visitor()) {
-                    Ok(OpenFrom::Resumed { writer, report }) => Some((fold, writer, report)),
-                    Ok(OpenFrom::Stale(mismatch)) => {
-                        tracing::warn!(
-                            path = %store.location(name).display(),
-                            reason = %mismatch,
-                            "the checkpoint does not fit the log; opening it from its start"
-                        );
-                        None
-                    }
-                    Ok(OpenFrom::Unsupported) => None,
-                    Err(error @ StoreError::Locked { .. }) => return Err(error.into()),
-                    // Whatever else went wrong (a header that no longer reads, say), the open
-                    // from the start reports it as it would without a checkpoint.
-                    Err(error) => {
-                        tracing::warn!(
-                            path = %store.location(name).display(),
-                            %error,
-                            "the log cannot be opened at its checkpoint; opening it from its start"
-                        );
-                        None
-                    }
-                }
-            }
-            None => None,
-        };
+        let mut plan = OpenPlan::default();
+        let OpenedAtCheckpoint {
+            mut writer,
+            report,
+            stale,
+        } = store.open_at_checkpoint(name, &mut plan)?;
+        if let Some(mismatch) = stale {
+            tracing::warn!(
+                path = %store.location(name).display(),
+                reason = %mismatch,
+                "the checkpoint does not fit the log; it was opened from its start"
+            );
+        }
         // One pass either way: the open scan restores the inbox and folds the projection at once.
-        let (fold, mut writer, report) = if let Some(resumed) = resumed {
-            resumed
-        } else {
-            let mut fold = OpenFold::new();
-            let (writer, report) = store.open(name, fold.visitor())?;
-            (fold, writer, report)
-        };
+        let fold = plan.into_fold();
         let repair = repair_interrupted(writer.as_mut())?;
-        let (state, restore, checkpointed) = fold.finish(store, name, &report.scan)?;
+        let writer_end = writer.position().byte_offset;
+        let (state, restore, checkpointed) = fold.finish(store, name, &report.scan, writer_end)?;
         let (host, restored_inbox) = self.start(name, writer, Some(state), restore, options);
         host.position().checkpointed = checkpointed;
         // Repair continued the calls its host left open before any surface could hear of it:

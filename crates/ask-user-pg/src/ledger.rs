@@ -368,6 +368,7 @@ fn fold_at_checkpoint(
         .ok_or("no checkpoint document")?;
     let document: CheckpointDocument<'_> =
         serde_json::from_slice(&bytes).map_err(|e| format!("unreadable checkpoint: {e}"))?;
+
     if document.key != PROJECTION_KEY || document.state_version != u64::from(STATE_VERSION) {
         return Err("a checkpoint of another projection or state version".into());
     }
@@ -383,6 +384,14 @@ fn fold_at_checkpoint(
     Ok(LedgerFold::resume(header, state, at))
 }
 
+/// Where the anchor of a projection checkpoint document of this state version ends
+/// (`log.byteLength`); `None` for any other document.
+pub(crate) fn checkpoint_anchor(bytes: &[u8]) -> Option<u64> {
+    let document: CheckpointDocument<'_> = serde_json::from_slice(bytes).ok()?;
+    (document.key == PROJECTION_KEY && document.state_version == u64::from(STATE_VERSION))
+        .then_some(document.log.byte_length)
+}
+
 impl LogVisitor for FoldVisitor {
     fn header(&mut self, header: &SessionHeader) {
         self.fold = Some(LedgerFold::new(header));
@@ -396,6 +405,24 @@ impl LogVisitor for FoldVisitor {
         self.resumed = Some(started.map(|fold| {
             self.fold = Some(fold);
         }));
+    }
+
+    /// Starts from the projection state the caller's visitor of this open restored for the
+    /// point (the host's, from the document read with the lease, its anchor checked under the
+    /// lease), instead of restoring it again; from the checkpoint document otherwise.
+    fn resumed_beside(
+        &mut self,
+        header: &SessionHeader,
+        at: ScanPosition,
+        shared: Option<&dyn std::any::Any>,
+    ) {
+        match shared.and_then(|shared| shared.downcast_ref::<UserQuestionsState>()) {
+            Some(state) => {
+                self.fold = Some(LedgerFold::resume(header, state.clone(), at));
+                self.resumed = Some(Ok(()));
+            }
+            None => self.resumed(header, at),
+        }
     }
 
     fn line(&mut self, scanned: &Scanned<'_>) {

@@ -31,6 +31,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0007_lines_lz4",
         include_str!("../migrations/0007_lines_lz4.sql"),
     ),
+    (
+        "0008_checkpoint_lz4",
+        include_str!("../migrations/0008_checkpoint_lz4.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

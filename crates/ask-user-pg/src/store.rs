@@ -9,9 +9,11 @@
 //! was taken over writes nothing ([`StoreError::Fenced`]) and no `seq` is ever written twice. A
 //! thread renews the leases of the live writers; dropping a writer frees its lease.
 //!
-//! An open at a checkpoint ([`SessionStore::open_from`]) reads only the rows after its anchor;
-//! the ledger's fold starts from the checkpoint's state, and writes nothing when the session row's
-//! `ledger_length` says the ledger was in line with the whole log (see [`PgHold`]'s `opened`).
+//! An open at a checkpoint ([`SessionStore::open_at_checkpoint`], [`SessionStore::open_from`])
+//! reads the document with the lease and only the rows after its anchor; the ledger's fold starts
+//! from the checkpoint's state (the caller's, when its visitor shares it), and writes nothing when
+//! the session row's `ledger_length` says the ledger was in line with the whole log (see
+//! [`PgHold`]'s `opened`).
 
 use std::collections::HashMap;
 use std::io;
@@ -27,7 +29,7 @@ use session_log::{
 use user_questions::sync::lock_unpoisoned as lock;
 
 use crate::PgError;
-use crate::db::Db;
+use crate::db::{Db, Pending};
 use crate::hints::Hints;
 use crate::ledger::{FoldVisitor, LedgerFold};
 use crate::lines::{Lines, PAGE_BYTES};
@@ -115,9 +117,23 @@ struct Opening {
     checkpoint: Option<Vec<u8>>,
     /// Whether `checkpoint` is still the one to serve (`false` once this store saved another).
     checkpoint_current: bool,
-    /// The anchor line read by [`LogBackend::line_ending_at`], with the lines after it.
-    anchor: Option<AnchorRead>,
+    /// The anchor line read by [`LogBackend::line_ending_at`], with the lines after it, or
+    /// asked for as soon as the checkpoint document named it ([`PgStore::prefetch_anchor`]).
+    anchor: Option<AnchorSlot>,
+    /// Whether the anchor read was asked for early ([`PgStore::prefetch_anchor`]): once per
+    /// open.
+    prefetched: bool,
 }
+
+/// The anchor read of an open: asked for and on its way, or read.
+enum AnchorSlot {
+    Asked { end: u64, read: Pending<AnchorPage> },
+    Read(AnchorRead),
+}
+
+/// What the anchor read returns: the line ending at the anchor (`None`: no line ends there), the
+/// lines after it within [`PAGE_BYTES`], and where they end.
+type AnchorPage = (Option<Vec<u8>>, Vec<u8>, i64);
 
 /// The line that ends at an anchor (`end`), and the first page of the lines after it.
 struct AnchorRead {
@@ -298,67 +314,116 @@ impl PgStore {
 
     /// The line that ends at `byte_end`, if one does. In an open under way on this thread (see
     /// [`Opening`]) the same statement reads the first page of lines after it, for the open's
-    /// tail reader, and a second ask for the same line is answered from what it read.
+    /// tail reader (asked for already when the checkpoint document named the anchor), and a
+    /// second ask for the same line is answered from what it read.
     fn line_ending(&self, name: &str, byte_end: u64) -> Result<Option<Vec<u8>>, PgError> {
+        enum Served {
+            Known(Option<Vec<u8>>),
+            Asked(Pending<AnchorPage>),
+            Ask,
+        }
         let opening = self.opening(name, |o| {
-            Some(match &o.anchor {
-                Some(read) if read.end == byte_end => Some(read.line.clone()),
-                _ => None,
+            Some(match o.anchor.take() {
+                Some(AnchorSlot::Read(read)) if read.end == byte_end => {
+                    let line = read.line.clone();
+                    o.anchor = Some(AnchorSlot::Read(read));
+                    Served::Known(line)
+                }
+                Some(AnchorSlot::Asked { end, read }) if end == byte_end => Served::Asked(read),
+                other => {
+                    o.anchor = other;
+                    Served::Ask
+                }
             })
         });
+        let read = match opening {
+            None => {
+                let key = name.to_owned();
+                let end = i64::try_from(byte_end).unwrap_or(i64::MAX);
+                return self.inner.db.run(move |connection| {
+                    let statement = connection.statement(
+                        "SELECT line FROM ask_user_lines WHERE name = $1 AND byte_end = $2",
+                    )?;
+                    let row = connection
+                        .client()?
+                        .query_opt(&statement, &[&key, &end])
+                        .map_err(PgError::Query)?;
+                    Ok(row.map(|row| row.get(0)))
+                });
+            }
+            Some(Served::Known(line)) => return Ok(line),
+            Some(Served::Asked(read)) => read,
+            Some(Served::Ask) => self.anchor_read(name, byte_end),
+        };
+        let (line, page, page_end) = read.wait()?;
+        let page_end = u64::try_from(page_end).unwrap_or(0);
+        self.opening(name, |o| {
+            o.anchor = Some(AnchorSlot::Read(AnchorRead {
+                end: byte_end,
+                line: line.clone(),
+                page: line.is_some().then_some(page),
+                page_end,
+            }));
+            Some(())
+        });
+        Ok(line)
+    }
+
+    /// Asks for the line ending at `byte_end` with the page of lines after it, without waiting.
+    fn anchor_read(&self, name: &str, byte_end: u64) -> Pending<AnchorPage> {
         let key = name.to_owned();
         let end = i64::try_from(byte_end).unwrap_or(i64::MAX);
-        match opening {
-            None => self.inner.db.run(move |connection| {
-                let statement = connection.statement(
-                    "SELECT line FROM ask_user_lines WHERE name = $1 AND byte_end = $2",
-                )?;
-                let row = connection
-                    .client()?
-                    .query_opt(&statement, &[&key, &end])
-                    .map_err(PgError::Query)?;
-                Ok(row.map(|row| row.get(0)))
-            }),
-            Some(Some(line)) => Ok(line),
-            Some(None) => {
-                let (line, page, page_end) = self.inner.db.run(move |connection| {
-                    let statement = connection.statement(
-                        "SELECT byte_end, line FROM ask_user_lines
-                         WHERE name = $1 AND byte_end >= $2 AND byte_end <= $2 + $3
-                         ORDER BY byte_end",
-                    )?;
-                    let rows = connection
-                        .client()?
-                        .query(&statement, &[&key, &end, &PAGE_BYTES])
-                        .map_err(PgError::Query)?;
-                    let mut rows = rows
-                        .iter()
-                        .map(|row| (row.get::<_, i64>(0), row.get::<_, &[u8]>(1)));
-                    let Some((first_end, first)) = rows.next().filter(|(at, _)| *at == end) else {
-                        return Ok((None, Vec::new(), end));
-                    };
-                    let line = first.to_vec();
-                    let mut page = Vec::new();
-                    let mut page_end = first_end;
-                    for (at, bytes) in rows {
-                        page.extend_from_slice(bytes);
-                        page_end = at;
-                    }
-                    Ok((Some(line), page, page_end))
-                })?;
-                let page_end = u64::try_from(page_end).unwrap_or(0);
-                self.opening(name, |o| {
-                    o.anchor = Some(AnchorRead {
-                        end: byte_end,
-                        line: line.clone(),
-                        page: line.is_some().then_some(page),
-                        page_end,
-                    });
-                    Some(())
-                });
-                Ok(line)
+        self.inner.db.submit(move |connection| {
+            let statement = connection.statement(
+                "SELECT byte_end, line FROM ask_user_lines
+                 WHERE name = $1 AND byte_end >= $2 AND byte_end <= $2 + $3
+                 ORDER BY byte_end",
+            )?;
+            let rows = connection
+                .client()?
+                .query(&statement, &[&key, &end, &PAGE_BYTES])
+                .map_err(PgError::Query)?;
+            let mut rows = rows
+                .iter()
+                .map(|row| (row.get::<_, i64>(0), row.get::<_, &[u8]>(1)));
+            let Some((first_end, first)) = rows.next().filter(|(at, _)| *at == end) else {
+                return Ok((None, Vec::new(), end));
+            };
+            let line = first.to_vec();
+            let mut page = Vec::new();
+            let mut page_end = first_end;
+            for (at, bytes) in rows {
+                page.extend_from_slice(bytes);
+                page_end = at;
             }
+            Ok((Some(line), page, page_end))
+        })
+    }
+
+    /// In an open under way on this thread, once the caller has the checkpoint document read
+    /// with the lease (an open at a checkpoint is coming): asks for the line at the document's
+    /// anchor with the page after it, so the server reads them while the caller reads the
+    /// document (restoring its state is most of an open at a checkpoint). A document that does
+    /// not read as a projection checkpoint is left to the open to judge.
+    fn prefetch_anchor(&self, name: &str, document: &[u8]) {
+        // Once per open, and only before its anchor was read: later, the open is past it.
+        let first = self.opening(name, |o| {
+            Some(o.anchor.is_none() && !std::mem::replace(&mut o.prefetched, true))
+        });
+        if first != Some(true) {
+            return;
         }
+        let Some(anchor_end) = crate::ledger::checkpoint_anchor(document) else {
+            return;
+        };
+        let read = self.anchor_read(name, anchor_end);
+        self.opening(name, |o| {
+            o.anchor.get_or_insert(AnchorSlot::Asked {
+                end: anchor_end,
+                read,
+            });
+            Some(())
+        });
     }
 
     /// Takes the lease of the log `name`, and reads the session row with it (in the same
@@ -638,6 +703,7 @@ impl LogBackend for PgStore {
                 checkpoint,
                 checkpoint_current: true,
                 anchor: None,
+                prefetched: false,
             },
         );
         Ok(PgHold {
@@ -658,7 +724,7 @@ impl LogBackend for PgStore {
         let db = self.inner.db.clone();
         let known = self.opening(name, |o| {
             let page = match &mut o.anchor {
-                Some(read) if read.end == offset => {
+                Some(AnchorSlot::Read(read)) if read.end == offset => {
                     read.page.take().map(|page| (page, read.page_end))
                 }
                 _ => None,
@@ -736,6 +802,9 @@ impl LogBackend for PgStore {
         if let Some(document) =
             self.opening(name, |o| o.checkpoint_current.then(|| o.checkpoint.clone()))
         {
+            if let Some(document) = &document {
+                self.prefetch_anchor(name, document);
+            }
             return Ok(document);
         }
         self.by_name(

@@ -1,7 +1,8 @@
 //! What the statement that takes a writer's lease reads with it (the session row: header, length,
 //! checkpoint document) serves the rest of that open only: the thread that took the lease, until
 //! the open's scan is done. Another thread, or the same one once the open is done, reads the
-//! database; a checkpoint this store saves in the meantime is read again.
+//! database; a checkpoint this store saves in the meantime is read again. An open at a checkpoint
+//! (`SessionStore::open_at_checkpoint`) reads its document with the lease, not before it.
 // Test code stops at its first broken expectation.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,7 +11,9 @@ mod common;
 use std::thread;
 
 use ask_user_pg::PgStore;
-use session_log::{LogBackend, LogVisitor, Scanned, SessionStore};
+use session_log::{
+    LogAnchor, LogBackend, LogVisitor, ResumePlan, ResumePoint, Scanned, SessionStore,
+};
 
 /// Looks at the store from inside an open's scan (once, at its first line), after changing the
 /// checkpoint behind the store's back.
@@ -84,6 +87,67 @@ fn the_lease_reads_serve_only_their_open() {
     drop(SessionStore::open(&store, "s", &mut probe).unwrap());
     assert!(probe.looked);
     drop(probe);
+    drop(store);
+    common::drop_schema(&url, &schema);
+}
+
+/// Sees the document an open at a checkpoint shows it, then declines it.
+struct LeasePlan {
+    store: PgStore,
+    client: postgres::Client,
+    /// The document shown, and whether another thread saw the log being written then.
+    shown: Option<(Vec<u8>, bool)>,
+    whole: (),
+}
+
+impl ResumePlan for LeasePlan {
+    fn resume_at(
+        &mut self,
+        document: &[u8],
+    ) -> Option<(LogAnchor, ResumePoint, &mut dyn LogVisitor)> {
+        set_checkpoint(&mut self.client, b"behind");
+        let other = self.store.clone();
+        let leased = thread::spawn(move || SessionStore::is_writing(&other, "s").unwrap())
+            .join()
+            .unwrap();
+        self.shown = Some((document.to_vec(), leased));
+        None
+    }
+
+    fn whole_log(&mut self) -> &mut dyn LogVisitor {
+        &mut self.whole
+    }
+}
+
+#[test]
+fn an_open_at_a_checkpoint_reads_the_document_with_its_lease() {
+    let Some(url) = common::pg_url() else {
+        return;
+    };
+    let (store, schema) = common::store(&url);
+    common::create_pending(&store, "s", &["c1"]);
+    let mut client = common::client(&url, &schema);
+    set_checkpoint(&mut client, b"first");
+    let mut plan = LeasePlan {
+        store: store.clone(),
+        client,
+        shown: None,
+        whole: (),
+    };
+    let opened = store.open_at_checkpoint("s", &mut plan).unwrap();
+    assert_eq!(
+        plan.shown,
+        Some((b"first".to_vec(), true)),
+        "read under the lease"
+    );
+    // Declined: the whole log is read under the same lease.
+    assert!(opened.report.resumed_at.is_none());
+    drop(opened);
+    // The next open reads the row again.
+    assert!(!SessionStore::is_writing(&store, "s").unwrap());
+    drop(store.open_at_checkpoint("s", &mut plan).unwrap());
+    assert_eq!(plan.shown, Some((b"behind".to_vec(), true)));
+    drop(plan);
     drop(store);
     common::drop_schema(&url, &schema);
 }

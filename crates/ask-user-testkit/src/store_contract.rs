@@ -14,14 +14,14 @@
 //! tails (reported by a read that changes
 //! nothing, saved and cut by an open for write, appends after the cut), corrupt lines (skipped,
 //! kept, appended after), resumed scans, checkpoint documents, anchors, opens for write
-//! from a resume point, and the listing of the logs.
+//! from a resume point and at a checkpoint, and the listing of the logs.
 
 use std::sync::Arc;
 
 use session_log::{
-    AnchorMismatch, EventBody, LogEvent, LogVisitor, NewSession, OpenFrom, Record, RecordSpan,
-    ResumePoint, ScanPosition, Scanned, SessionStore, StoreError, ToolResultRecord,
-    repair_interrupted,
+    AnchorMismatch, EventBody, LogAnchor, LogEvent, LogVisitor, NewSession, OpenFrom, Record,
+    RecordSpan, ResumePlan, ResumePoint, ScanPosition, Scanned, SessionStore, SessionWriter,
+    StoreError, ToolResultRecord, repair_interrupted,
 };
 use user_questions::CallId;
 
@@ -61,6 +61,7 @@ macro_rules! store_contract_tests {
             checkpoint_documents_are_replaced_whole,
             anchors_resolve_and_detect_mismatches,
             an_open_from_a_resume_point_continues_as_a_full_open,
+            an_open_at_a_checkpoint_resumes_where_its_document_says,
             the_store_lists_its_logs_and_nothing_else,
         );
     };
@@ -444,21 +445,7 @@ pub fn anchors_resolve_and_detect_mismatches(harness: &dyn StoreHarness) {
 /// always reads the whole log says so ([`OpenFrom::Unsupported`]) and is checked no further.
 pub fn an_open_from_a_resume_point_continues_as_a_full_open(harness: &dyn StoreHarness) {
     let store = harness.store();
-    let mut writer = store.create("s", &NewSession::new("s")).unwrap();
-    writer
-        .append(&[
-            turn(0, 1),
-            event(Record::step_start(1, 1), 1),
-            event(Record::tool_call(1, 1, CallId::from("c1"), "bash", "{}"), 2),
-            event(Record::tool_call(1, 1, CallId::from("c2"), "bash", "{}"), 3),
-        ])
-        .unwrap();
-    let (end, span) = last_record(&*store);
-    let anchor = store.anchor_at("s", end, Some(span)).unwrap().unwrap();
-    let resume = ResumePoint {
-        lines: end.line,
-        unfinished: writer.interrupted(),
-    };
+    let (mut writer, end, anchor, resume) = calls_left_open(&*store, &["c1", "c2"]);
     let result = ToolResultRecord::new(
         Some(1),
         Some(1),
@@ -521,6 +508,133 @@ pub fn an_open_from_a_resume_point_continues_as_a_full_open(harness: &dyn StoreH
     ));
     let (writer, _) = store.open("s", &mut ()).unwrap();
     assert_eq!(writer.next_seq(), 6);
+}
+
+/// A plan for [`SessionStore::open_at_checkpoint`] that resumes at `at` when the document is
+/// `accept`, and keeps the documents it was shown and the lines each visitor saw.
+struct Plan {
+    accept: &'static [u8],
+    at: (LogAnchor, ResumePoint),
+    shown: Vec<Vec<u8>>,
+    resumed: Collect,
+    whole: Collect,
+}
+
+impl ResumePlan for Plan {
+    fn resume_at(
+        &mut self,
+        document: &[u8],
+    ) -> Option<(LogAnchor, ResumePoint, &mut dyn LogVisitor)> {
+        self.shown.push(document.to_vec());
+        self.resumed = Collect::default();
+        (document == self.accept)
+            .then(|| (self.at.0.clone(), self.at.1.clone(), &mut self.resumed as _))
+    }
+
+    fn whole_log(&mut self) -> &mut dyn LogVisitor {
+        self.whole = Collect::default();
+        &mut self.whole
+    }
+}
+
+/// An open for write at the log's checkpoint ([`SessionStore::open_at_checkpoint`]) shows the
+/// document to its plan and resumes where the plan says, showing only the lines after it; with no
+/// document, a document the plan declines, or an anchor that does not fit (reported), it reads
+/// the whole log instead, and while another writer holds the log it is refused. A store that
+/// always reads the whole log is checked no further once it has.
+pub fn an_open_at_a_checkpoint_resumes_where_its_document_says(harness: &dyn StoreHarness) {
+    let store = harness.store();
+    let (mut writer, end, anchor, resume) = calls_left_open(&*store, &["c1"]);
+    writer.append(&[turn(3, 2)]).unwrap();
+    drop(writer);
+    let mut plan = Plan {
+        accept: b"resume here",
+        at: (anchor.clone(), resume),
+        shown: Vec::new(),
+        resumed: Collect::default(),
+        whole: Collect::default(),
+    };
+    let every_line: Vec<(u64, String)> = ["turn/start", "step/start", "tool/call", "turn/start"]
+        .iter()
+        .enumerate()
+        .map(|(seq, kind)| (seq as u64, (*kind).to_owned()))
+        .collect();
+    // Read whole, with the writer a full open gives.
+    let whole = |plan: &mut Plan, opened: session_log::OpenedAtCheckpoint| {
+        assert!(opened.report.resumed_at.is_none(), "the whole log was read");
+        assert_eq!(plan.whole.events, every_line);
+        assert_eq!(opened.writer.next_seq(), 4);
+        assert_eq!(opened.writer.interrupted().calls[0].call_id, "c1");
+        opened.stale
+    };
+
+    // No document: nothing shown to the plan.
+    let opened = store.open_at_checkpoint("s", &mut plan).unwrap();
+    assert!(plan.shown.is_empty(), "no document, nothing shown");
+    assert!(whole(&mut plan, opened).is_none());
+    // A document the plan declines.
+    store.save_checkpoint("s", b"another version").unwrap();
+    let opened = store.open_at_checkpoint("s", &mut plan).unwrap();
+    assert_eq!(plan.shown, [b"another version".to_vec()]);
+    assert!(whole(&mut plan, opened).is_none());
+    // The document the plan resumes at.
+    store.save_checkpoint("s", b"resume here").unwrap();
+    let opened = store.open_at_checkpoint("s", &mut plan).unwrap();
+    assert_eq!(
+        plan.shown.last().map(Vec::as_slice),
+        Some(&b"resume here"[..])
+    );
+    let Some(at) = opened.report.resumed_at else {
+        // A store that cannot resume read the whole log.
+        assert!(whole(&mut plan, opened).is_none());
+        return;
+    };
+    assert_eq!(at.byte_offset, end.byte_offset);
+    assert!(opened.stale.is_none());
+    assert_eq!(
+        plan.resumed.events,
+        [(3, "turn/start".to_owned())],
+        "only the lines after the checkpoint"
+    );
+    assert_eq!(opened.writer.next_seq(), 4);
+    // Refused while another writer holds the log.
+    assert!(matches!(
+        store.open_at_checkpoint("s", &mut plan),
+        Err(StoreError::Locked { .. })
+    ));
+    drop(opened);
+    // An anchor that does not fit: stale, and the whole log read instead.
+    plan.at.0.last_record_hash = "0".repeat(64);
+    let opened = store.open_at_checkpoint("s", &mut plan).unwrap();
+    assert!(matches!(
+        whole(&mut plan, opened),
+        Some(AnchorMismatch::LastRecordHash)
+    ));
+    drop(store.open("s", &mut ()).unwrap());
+}
+
+/// Creates the log `s`: a turn and a step with the tool calls `calls` (`seq` 0, 1, 2 …), all
+/// open. The writer, the end after the last call, its anchor, and the resume point there.
+fn calls_left_open(
+    store: &dyn SessionStore,
+    calls: &[&str],
+) -> (Box<dyn SessionWriter>, ScanPosition, LogAnchor, ResumePoint) {
+    let mut writer = store.create("s", &NewSession::new("s")).unwrap();
+    let mut events = vec![turn(0, 1), event(Record::step_start(1, 1), 1)];
+    for (seq, call) in (2..).zip(calls) {
+        events.push(event(
+            Record::tool_call(1, 1, CallId::from(*call), "bash", "{}"),
+            seq,
+        ));
+    }
+    writer.append(&events).unwrap();
+    let (end, span) = last_record(store);
+    let anchor = store.anchor_at("s", end, Some(span)).unwrap().unwrap();
+    let resume = ResumePoint {
+        lines: end.line,
+        unfinished: writer.interrupted(),
+    };
+    (writer, end, anchor, resume)
 }
 
 /// Where the last record of the log `s` lies, and the position after it, found through a scan.

@@ -75,10 +75,10 @@ pub use scan::{
 pub use store::backend;
 pub use store::{
     AnchorMismatch, BackendWriter, CHECKPOINT_SUFFIX, FileLog, JsonlStore, LogAnchor, LogBackend,
-    LogFile, LogVisitor, LogWriter, MemoryHold, MemoryStore, OpenFrom, OpenReport, OwnedLog,
-    RecordSpan, ResumePoint, SessionStore, SessionWriter, StagedCheckpoint, StoreError,
-    checkpoint_path, read_log, read_log_with, sha256_hex, stage_checkpoint, write_checkpoint,
-    writer_is_live,
+    LogFile, LogVisitor, LogWriter, MemoryHold, MemoryStore, OpenFrom, OpenReport,
+    OpenedAtCheckpoint, OwnedLog, RecordSpan, ResumePlan, ResumePoint, SessionStore, SessionWriter,
+    StagedCheckpoint, StoreError, checkpoint_path, read_log, read_log_with, sha256_hex,
+    stage_checkpoint, write_checkpoint, writer_is_live,
 };
 pub use unfinished::{Interrupted, OpenCall, Tracker, UnidentifiedCall};
 

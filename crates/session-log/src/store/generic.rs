@@ -16,7 +16,8 @@ use super::backend::{
     advance, check_writable, encode_batch, open_report, scan_at_resume_point, scan_log, scan_on,
 };
 use super::{
-    LogVisitor, OpenFrom, OpenReport, ResumePoint, SessionStore, SessionWriter, StoreError,
+    LogVisitor, OpenFrom, OpenReport, OpenedAtCheckpoint, ResumePlan, ResumePoint, SessionStore,
+    SessionWriter, StoreError, not_at_checkpoint, unread_checkpoint,
 };
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
@@ -259,8 +260,10 @@ impl<F: LogVisitor> LogVisitor for Tee<'_, F> {
     }
 
     fn resumed(&mut self, header: &SessionHeader, at: ScanPosition) {
-        self.fold.resumed(header, at);
+        // The caller's visitor first: the store's fold may start from what it restored.
         self.visitor.resumed(header, at);
+        self.fold
+            .resumed_beside(header, at, self.visitor.resumed_state());
     }
 
     fn line(&mut self, scanned: &Scanned<'_>) {
@@ -288,10 +291,20 @@ pub fn open<B: LogBackend>(
     name: &str,
     visitor: &mut dyn LogVisitor,
 ) -> Result<(BackendWriter<B::Owned>, OpenReport), StoreError> {
-    let location = backend.location(name);
     // From here on this open owns the log; a failure (or a visitor that panics) drops the hold,
     // which gives the ownership back.
     let owned = backend.acquire(name)?;
+    open_whole(backend, owned, name, visitor)
+}
+
+/// [`open`] under the ownership `owned` has taken.
+fn open_whole<B: LogBackend>(
+    backend: &B,
+    owned: B::Owned,
+    name: &str,
+    visitor: &mut dyn LogVisitor,
+) -> Result<Opened<B::Owned>, StoreError> {
+    let location = backend.location(name);
     let mut fold = owned.fold();
     let reader = backend.reader(name, 0)?;
     let (header, scan, tracker) = scan_log(
@@ -305,6 +318,12 @@ pub fn open<B: LogBackend>(
     opened(owned, fold, location, header, scan, tracker, None)
 }
 
+/// A writer a generic open made, with what its scan reported.
+type Opened<O> = (BackendWriter<O>, OpenReport);
+
+/// An open at a resume point under a hold: the writer, or the mismatch with the hold given back.
+type HeldOpen<O> = Result<Opened<O>, (AnchorMismatch, O)>;
+
 /// Opens the log `name` for write at a checkpointed point ([`SessionStore::open_from`]):
 /// `Ok(Err(_))` when the anchor or the resume point does not fit (ownership is given back and
 /// nothing changed), `Ok(Ok(None))` when the backend does not resume.
@@ -315,12 +334,66 @@ pub fn open_from<B: LogBackend>(
     anchor: &LogAnchor,
     resume: &ResumePoint,
     visitor: &mut dyn LogVisitor,
-) -> Result<Result<Option<(BackendWriter<B::Owned>, OpenReport)>, AnchorMismatch>, StoreError> {
+) -> Result<Result<Option<Opened<B::Owned>>, AnchorMismatch>, StoreError> {
     if !backend.resumes() {
         return Ok(Ok(None));
     }
-    let location = backend.location(name);
     let owned = backend.acquire(name)?;
+    Ok(open_held(backend, owned, name, anchor, resume, visitor)?
+        .map(Some)
+        .map_err(|(mismatch, _given_back)| mismatch))
+}
+
+/// Opens the log `name` for write at its checkpoint when it can
+/// ([`SessionStore::open_at_checkpoint`]): takes the ownership first and reads the checkpoint
+/// document under it (a backend whose hold reads the document with it serves it from there),
+/// then opens as [`open_from`] does; and when it does not resume there, opens the whole log as
+/// [`open`] does, under the same ownership. With the mismatch that made a checkpoint stale.
+#[allow(clippy::type_complexity)]
+pub fn open_at_checkpoint<B: LogBackend>(
+    backend: &B,
+    name: &str,
+    plan: &mut dyn ResumePlan,
+) -> Result<(Opened<B::Owned>, Option<AnchorMismatch>), StoreError> {
+    let owned = backend.acquire(name)?;
+    let mut stale = None;
+    let document = if backend.resumes() {
+        backend
+            .load_checkpoint(name)
+            .unwrap_or_else(|error| unread_checkpoint(&error))
+    } else {
+        None
+    };
+    let owned = match document.as_deref().and_then(|d| plan.resume_at(d)) {
+        Some((anchor, resume, visitor)) => {
+            match open_held(backend, owned, name, &anchor, &resume, visitor) {
+                Ok(Ok(opened)) => return Ok((opened, None)),
+                Ok(Err((mismatch, owned))) => {
+                    stale = Some(mismatch);
+                    owned
+                }
+                // The hold is gone with the failed open: the open from the start takes it again.
+                Err(error) => {
+                    not_at_checkpoint(error)?;
+                    backend.acquire(name)?
+                }
+            }
+        }
+        None => owned,
+    };
+    Ok((open_whole(backend, owned, name, plan.whole_log())?, stale))
+}
+
+/// [`open_from`] under the ownership `owned` has taken, which a mismatch gives back.
+fn open_held<B: LogBackend>(
+    backend: &B,
+    owned: B::Owned,
+    name: &str,
+    anchor: &LogAnchor,
+    resume: &ResumePoint,
+    visitor: &mut dyn LogVisitor,
+) -> Result<HeldOpen<B::Owned>, StoreError> {
+    let location = backend.location(name);
     // Checked under the writer's ownership: nobody changes the log between the check and the
     // scan.
     let resolved = resolve_anchor(backend, name, anchor)?;
@@ -338,9 +411,9 @@ pub fn open_from<B: LogBackend>(
     )?;
     match scanned {
         Ok((header, scan, tracker, at)) => {
-            opened(owned, fold, location, header, scan, tracker, Some(at)).map(|o| Ok(Some(o)))
+            opened(owned, fold, location, header, scan, tracker, Some(at)).map(Ok)
         }
-        Err(mismatch) => Ok(Err(mismatch)),
+        Err(mismatch) => Ok(Err((mismatch, owned))),
     }
 }
 
@@ -489,6 +562,19 @@ where
             },
             Ok(None) => OpenFrom::Unsupported,
             Err(mismatch) => OpenFrom::Stale(mismatch),
+        })
+    }
+
+    fn open_at_checkpoint(
+        &self,
+        name: &str,
+        plan: &mut dyn ResumePlan,
+    ) -> Result<OpenedAtCheckpoint, StoreError> {
+        let ((writer, report), stale) = open_at_checkpoint(self, name, plan)?;
+        Ok(OpenedAtCheckpoint {
+            writer: Box::new(writer),
+            report,
+            stale,
         })
     }
 

@@ -30,6 +30,7 @@ mod generic;
 mod jsonl;
 mod memory;
 
+use std::any::Any;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -112,6 +113,49 @@ pub trait SessionStore: Send + Sync {
     ) -> Result<OpenFrom, StoreError> {
         let _ = (name, anchor, resume, visitor);
         Ok(OpenFrom::Unsupported)
+    }
+
+    /// Opens a log for write at its checkpoint when it can: as [`SessionStore::open_from`] does
+    /// with the anchor and resume point `plan` reads from the log's checkpoint document, and as
+    /// [`SessionStore::open`] does (showing every line to [`ResumePlan::whole_log`]) when there
+    /// is no document (or it cannot be read: a warning), `plan` declines it, it does not fit the
+    /// log ([`OpenedAtCheckpoint::stale`]) or the store cannot resume. Refused while another
+    /// writer holds the log ([`StoreError::Locked`]).
+    ///
+    /// The default reads the document ([`SessionStore::load_checkpoint`]), then opens. A store
+    /// that owns its logs by a [`LogBackend`] takes the ownership first, reads the document under
+    /// it (a database's lease reads it in the same statement), and reads the whole log under the
+    /// same ownership when it does not resume.
+    fn open_at_checkpoint(
+        &self,
+        name: &str,
+        plan: &mut dyn ResumePlan,
+    ) -> Result<OpenedAtCheckpoint, StoreError> {
+        let document = self
+            .load_checkpoint(name)
+            .unwrap_or_else(|error| unread_checkpoint(&error));
+        let mut stale = None;
+        if let Some((anchor, resume, visitor)) = document.as_deref().and_then(|d| plan.resume_at(d))
+        {
+            match self.open_from(name, &anchor, &resume, visitor) {
+                Ok(OpenFrom::Resumed { writer, report }) => {
+                    return Ok(OpenedAtCheckpoint {
+                        writer,
+                        report,
+                        stale: None,
+                    });
+                }
+                Ok(OpenFrom::Stale(mismatch)) => stale = Some(mismatch),
+                Ok(OpenFrom::Unsupported) => {}
+                Err(error) => not_at_checkpoint(error)?,
+            }
+        }
+        let (writer, report) = self.open(name, plan.whole_log())?;
+        Ok(OpenedAtCheckpoint {
+            writer,
+            report,
+            stale,
+        })
     }
 
     /// Reads a log without taking ownership and without changing anything (a torn tail is
@@ -238,6 +282,28 @@ pub trait LogVisitor {
         let _ = (header, at);
     }
 
+    /// What this visitor carries on from once [`resumed`](LogVisitor::resumed) (the state it had
+    /// at the point, as it restored it from a checkpoint document), for a store's own fold of
+    /// the same open to start from instead of restoring it again; `None` (the default): nothing
+    /// to share. A store takes only a type it knows (a projection state, say), and only for
+    /// the point of the open it was shown in.
+    fn resumed_state(&self) -> Option<&dyn Any> {
+        None
+    }
+
+    /// [`resumed`](LogVisitor::resumed), for a store's own fold ([`OwnedLog::Fold`]), beside what
+    /// the caller's visitor of the same open carries on from ([`LogVisitor::resumed_state`]).
+    /// The default ignores `shared`.
+    fn resumed_beside(
+        &mut self,
+        header: &SessionHeader,
+        at: ScanPosition,
+        shared: Option<&dyn Any>,
+    ) {
+        let _ = shared;
+        self.resumed(header, at);
+    }
+
     /// One complete line after the header: a record, or a corrupt line that is skipped.
     fn line(&mut self, scanned: &Scanned<'_>);
 }
@@ -284,6 +350,51 @@ impl ResumePoint {
         }
         Ok(())
     }
+}
+
+/// What an open at a checkpoint ([`SessionStore::open_at_checkpoint`]) makes of the log's
+/// checkpoint document, and what it shows the whole log to when it cannot resume there.
+pub trait ResumePlan {
+    /// The anchor and resume point `document` holds, with the visitor the open shows the lines
+    /// after the anchor to (one that starts from the document's state); `None` when the open
+    /// cannot resume at this document.
+    fn resume_at(
+        &mut self,
+        document: &[u8],
+    ) -> Option<(LogAnchor, ResumePoint, &mut dyn LogVisitor)>;
+
+    /// The visitor an open of the whole log shows every line to (a fresh one: an open that
+    /// found its checkpoint stale may have shown some lines to the one `resume_at` gave).
+    fn whole_log(&mut self) -> &mut dyn LogVisitor;
+}
+
+/// An open at a checkpoint that failed with `error`: refused while another writer holds the log;
+/// anything else (a header that no longer reads, say) is a warning, and the open from the start
+/// reports it as it would without a checkpoint.
+pub(crate) fn not_at_checkpoint(error: StoreError) -> Result<(), StoreError> {
+    if matches!(error, StoreError::Locked { .. }) {
+        return Err(error);
+    }
+    tracing::warn!(%error, "the log cannot be opened at its checkpoint; opening it from its start");
+    Ok(())
+}
+
+/// A checkpoint document that cannot be read: a warning, and the log is opened from its start.
+pub(crate) fn unread_checkpoint(error: &StoreError) -> Option<Vec<u8>> {
+    tracing::warn!(%error, "the checkpoint cannot be read; the log is opened from its start");
+    None
+}
+
+/// What [`SessionStore::open_at_checkpoint`] opened.
+pub struct OpenedAtCheckpoint {
+    /// The writer, at the end of the log.
+    pub writer: Box<dyn SessionWriter>,
+    /// What the open's scan reported; [`OpenReport::resumed_at`] is where it resumed (`None`:
+    /// it read the whole log).
+    pub report: OpenReport,
+    /// Why the checkpoint the plan resumed at was not used: it does not fit the log (the whole
+    /// log was read instead).
+    pub stale: Option<AnchorMismatch>,
 }
 
 /// What [`SessionStore::open_from`] did.
