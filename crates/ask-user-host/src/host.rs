@@ -360,18 +360,10 @@ impl HostRuntime {
         self.check_agent_id(&options)?;
         let store = &*self.inner.store;
         let mut plan = OpenPlan::default();
+        // A checkpoint that does not fit was a warning of the store's.
         let OpenedAtCheckpoint {
-            mut writer,
-            report,
-            stale,
+            mut writer, report, ..
         } = store.open_at_checkpoint(name, &mut plan)?;
-        if let Some(mismatch) = stale {
-            tracing::warn!(
-                path = %store.location(name).display(),
-                reason = %mismatch,
-                "the checkpoint does not fit the log; it was opened from its start"
-            );
-        }
         // One pass either way: the open scan restores the inbox and folds the projection at once.
         let fold = plan.into_fold();
         let repair = repair_interrupted(writer.as_mut())?;

@@ -352,6 +352,9 @@ struct CheckpointDocument<'a> {
     log: LogAnchor,
     #[serde(borrow)]
     state: &'a RawValue,
+    /// What a writer resumes at (the host's); only whether it is there is read here.
+    #[serde(borrow, default)]
+    open: Option<&'a RawValue>,
 }
 
 /// The ledger's fold at `at`, from the checkpoint document saved for the log `name`: it must be
@@ -384,12 +387,14 @@ fn fold_at_checkpoint(
     Ok(LedgerFold::resume(header, state, at))
 }
 
-/// Where the anchor of a projection checkpoint document of this state version ends
-/// (`log.byteLength`); `None` for any other document.
+/// Where the anchor of a projection checkpoint document a writer can resume at ends
+/// (`log.byteLength`): one of this state version with an `open` member; `None` for any other.
 pub(crate) fn checkpoint_anchor(bytes: &[u8]) -> Option<u64> {
     let document: CheckpointDocument<'_> = serde_json::from_slice(bytes).ok()?;
-    (document.key == PROJECTION_KEY && document.state_version == u64::from(STATE_VERSION))
-        .then_some(document.log.byte_length)
+    (document.key == PROJECTION_KEY
+        && document.state_version == u64::from(STATE_VERSION)
+        && document.open.is_some())
+    .then_some(document.log.byte_length)
 }
 
 impl LogVisitor for FoldVisitor {

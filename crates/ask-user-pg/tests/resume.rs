@@ -1,4 +1,4 @@
-//! Opening a `PostgreSQL` session at its checkpoint (`SessionStore::open_from`): the host reads
+//! Opening a `PostgreSQL` session at its checkpoint (`SessionStore::open_at_checkpoint`): the host reads
 //! only the rows after the checkpoint and the ledger's fold starts there, and the session and the
 //! ledger are the ones a full open gives, at every record boundary of a session with continued,
 //! answered and admitted questions; later admissions (written by the resumed fold) leave the

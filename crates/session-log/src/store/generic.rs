@@ -17,7 +17,7 @@ use super::backend::{
 };
 use super::{
     LogVisitor, OpenFrom, OpenReport, OpenedAtCheckpoint, ResumePlan, ResumePoint, SessionStore,
-    SessionWriter, StoreError, not_at_checkpoint, unread_checkpoint,
+    SessionWriter, StoreError, not_at_checkpoint, stale_checkpoint, unread_checkpoint,
 };
 use crate::envelope::{LogEvent, NewSession};
 use crate::event::SessionEvent;
@@ -356,11 +356,12 @@ pub fn open_at_checkpoint<B: LogBackend>(
     plan: &mut dyn ResumePlan,
 ) -> Result<(Opened<B::Owned>, Option<AnchorMismatch>), StoreError> {
     let owned = backend.acquire(name)?;
+    let path = backend.location(name);
     let mut stale = None;
     let document = if backend.resumes() {
         backend
             .load_checkpoint(name)
-            .unwrap_or_else(|error| unread_checkpoint(&error))
+            .unwrap_or_else(|error| unread_checkpoint(&path, &error))
     } else {
         None
     };
@@ -369,12 +370,13 @@ pub fn open_at_checkpoint<B: LogBackend>(
             match open_held(backend, owned, name, &anchor, &resume, visitor) {
                 Ok(Ok(opened)) => return Ok((opened, None)),
                 Ok(Err((mismatch, owned))) => {
+                    stale_checkpoint(&path, &mismatch);
                     stale = Some(mismatch);
                     owned
                 }
                 // The hold is gone with the failed open: the open from the start takes it again.
                 Err(error) => {
-                    not_at_checkpoint(error)?;
+                    not_at_checkpoint(&path, error)?;
                     backend.acquire(name)?
                 }
             }

@@ -122,18 +122,20 @@ pub trait SessionStore: Send + Sync {
     /// log ([`OpenedAtCheckpoint::stale`]) or the store cannot resume. Refused while another
     /// writer holds the log ([`StoreError::Locked`]).
     ///
+    /// A mismatch, an unreadable document and a failed open at the checkpoint are warnings too.
     /// The default reads the document ([`SessionStore::load_checkpoint`]), then opens. A store
     /// that owns its logs by a [`LogBackend`] takes the ownership first, reads the document under
-    /// it (a database's lease reads it in the same statement), and reads the whole log under the
-    /// same ownership when it does not resume.
+    /// it when it resumes at all (a database's lease reads it in the same statement), and reads
+    /// the whole log under the same ownership when it does not resume.
     fn open_at_checkpoint(
         &self,
         name: &str,
         plan: &mut dyn ResumePlan,
     ) -> Result<OpenedAtCheckpoint, StoreError> {
+        let path = self.location(name);
         let document = self
             .load_checkpoint(name)
-            .unwrap_or_else(|error| unread_checkpoint(&error));
+            .unwrap_or_else(|error| unread_checkpoint(&path, &error));
         let mut stale = None;
         if let Some((anchor, resume, visitor)) = document.as_deref().and_then(|d| plan.resume_at(d))
         {
@@ -145,9 +147,12 @@ pub trait SessionStore: Send + Sync {
                         stale: None,
                     });
                 }
-                Ok(OpenFrom::Stale(mismatch)) => stale = Some(mismatch),
+                Ok(OpenFrom::Stale(mismatch)) => {
+                    stale_checkpoint(&path, &mismatch);
+                    stale = Some(mismatch);
+                }
                 Ok(OpenFrom::Unsupported) => {}
-                Err(error) => not_at_checkpoint(error)?,
+                Err(error) => not_at_checkpoint(&path, error)?,
             }
         }
         let (writer, report) = self.open(name, plan.whole_log())?;
@@ -368,21 +373,28 @@ pub trait ResumePlan {
     fn whole_log(&mut self) -> &mut dyn LogVisitor;
 }
 
-/// An open at a checkpoint that failed with `error`: refused while another writer holds the log;
-/// anything else (a header that no longer reads, say) is a warning, and the open from the start
-/// reports it as it would without a checkpoint.
-pub(crate) fn not_at_checkpoint(error: StoreError) -> Result<(), StoreError> {
+/// An open at a checkpoint of the log at `path` that failed with `error`: refused while another
+/// writer holds the log; anything else (a header that no longer reads, say) is a warning, and the
+/// open from the start reports it as it would without a checkpoint.
+pub(crate) fn not_at_checkpoint(path: &Path, error: StoreError) -> Result<(), StoreError> {
     if matches!(error, StoreError::Locked { .. }) {
         return Err(error);
     }
-    tracing::warn!(%error, "the log cannot be opened at its checkpoint; opening it from its start");
+    tracing::warn!(path = %path.display(), %error, "the log cannot be opened at its checkpoint; opening it from its start");
     Ok(())
 }
 
-/// A checkpoint document that cannot be read: a warning, and the log is opened from its start.
-pub(crate) fn unread_checkpoint(error: &StoreError) -> Option<Vec<u8>> {
-    tracing::warn!(%error, "the checkpoint cannot be read; the log is opened from its start");
+/// The checkpoint document of the log at `path` that cannot be read: a warning, and the log is
+/// opened from its start.
+pub(crate) fn unread_checkpoint(path: &Path, error: &StoreError) -> Option<Vec<u8>> {
+    tracing::warn!(path = %path.display(), %error, "the checkpoint cannot be read; the log is opened from its start");
     None
+}
+
+/// A checkpoint of the log at `path` that does not fit it: a warning (before the whole log is
+/// read instead, so that a failure of that open does not hide it).
+pub(crate) fn stale_checkpoint(path: &Path, mismatch: &AnchorMismatch) {
+    tracing::warn!(path = %path.display(), reason = %mismatch, "the checkpoint does not fit the log; opening it from its start");
 }
 
 /// What [`SessionStore::open_at_checkpoint`] opened.
