@@ -35,6 +35,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0008_checkpoint_lz4",
         include_str!("../migrations/0008_checkpoint_lz4.sql"),
     ),
+    (
+        "0009_checkpoint_end",
+        include_str!("../migrations/0009_checkpoint_end.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

@@ -10,7 +10,8 @@
 //! thread renews the leases of the live writers; dropping a writer frees its lease.
 //!
 //! An open at a checkpoint ([`SessionStore::open_at_checkpoint`], [`SessionStore::open_from`])
-//! reads the document with the lease and only the rows after its anchor; the ledger's fold starts
+//! reads the document, the anchor line and the first page after it with the lease, and only the
+//! rows after its anchor; the ledger's fold starts
 //! from the checkpoint's state (the caller's, when its visitor shares it), and writes nothing when
 //! the session row's `ledger_length` says the ledger was in line with the whole log (see
 //! [`PgHold`]'s `opened`).
@@ -29,7 +30,7 @@ use session_log::{
 use user_questions::sync::lock_unpoisoned as lock;
 
 use crate::PgError;
-use crate::db::{Db, Pending};
+use crate::db::Db;
 use crate::hints::Hints;
 use crate::ledger::{FoldVisitor, LedgerFold};
 use crate::lines::{Lines, PAGE_BYTES};
@@ -117,23 +118,10 @@ struct Opening {
     checkpoint: Option<Vec<u8>>,
     /// Whether `checkpoint` is still the one to serve (`false` once this store saved another).
     checkpoint_current: bool,
-    /// The anchor line read by [`LogBackend::line_ending_at`], with the lines after it, or
-    /// asked for as soon as the checkpoint document named it ([`PgStore::prefetch_anchor`]).
-    anchor: Option<AnchorSlot>,
-    /// Whether the anchor read was asked for early ([`PgStore::prefetch_anchor`]): once per
-    /// open.
-    prefetched: bool,
+    /// The anchor line, with the lines after it: read by the lease's statement at the anchor of
+    /// the checkpoint document (`checkpoint_end`), or by [`LogBackend::line_ending_at`].
+    anchor: Option<AnchorRead>,
 }
-
-/// The anchor read of an open: asked for and on its way, or read.
-enum AnchorSlot {
-    Asked { end: u64, read: Pending<AnchorPage> },
-    Read(AnchorRead),
-}
-
-/// What the anchor read returns: the line ending at the anchor (`None`: no line ends there), the
-/// lines after it within [`PAGE_BYTES`], and where they end.
-type AnchorPage = (Option<Vec<u8>>, Vec<u8>, i64);
 
 /// The line that ends at an anchor (`end`), and the first page of the lines after it.
 struct AnchorRead {
@@ -143,6 +131,36 @@ struct AnchorRead {
     page: Option<Vec<u8>>,
     /// Where `page` ends.
     page_end: u64,
+}
+
+impl AnchorRead {
+    /// From the rows that end from `end` to [`PAGE_BYTES`] after it (their ends and lines, in
+    /// order): the first is the anchor line when it ends at `end` (otherwise no line ends there,
+    /// and the page is not kept).
+    fn of(end: u64, ends: &[i64], lines: Vec<Vec<u8>>) -> Self {
+        let at = i64::try_from(end).unwrap_or(i64::MAX);
+        let mut rows = ends.iter().copied().zip(lines);
+        let Some((_, line)) = rows.next().filter(|(first, _)| *first == at) else {
+            return Self {
+                end,
+                line: None,
+                page: None,
+                page_end: end,
+            };
+        };
+        let mut page = Vec::new();
+        let mut page_end = end;
+        for (row_end, bytes) in rows {
+            page.extend_from_slice(&bytes);
+            page_end = u64::try_from(row_end).unwrap_or(page_end);
+        }
+        Self {
+            end,
+            line: Some(line),
+            page: Some(page),
+            page_end,
+        }
+    }
 }
 
 impl std::fmt::Debug for PgStore {
@@ -314,116 +332,54 @@ impl PgStore {
 
     /// The line that ends at `byte_end`, if one does. In an open under way on this thread (see
     /// [`Opening`]) the same statement reads the first page of lines after it, for the open's
-    /// tail reader (asked for already when the checkpoint document named the anchor), and a
-    /// second ask for the same line is answered from what it read.
+    /// tail reader, and a second ask for the same line (or one the lease's statement read, at
+    /// the checkpoint's anchor) is answered from what it read.
     fn line_ending(&self, name: &str, byte_end: u64) -> Result<Option<Vec<u8>>, PgError> {
-        enum Served {
-            Known(Option<Vec<u8>>),
-            Asked(Pending<AnchorPage>),
-            Ask,
-        }
         let opening = self.opening(name, |o| {
-            Some(match o.anchor.take() {
-                Some(AnchorSlot::Read(read)) if read.end == byte_end => {
-                    let line = read.line.clone();
-                    o.anchor = Some(AnchorSlot::Read(read));
-                    Served::Known(line)
-                }
-                Some(AnchorSlot::Asked { end, read }) if end == byte_end => Served::Asked(read),
-                other => {
-                    o.anchor = other;
-                    Served::Ask
-                }
+            Some(match &o.anchor {
+                Some(read) if read.end == byte_end => Some(read.line.clone()),
+                _ => None,
             })
         });
-        let read = match opening {
-            None => {
-                let key = name.to_owned();
-                let end = i64::try_from(byte_end).unwrap_or(i64::MAX);
-                return self.inner.db.run(move |connection| {
-                    let statement = connection.statement(
-                        "SELECT line FROM ask_user_lines WHERE name = $1 AND byte_end = $2",
-                    )?;
-                    let row = connection
-                        .client()?
-                        .query_opt(&statement, &[&key, &end])
-                        .map_err(PgError::Query)?;
-                    Ok(row.map(|row| row.get(0)))
-                });
-            }
-            Some(Served::Known(line)) => return Ok(line),
-            Some(Served::Asked(read)) => read,
-            Some(Served::Ask) => self.anchor_read(name, byte_end),
-        };
-        let (line, page, page_end) = read.wait()?;
-        let page_end = u64::try_from(page_end).unwrap_or(0);
-        self.opening(name, |o| {
-            o.anchor = Some(AnchorSlot::Read(AnchorRead {
-                end: byte_end,
-                line: line.clone(),
-                page: line.is_some().then_some(page),
-                page_end,
-            }));
-            Some(())
-        });
-        Ok(line)
-    }
-
-    /// Asks for the line ending at `byte_end` with the page of lines after it, without waiting.
-    fn anchor_read(&self, name: &str, byte_end: u64) -> Pending<AnchorPage> {
         let key = name.to_owned();
         let end = i64::try_from(byte_end).unwrap_or(i64::MAX);
-        self.inner.db.submit(move |connection| {
-            let statement = connection.statement(
-                "SELECT byte_end, line FROM ask_user_lines
-                 WHERE name = $1 AND byte_end >= $2 AND byte_end <= $2 + $3
-                 ORDER BY byte_end",
-            )?;
-            let rows = connection
-                .client()?
-                .query(&statement, &[&key, &end, &PAGE_BYTES])
-                .map_err(PgError::Query)?;
-            let mut rows = rows
-                .iter()
-                .map(|row| (row.get::<_, i64>(0), row.get::<_, &[u8]>(1)));
-            let Some((first_end, first)) = rows.next().filter(|(at, _)| *at == end) else {
-                return Ok((None, Vec::new(), end));
-            };
-            let line = first.to_vec();
-            let mut page = Vec::new();
-            let mut page_end = first_end;
-            for (at, bytes) in rows {
-                page.extend_from_slice(bytes);
-                page_end = at;
+        match opening {
+            None => self.inner.db.run(move |connection| {
+                let statement = connection.statement(
+                    "SELECT line FROM ask_user_lines WHERE name = $1 AND byte_end = $2",
+                )?;
+                let row = connection
+                    .client()?
+                    .query_opt(&statement, &[&key, &end])
+                    .map_err(PgError::Query)?;
+                Ok(row.map(|row| row.get(0)))
+            }),
+            Some(Some(line)) => Ok(line),
+            Some(None) => {
+                let (ends, lines) = self.inner.db.run(move |connection| {
+                    let statement = connection.statement(
+                        "SELECT byte_end, line FROM ask_user_lines
+                         WHERE name = $1 AND byte_end >= $2 AND byte_end <= $2 + $3
+                         ORDER BY byte_end",
+                    )?;
+                    let rows = connection
+                        .client()?
+                        .query(&statement, &[&key, &end, &PAGE_BYTES])
+                        .map_err(PgError::Query)?;
+                    Ok(rows
+                        .iter()
+                        .map(|row| (row.get::<_, i64>(0), row.get::<_, Vec<u8>>(1)))
+                        .unzip::<_, _, Vec<i64>, Vec<Vec<u8>>>())
+                })?;
+                let read = AnchorRead::of(byte_end, &ends, lines);
+                let line = read.line.clone();
+                self.opening(name, |o| {
+                    o.anchor = Some(read);
+                    Some(())
+                });
+                Ok(line)
             }
-            Ok((Some(line), page, page_end))
-        })
-    }
-
-    /// In an open under way on this thread, once the caller has the checkpoint document read
-    /// with the lease (an open at a checkpoint is coming): asks for the line at the document's
-    /// anchor with the page after it, so the server reads them while the caller reads the
-    /// document (restoring its state is most of an open at a checkpoint). A document that does
-    /// not read as a projection checkpoint is left to the open to judge.
-    fn prefetch_anchor(&self, name: &str, document: &[u8]) {
-        // Once per open, and only before its anchor was read: later, the open is past it.
-        let first = self.opening(name, |o| {
-            Some(o.anchor.is_none() && !std::mem::replace(&mut o.prefetched, true))
-        });
-        if first != Some(true) {
-            return;
         }
-        let Some(anchor_end) = crate::ledger::checkpoint_anchor(document) else {
-            return;
-        };
-        let read = self.anchor_read(name, anchor_end);
-        self.opening(name, |o| {
-            o.anchor.get_or_insert(AnchorSlot::Asked {
-                end: anchor_end,
-                read,
-            });
-            Some(())
-        });
     }
 
     /// Takes the lease of the log `name`, and reads the session row with it (in the same
@@ -461,11 +417,21 @@ impl PgStore {
                        AND (s.owner IS NULL OR s.lease_until < now())
                      RETURNING s.epoch, previous.owner,
                                coalesce(s.ledger_length = s.byte_length, false),
-                               s.header, s.byte_length, s.checkpoint",
+                               s.header, s.byte_length, s.checkpoint, s.checkpoint_end,
+                               (SELECT array_agg(l.byte_end ORDER BY l.byte_end)
+                                FROM ask_user_lines l
+                                WHERE s.checkpoint IS NOT NULL AND l.name = s.name
+                                  AND l.byte_end >= s.checkpoint_end
+                                  AND l.byte_end <= s.checkpoint_end + $4),
+                               (SELECT array_agg(l.line ORDER BY l.byte_end)
+                                FROM ask_user_lines l
+                                WHERE s.checkpoint IS NOT NULL AND l.name = s.name
+                                  AND l.byte_end >= s.checkpoint_end
+                                  AND l.byte_end <= s.checkpoint_end + $4)",
                 )?;
                 let client = connection.client()?;
                 let row = client
-                    .query_opt(&take, &[&key, &owner, &lease])
+                    .query_opt(&take, &[&key, &owner, &lease, &PAGE_BYTES])
                     .map_err(PgError::Query)?;
                 if let Some(row) = row {
                     if let Some(previous) = row.get::<_, Option<String>>(1) {
@@ -477,6 +443,16 @@ impl PgStore {
                         header: row.get(3),
                         byte_length: u64::try_from(row.get::<_, i64>(4)).unwrap_or(0),
                         checkpoint: row.get(5),
+                        anchor: row
+                            .get::<_, Option<i64>>(6)
+                            .filter(|_| row.get::<_, Option<&[u8]>>(5).is_some())
+                            .and_then(|end| u64::try_from(end).ok())
+                            .map(|end| {
+                                let ends: Vec<i64> = row.get::<_, Option<_>>(7).unwrap_or_default();
+                                let lines: Vec<Vec<u8>> =
+                                    row.get::<_, Option<_>>(8).unwrap_or_default();
+                                AnchorRead::of(end, &ends, lines)
+                            }),
                     })));
                 }
                 let exists = client
@@ -691,6 +667,7 @@ impl LogBackend for PgStore {
             header,
             byte_length,
             checkpoint,
+            anchor,
         } = taken;
         lock(&self.inner.live).insert(name.to_owned(), epoch);
         lock(&self.inner.opening).insert(
@@ -702,8 +679,7 @@ impl LogBackend for PgStore {
                 byte_length,
                 checkpoint,
                 checkpoint_current: true,
-                anchor: None,
-                prefetched: false,
+                anchor,
             },
         );
         Ok(PgHold {
@@ -724,7 +700,7 @@ impl LogBackend for PgStore {
         let db = self.inner.db.clone();
         let known = self.opening(name, |o| {
             let page = match &mut o.anchor {
-                Some(AnchorSlot::Read(read)) if read.end == offset => {
+                Some(read) if read.end == offset => {
                     read.page.take().map(|page| (page, read.page_end))
                 }
                 _ => None,
@@ -802,9 +778,6 @@ impl LogBackend for PgStore {
         if let Some(document) =
             self.opening(name, |o| o.checkpoint_current.then(|| o.checkpoint.clone()))
         {
-            if let Some(document) = &document {
-                self.prefetch_anchor(name, document);
-            }
             return Ok(document);
         }
         self.by_name(
@@ -823,6 +796,9 @@ impl LogBackend for PgStore {
             opening.checkpoint_current = false;
         }
         let key = name.to_owned();
+        // Where its anchor ends, for the next lease to read the anchor line with the row.
+        let anchor_end =
+            crate::ledger::checkpoint_anchor(document).and_then(|end| i64::try_from(end).ok());
         let document = document.to_vec();
         let saved = self
             .inner
@@ -831,8 +807,9 @@ impl LogBackend for PgStore {
                 connection
                     .client()?
                     .execute(
-                        "UPDATE ask_user_sessions SET checkpoint = $2 WHERE name = $1",
-                        &[&key, &document],
+                        "UPDATE ask_user_sessions SET checkpoint = $2, checkpoint_end = $3
+                         WHERE name = $1",
+                        &[&key, &document, &anchor_end],
                     )
                     .map_err(PgError::Query)
             })
@@ -853,6 +830,8 @@ struct Taken {
     header: Vec<u8>,
     byte_length: u64,
     checkpoint: Option<Vec<u8>>,
+    /// The line at the checkpoint's anchor and the page after it, read with the lease.
+    anchor: Option<AnchorRead>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

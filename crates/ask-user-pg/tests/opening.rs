@@ -2,7 +2,8 @@
 //! checkpoint document) serves the rest of that open only: the thread that took the lease, until
 //! the open's scan is done. Another thread, or the same one once the open is done, reads the
 //! database; a checkpoint this store saves in the meantime is read again. An open at a checkpoint
-//! (`SessionStore::open_at_checkpoint`) reads its document with the lease, not before it.
+//! (`SessionStore::open_at_checkpoint`) reads its document, and the line at its anchor, with the
+//! lease, not before or after it.
 // Test code stops at its first broken expectation.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -148,6 +149,76 @@ fn an_open_at_a_checkpoint_reads_the_document_with_its_lease() {
     drop(store.open_at_checkpoint("s", &mut plan).unwrap());
     assert_eq!(plan.shown, Some((b"behind".to_vec(), true)));
     drop(plan);
+    drop(store);
+    common::drop_schema(&url, &schema);
+}
+
+/// Resumes at the host's checkpoint document, after changing the anchor line behind the store's
+/// back.
+struct AnchorPlan {
+    client: postgres::Client,
+    whole: (),
+}
+
+impl ResumePlan for AnchorPlan {
+    fn resume_at(
+        &mut self,
+        document: &[u8],
+    ) -> Option<(LogAnchor, ResumePoint, &mut dyn LogVisitor)> {
+        let document: serde_json::Value = serde_json::from_slice(document).unwrap();
+        let anchor: LogAnchor = serde_json::from_value(document["log"].clone()).unwrap();
+        let resume: ResumePoint = serde_json::from_value(document["open"]["log"].clone()).unwrap();
+        let end = i64::try_from(anchor.byte_length).unwrap();
+        let changed = self
+            .client
+            .execute(
+                "UPDATE ask_user_lines SET line = overlay(line placing 'X'::bytea from 2)
+                 WHERE name = 's' AND byte_end = $1",
+                &[&end],
+            )
+            .unwrap();
+        assert_eq!(changed, 1, "a line ends at the anchor");
+        Some((anchor, resume, &mut self.whole))
+    }
+
+    fn whole_log(&mut self) -> &mut dyn LogVisitor {
+        &mut self.whole
+    }
+}
+
+#[test]
+fn the_lease_reads_the_anchor_line_of_the_checkpoint() {
+    let Some(url) = common::pg_url() else {
+        return;
+    };
+    let (store, schema) = common::store(&url);
+    common::create_pending(&store, "s", &["c1", "c2"]);
+    // The host's open writes a checkpoint a writer can resume at.
+    let runtime = ask_user_host::HostRuntime::new(store.clone(), None).unwrap();
+    drop(
+        runtime
+            .open("s", ask_user_host::SessionOptions::named("s"))
+            .unwrap(),
+    );
+    let mut plan = AnchorPlan {
+        client: common::client(&url, &schema),
+        whole: (),
+    };
+    // The anchor line checked is the one the lease's statement read: changed afterwards, it is
+    // not read again.
+    let opened = store.open_at_checkpoint("s", &mut plan).unwrap();
+    assert!(opened.stale.is_none());
+    assert!(
+        opened.report.resumed_at.is_some(),
+        "resumed at the checkpoint"
+    );
+    drop(opened);
+    // The next lease reads the changed line: the checkpoint no longer fits.
+    let opened = store.open_at_checkpoint("s", &mut plan).unwrap();
+    assert!(opened.stale.is_some());
+    drop(opened);
+    drop(plan);
+    drop(runtime);
     drop(store);
     common::drop_schema(&url, &schema);
 }
