@@ -371,8 +371,7 @@ fn fold_at_checkpoint(
         .ok_or("no checkpoint document")?;
     let document: CheckpointDocument<'_> =
         serde_json::from_slice(&bytes).map_err(|e| format!("unreadable checkpoint: {e}"))?;
-
-    if document.key != PROJECTION_KEY || document.state_version != u64::from(STATE_VERSION) {
+    if !document.is_current() {
         return Err("a checkpoint of another projection or state version".into());
     }
     if document.log.byte_length != at.byte_offset {
@@ -391,10 +390,14 @@ fn fold_at_checkpoint(
 /// (`log.byteLength`): one of this state version with an `open` member; `None` for any other.
 pub(crate) fn checkpoint_anchor(bytes: &[u8]) -> Option<u64> {
     let document: CheckpointDocument<'_> = serde_json::from_slice(bytes).ok()?;
-    (document.key == PROJECTION_KEY
-        && document.state_version == u64::from(STATE_VERSION)
-        && document.open.is_some())
-    .then_some(document.log.byte_length)
+    (document.is_current() && document.open.is_some()).then_some(document.log.byte_length)
+}
+
+impl CheckpointDocument<'_> {
+    /// Whether this is the projection's document at this build's state version.
+    fn is_current(&self) -> bool {
+        self.key == PROJECTION_KEY && self.state_version == u64::from(STATE_VERSION)
+    }
 }
 
 impl LogVisitor for FoldVisitor {
