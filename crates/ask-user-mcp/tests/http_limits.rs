@@ -495,9 +495,10 @@ async fn sessions_come_and_go_in_a_process_of_their_own() {
     sessions_come_and_go(&served, 1000).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     // The live heap of a warm server moves by some 10% from one quiet moment to the next
-    // (buffers and caches of the runtime and the HTTP stack): warm is the most of three.
+    // (buffers and caches of the runtime and the HTTP stack): warm is the most of five (of
+    // three, a run under the full suite's load once ended 11% above it).
     let mut warm = usage();
-    for _ in 0..2 {
+    for _ in 0..4 {
         sessions_come_and_go(&served, 300).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let now = usage();
