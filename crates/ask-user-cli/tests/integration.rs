@@ -193,7 +193,10 @@ async fn i2_pending_then_reopen_then_late_answer_settles() {
         .unwrap();
     // Queued for the next turn, not settled yet.
     assert_eq!(host.host_agent().next_turn().len(), 1);
-    assert_eq!(host.queued_reply(&call).unwrap().id, queued.message_id);
+    assert_eq!(
+        host.late().waiting_for(&call).unwrap().id,
+        queued.message_id
+    );
     assert!(
         host.projection()
             .active(&CallId::from("ask-timed"))
@@ -204,7 +207,6 @@ async fn i2_pending_then_reopen_then_late_answer_settles() {
     let claimed = host.begin_turn().unwrap();
     assert_eq!(claimed.len(), 1);
     host.begin_step().unwrap();
-    host.admit(&claimed[0]).unwrap();
     host.end_turn("completed").unwrap();
 
     let view = serde_json::to_value(host.projection().view()).unwrap();
@@ -253,7 +255,7 @@ async fn i2_a_reply_queued_before_a_crash_is_still_queued_after_it() {
     );
     match again {
         Err(LateRefusal::ReplyQueued { message_id, .. }) => {
-            assert_eq!(message_id, host.queued_reply(&call).map(|m| m.id));
+            assert_eq!(message_id, host.late().waiting_for(&call).map(|m| m.id));
         }
         other => panic!("expected REPLY_QUEUED, got {other:?}"),
     }
@@ -266,7 +268,6 @@ async fn i2_a_reply_queued_before_a_crash_is_still_queued_after_it() {
             .is_some()
     );
     host.begin_step().unwrap();
-    host.admit(&claimed[0]).unwrap();
     host.end_turn("completed").unwrap();
     let state = host.projection();
     let settled = &state.view().settled;

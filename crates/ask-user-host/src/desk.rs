@@ -2,28 +2,36 @@
 //! session logs in any [`SessionStore`] ([`LogDesk`]), opened for write only to take an answer.
 //!
 //! Both implement [`QuestionDesk`] (the contract of `pending-answer`): a surface or a command
-//! lists their questions and answers one without knowing where the session lives.
+//! lists their questions and submits an answer without knowing where the session lives. Their
+//! blocking work (a log read, an append and its sync) runs off the caller's task, on tokio's
+//! blocking threads.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use pending_answer::{
-    Accepted, DeskError, DeskQuestion, DeskSession, DeskState, LateRefusal, QuestionDesk,
-    SessionView,
+    Accepted, Answers, ChangeSignal, DeskChanges, DeskError, DeskErrorKind, DeskQuestion,
+    DeskSession, DeskState, LateRefusal, QuestionDesk, SessionView, Submission, when_continued,
 };
-use session_log::{EventBody, JsonlStore, LogVisitor, Scanned, SessionHeader, SessionStore};
+use session_log::{
+    EventBody, JsonlStore, LogVisitor, Scanned, SessionHeader, SessionStore, StoreError,
+};
 use user_questions::sync::lock_unpoisoned;
-use user_questions::{AnswerBatch, CallId, InMemoryAgentRegistry, Provenance, Question};
-use user_questions_projection::{ActiveState, Replay, UserQuestionsState};
+use user_questions::{CallId, InMemoryAgentRegistry, Provenance, async_trait};
+use user_questions_projection::{ActiveState, Replay, Standing, UserQuestionsState};
 
 use crate::checkpoint::{CHECKPOINT_LAG, CheckpointPolicy, load_projection};
 use crate::host::{Host, HostError, HostRuntime, Resumed, SessionOptions};
 
+/// How often a [`LogDesk`] looks at its store for logs that changed, while a surface watches it.
+pub const LOG_WATCH_EVERY: Duration = Duration::from_secs(2);
+
 /// The sessions this process runs, each named by its session id: their questions come from
 /// their live projections, and a late answer is queued in the session's durable inbox for its own
 /// loop to admit ([`Accepted::Queued`]). Hosts are held weakly: a session that ended leaves the
-/// desk.
+/// desk. Its changes are its runtime's ([`HostRuntime::changes`]).
 #[derive(Default)]
 pub struct LiveDesk {
     hosts: Mutex<Vec<Weak<Host>>>,
@@ -38,7 +46,7 @@ impl std::fmt::Debug for LiveDesk {
 }
 
 impl LiveDesk {
-    /// A desk over `hosts`.
+    /// A desk over `hosts` (sessions of one runtime).
     pub fn of<'a>(hosts: impl IntoIterator<Item = &'a Arc<Host>>) -> Arc<Self> {
         let desk = Self::default();
         for host in hosts {
@@ -66,46 +74,53 @@ impl LiveDesk {
             .into_iter()
             .find(|host| host.session_id().as_str() == session)
     }
+
+    /// One live session's questions as the desk lists them.
+    fn session_of(host: &Host) -> DeskSession {
+        let state = host.projection();
+        let session = host.session_id().as_str().to_owned();
+        let waiting = host.late().waiting();
+        let questions = state
+            .view()
+            .active
+            .iter()
+            .map(|active| DeskQuestion {
+                session: session.clone(),
+                call_id: active.call_id.clone(),
+                questions: active.questions.clone(),
+                state: desk_state(active.state),
+                answerable: active.state == ActiveState::Continued,
+                interrupted: false,
+                answered: waiting
+                    .iter()
+                    .any(|m| pending_answer::is_reply_for(m, &active.call_id)),
+                asked_at_ms: None,
+            })
+            .collect();
+        DeskSession {
+            session,
+            questions,
+            settled: Some(state.view().settled.len()),
+            writing: true,
+        }
+    }
 }
 
+#[async_trait]
 impl QuestionDesk for LiveDesk {
-    fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
         Ok(self
             .live()
             .iter()
-            .map(|host| {
-                let state = host.projection();
-                let session = host.session_id().as_str().to_owned();
-                let questions = state
-                    .view()
-                    .active
-                    .iter()
-                    .map(|active| DeskQuestion {
-                        session: session.clone(),
-                        call_id: active.call_id.clone(),
-                        questions: active.questions.clone(),
-                        state: desk_state(active.state),
-                        answerable: active.state == ActiveState::Continued,
-                        interrupted: false,
-                        answered: host.queued_reply(&active.call_id).is_some(),
-                        asked_at_ms: None,
-                    })
-                    .collect();
-                DeskSession {
-                    session,
-                    questions,
-                    settled: Some(state.view().settled.len()),
-                    writing: true,
-                }
-            })
+            .map(|host| Self::session_of(host))
             .collect())
     }
 
-    fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+    async fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
         if let Some(session) = session
             && self.host(session).is_none()
         {
-            return Err(unknown_session(session));
+            return Err(DeskError::unknown_session(session));
         }
         Ok(self
             .live()
@@ -118,18 +133,80 @@ impl QuestionDesk for LiveDesk {
             .collect())
     }
 
-    fn answer(
-        &self,
-        session: &str,
-        call_id: &CallId,
-        answers: AnswerBatch,
-        provenance: Provenance,
-    ) -> Result<Accepted, LateRefusal> {
+    async fn find(&self, call_id: &CallId) -> Result<Vec<DeskQuestion>, DeskError> {
+        let mut found = Vec::new();
+        for host in self.live() {
+            let state = host.projection();
+            let question = match state.standing(call_id) {
+                Standing::Unknown => continue,
+                Standing::Settled(_) => DeskQuestion {
+                    session: host.session_id().as_str().to_owned(),
+                    call_id: call_id.clone(),
+                    questions: Vec::new(),
+                    state: DeskState::Settled,
+                    answerable: false,
+                    interrupted: false,
+                    answered: false,
+                    asked_at_ms: None,
+                },
+                Standing::Open(_) | Standing::Continued(_) => {
+                    match Self::session_of(&host)
+                        .questions
+                        .into_iter()
+                        .find(|q| &q.call_id == call_id)
+                    {
+                        Some(question) => question,
+                        None => continue,
+                    }
+                }
+            };
+            found.push(question);
+        }
+        Ok(found)
+    }
+
+    /// Queued in the session's inbox through its live host (`LateReplies::queue`), once the call
+    /// is continued: an answer given as its window closed waits for that.
+    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
+        let Submission {
+            session,
+            call_id,
+            answers,
+            provenance,
+        } = submission;
         let host = self
-            .host(session)
-            .ok_or_else(|| LateRefusal::UnknownSession(session.to_owned()))?;
-        host.answer_late(call_id, answers, provenance)
-            .map(Accepted::Queued)
+            .host(&session)
+            .ok_or_else(|| LateRefusal::UnknownSession(session.clone()))?;
+        let questions = host
+            .projection()
+            .standing(&call_id)
+            .active()
+            .map(|active| active.questions.clone());
+        let batch = answers.into_batch(questions.as_deref());
+        let seam = host.seam().clone();
+        let session_id = host.session_id();
+        let queued = when_continued(&seam, &session_id, &call_id, || {
+            let (host, call_id, batch, provenance) = (
+                Arc::clone(&host),
+                call_id.clone(),
+                batch.clone(),
+                provenance.clone(),
+            );
+            // The append and its sync block: off the caller's task.
+            async move {
+                tokio::task::spawn_blocking(move || host.late().queue(&call_id, batch, provenance))
+                    .await
+                    .map_err(|e| internal(&e))?
+            }
+        })
+        .await?;
+        Ok(Accepted::Queued(queued))
+    }
+
+    fn changes(&self) -> DeskChanges {
+        self.live()
+            .first()
+            .map_or_else(DeskChanges::never, |host| host.runtime().changes())
     }
 }
 
@@ -139,17 +216,30 @@ pub type OpenHook = Box<dyn Fn(&str, &Resumed) + Send + Sync>;
 
 /// Session logs in stores, read without a lock, and opened for write only to take an answer:
 /// the answer is queued and admitted in a turn of its own ([`Accepted::Admitted`]), so the
-/// question is settled when [`answer`](QuestionDesk::answer) returns. A log that cannot be read
-/// is left out of a listing of several (with a warning) and is the error of a listing of one. This is what a command or a
-/// page does with logs no process runs (`ask-user answer`, `ask-user serve LOG…`).
+/// question is settled when [`submit`](QuestionDesk::submit) returns. A log that cannot be read
+/// is left out of a listing of several (with a warning) and is the error of a listing of one.
+/// This is what a command or a page does with logs no process runs (`ask-user answer`,
+/// `ask-user serve LOG…`, the inbox's own listing of a state directory).
 ///
 /// Opening a log for write runs resume repair first, so a call its host left open (a crash in the
 /// window) is answered as a continued one. A reply an earlier host queued and never admitted is
 /// admitted instead of the new answer, which is refused as `REPLY_QUEUED`
 /// ([`LateRefusal::ReplyQueued`] with `settled_by`).
+///
+/// Its changes: while a surface watches it ([`changes`](QuestionDesk::changes)), it looks at the
+/// store's logs every [`LOG_WATCH_EVERY`] (their names and lengths: an answer from a shell, a
+/// session started or grown) and ticks when they changed, and after every answer it takes.
+#[derive(Clone)]
 pub struct LogDesk {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     source: Source,
     on_open: Option<OpenHook>,
+    changes: ChangeSignal,
+    /// Whether a task watches the store for the change signal now.
+    watching: Mutex<bool>,
 }
 
 enum Source {
@@ -167,22 +257,31 @@ struct DeskLog {
 
 impl std::fmt::Debug for LogDesk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let source = match &self.source {
+        let source = match &self.inner.source {
             Source::Logs(logs) => logs.iter().map(|l| l.label.clone()).collect::<Vec<_>>(),
             Source::Store(_) => vec!["(every log of a store)".to_owned()],
         };
         f.debug_struct("LogDesk")
             .field("logs", &source)
-            .field("on_open", &self.on_open.is_some())
+            .field("on_open", &self.inner.on_open.is_some())
             .finish()
     }
 }
 
 impl LogDesk {
+    fn with_source(source: Source) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                source,
+                on_open: None,
+                changes: ChangeSignal::new(),
+                watching: Mutex::new(false),
+            }),
+        }
+    }
+
     /// The JSONL logs at `paths`, each named by its path as given.
-    pub fn files<P: AsRef<Path>>(
-        paths: impl IntoIterator<Item = P>,
-    ) -> Result<Self, session_log::StoreError> {
+    pub fn files<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Result<Self, StoreError> {
         let mut logs = Vec::new();
         for path in paths {
             let path = path.as_ref();
@@ -193,41 +292,96 @@ impl LogDesk {
                 name,
             });
         }
-        Ok(Self {
-            source: Source::Logs(logs),
-            on_open: None,
-        })
+        Ok(Self::with_source(Source::Logs(logs)))
     }
 
     /// Every log of `store`, named as the store lists them, listed anew on every look (a log
     /// created later is shown too).
     pub fn store(store: Arc<dyn SessionStore>) -> Self {
-        Self {
-            source: Source::Store(store),
-            on_open: None,
-        }
+        Self::with_source(Source::Store(store))
     }
 
     /// Calls `hook` after every open for write, with the log's name and what the open found.
     #[must_use]
-    pub fn on_open(mut self, hook: impl Fn(&str, &Resumed) + Send + Sync + 'static) -> Self {
-        self.on_open = Some(Box::new(hook));
-        self
+    pub fn on_open(self, hook: impl Fn(&str, &Resumed) + Send + Sync + 'static) -> Self {
+        let source = match &self.inner.source {
+            Source::Logs(logs) => Source::Logs(logs.iter().map(DeskLog::clone_log).collect()),
+            Source::Store(store) => Source::Store(Arc::clone(store)),
+        };
+        Self {
+            inner: Arc::new(Inner {
+                source,
+                on_open: Some(Box::new(hook)),
+                changes: ChangeSignal::new(),
+                watching: Mutex::new(false),
+            }),
+        }
     }
 
+    /// Runs `work` on the desk off the caller's task (logs are read and written with blocking
+    /// I/O).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Inner) -> T + Send + 'static,
+    ) -> Result<T, tokio::task::JoinError> {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || work(&inner)).await
+    }
+
+    /// Looks at the store's logs every [`LOG_WATCH_EVERY`] while anyone watches the desk, and
+    /// ticks its change signal when they changed.
+    fn watch(&self) {
+        {
+            let mut watching = lock_unpoisoned(&self.inner.watching);
+            if *watching || tokio::runtime::Handle::try_current().is_err() {
+                return;
+            }
+            *watching = true;
+        }
+        let inner = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut seen = None;
+            loop {
+                let Some(desk) = inner.upgrade() else { return };
+                if desk.changes.subscribers() == 0 {
+                    *lock_unpoisoned(&desk.watching) = false;
+                    return;
+                }
+                let look = Arc::clone(&desk);
+                let signature = tokio::task::spawn_blocking(move || look.signature())
+                    .await
+                    .ok()
+                    .flatten();
+                if signature.is_some() && seen.is_some() && signature != seen {
+                    desk.changes.tick();
+                }
+                if signature.is_some() {
+                    seen = signature;
+                }
+                drop(desk);
+                tokio::time::sleep(LOG_WATCH_EVERY).await;
+            }
+        });
+    }
+}
+
+impl DeskLog {
+    fn clone_log(&self) -> Self {
+        Self {
+            label: self.label.clone(),
+            store: Arc::clone(&self.store),
+            name: self.name.clone(),
+        }
+    }
+}
+
+impl Inner {
     fn logs(&self) -> Result<Vec<DeskLog>, DeskError> {
         match &self.source {
-            Source::Logs(logs) => Ok(logs
-                .iter()
-                .map(|log| DeskLog {
-                    label: log.label.clone(),
-                    store: Arc::clone(&log.store),
-                    name: log.name.clone(),
-                })
-                .collect()),
+            Source::Logs(logs) => Ok(logs.iter().map(DeskLog::clone_log).collect()),
             Source::Store(store) => Ok(store
                 .list()
-                .map_err(|e| DeskError::from_error(e.code(), e))?
+                .map_err(store_error)?
                 .into_iter()
                 .map(|name| DeskLog {
                     label: name.clone(),
@@ -246,6 +400,20 @@ impl LogDesk {
             .ok_or_else(|| LateRefusal::UnknownSession(session.to_owned()))
     }
 
+    /// The names and lengths of the logs: what changes when any log does. `None` when the store
+    /// cannot be listed now.
+    fn signature(&self) -> Option<Vec<(String, u64)>> {
+        let logs = self.logs().ok()?;
+        Some(
+            logs.into_iter()
+                .map(|log| {
+                    let length = log.store.length(&log.name).unwrap_or(0);
+                    (log.label, length)
+                })
+                .collect(),
+        )
+    }
+
     /// One log's session: a read-only scan (no lock, nothing written) that folds the projection
     /// and notes when each call was logged.
     fn session_of(log: &DeskLog) -> Result<DeskSession, DeskError> {
@@ -253,11 +421,8 @@ impl LogDesk {
         let report = log
             .store
             .read(&log.name, &mut listing)
-            .map_err(|e| DeskError::from_error(e.code(), e))?;
-        let writing = log
-            .store
-            .is_writing(&log.name)
-            .map_err(|e| DeskError::from_error(e.code(), e))?;
+            .map_err(store_error)?;
+        let writing = log.store.is_writing(&log.name).map_err(store_error)?;
         // A read fails before any line when the header is unreadable, so a replay exists.
         let state = listing
             .replay
@@ -293,13 +458,90 @@ impl LogDesk {
         })
     }
 
-    /// Opens `log` for write (one read of it) and answers with the batch `compose` makes from the
-    /// call's questions there.
-    fn answer_in(
+    fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+        each_log(self.logs()?, |log| Self::session_of(&log))
+    }
+
+    /// The continued questions of each log, from its checkpoint and the lines after it, and the
+    /// calls open in a log no writer holds (interrupted: answering repairs the log first).
+    fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
+        let per_log = each_log(self.logs()?, |log| {
+            let state = load(&log)?;
+            let view = state.view();
+            let any_open = view.active.iter().any(|a| a.state == ActiveState::Open);
+            // Only asked when it matters: an open call is interrupted only without a writer.
+            let orphaned = any_open && !log.store.is_writing(&log.name).map_err(store_error)?;
+            Ok(view
+                .active
+                .iter()
+                .filter(|active| active.state == ActiveState::Continued || orphaned)
+                .map(|active| {
+                    let interrupted = active.state == ActiveState::Open;
+                    DeskQuestion {
+                        session: log.label.clone(),
+                        call_id: active.call_id.clone(),
+                        questions: active.questions.clone(),
+                        state: desk_state(active.state),
+                        answerable: true,
+                        interrupted,
+                        answered: false,
+                        asked_at_ms: None,
+                    }
+                })
+                .collect::<Vec<_>>())
+        })?;
+        Ok(per_log.into_iter().flatten().collect())
+    }
+
+    fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+        let mut logs = self.logs()?;
+        if let Some(session) = session {
+            logs.retain(|log| log.label == session);
+            if logs.is_empty() {
+                return Err(DeskError::unknown_session(session));
+            }
+        }
+        each_log(logs, |log| {
+            Ok(SessionView {
+                view: load(&log)?.view().clone(),
+                session: log.label,
+            })
+        })
+    }
+
+    /// The call in each log that has it, from its checkpoint and the lines after it.
+    fn find(&self, call_id: &CallId) -> Result<Vec<DeskQuestion>, DeskError> {
+        let per_log = each_log(self.logs()?, |log| {
+            let state = load(&log)?;
+            let (state_of, questions) = match state.standing(call_id) {
+                Standing::Unknown => return Ok(None),
+                Standing::Settled(_) => (DeskState::Settled, Vec::new()),
+                Standing::Open(active) => (DeskState::Open, active.questions.clone()),
+                Standing::Continued(active) => (DeskState::Continued, active.questions.clone()),
+            };
+            let interrupted = state_of == DeskState::Open
+                && !log.store.is_writing(&log.name).map_err(store_error)?;
+            Ok(Some(DeskQuestion {
+                session: log.label,
+                call_id: call_id.clone(),
+                questions,
+                state: state_of,
+                answerable: state_of == DeskState::Continued || interrupted,
+                interrupted,
+                answered: false,
+                asked_at_ms: None,
+            }))
+        })?;
+        Ok(per_log.into_iter().flatten().collect())
+    }
+
+    /// Opens `log` for write (one read of it) and takes the answer: queued, then admitted in a
+    /// turn of its own.
+    fn submit(
         &self,
         log: &DeskLog,
         call_id: &CallId,
-        compose: &mut dyn FnMut(Option<&[Question]>) -> AnswerBatch,
+        answers: Answers,
         provenance: Provenance,
     ) -> Result<Accepted, LateRefusal> {
         let runtime =
@@ -313,17 +555,19 @@ impl LogDesk {
         }
         let questions = host
             .projection()
-            .active(call_id)
+            .standing(call_id)
+            .active()
             .map(|active| active.questions.clone());
-        let answers = compose(questions.as_deref());
-        let outcome = match host.answer_late(call_id, answers, provenance) {
+        let batch = answers.into_batch(questions.as_deref());
+        let outcome = match host.late().queue(call_id, batch, provenance) {
             // Nobody else runs this session: admit the reply now, so the question settles.
-            Ok(queued) => match host.admit_in_own_turn(&queued.message_id) {
+            Ok(_) => match host.late().settle(call_id) {
                 Ok(Some(reply)) => Ok(Accepted::Admitted {
                     reply: Box::new(reply),
-                    settled: host.is_settled(call_id),
+                    settled: host.projection().is_settled(call_id),
                 }),
                 Ok(None) => Err(LateRefusal::Unavailable(DeskError::new(
+                    DeskErrorKind::Internal,
                     "INTERNAL",
                     "the accepted reply is not queued",
                 ))),
@@ -336,7 +580,7 @@ impl LogDesk {
                 call_id: queued_for,
                 message_id,
                 settled_by: None,
-            }) => match host.admit_queued(call_id) {
+            }) => match host.late().settle(call_id) {
                 Ok(Some(reply)) => Err(LateRefusal::ReplyQueued {
                     call_id: queued_for,
                     message_id: Some(reply.id.clone()),
@@ -356,8 +600,65 @@ impl LogDesk {
             if let Err(error) = host.checkpoint_if_behind(CHECKPOINT_LAG) {
                 tracing::warn!(%error, log = %log.label, "the checkpoint could not be refreshed");
             }
+            self.changes.tick();
         }
         outcome
+    }
+}
+
+#[async_trait]
+impl QuestionDesk for LogDesk {
+    /// One read-only scan of each log (the calls' ages and which open calls were interrupted
+    /// need every line).
+    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+        self.blocking(Inner::sessions)
+            .await
+            .map_err(|e| internal_error(&e))?
+    }
+
+    /// The continued questions of each log, from its checkpoint and the lines after it: what a
+    /// page looks up on every connect costs the lines since the checkpoint, not the whole log.
+    /// A call open in a log no writer holds (its host died in the window) is listed too, as
+    /// interrupted: answering it repairs the log first, which continues the call.
+    async fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
+        self.blocking(Inner::answerable)
+            .await
+            .map_err(|e| internal_error(&e))?
+    }
+
+    async fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+        let session = session.map(str::to_owned);
+        self.blocking(move |inner| inner.views(session.as_deref()))
+            .await
+            .map_err(|e| internal_error(&e))?
+    }
+
+    async fn find(&self, call_id: &CallId) -> Result<Vec<DeskQuestion>, DeskError> {
+        let call_id = call_id.clone();
+        self.blocking(move |inner| inner.find(&call_id))
+            .await
+            .map_err(|e| internal_error(&e))?
+    }
+
+    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
+        let Submission {
+            session,
+            call_id,
+            answers,
+            provenance,
+        } = submission;
+        self.blocking(move |inner| {
+            let log = inner.log(&session)?;
+            inner.submit(&log, &call_id, answers, provenance)
+        })
+        .await
+        .map_err(|e| internal(&e))?
+    }
+
+    fn changes(&self) -> DeskChanges {
+        let changes = self.inner.changes.subscribe();
+        self.watch();
+        changes
     }
 }
 
@@ -388,96 +689,7 @@ fn each_log<T>(
 fn load(log: &DeskLog) -> Result<UserQuestionsState, DeskError> {
     load_projection(&*log.store, &log.name, CheckpointPolicy::ReadOnly)
         .map(|load| load.state)
-        .map_err(|e| DeskError::from_error(e.code(), e))
-}
-
-impl QuestionDesk for LogDesk {
-    /// One read-only scan of each log (the calls' ages and which open calls were interrupted
-    /// need every line).
-    fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
-        each_log(self.logs()?, |log| Self::session_of(&log))
-    }
-
-    /// The continued questions of each log, from its checkpoint and the lines after it: what a
-    /// page looks up on every connect costs the lines since the checkpoint, not the whole log.
-    /// A call open in a log no writer holds (its host died in the window) is listed too, as
-    /// interrupted: answering it repairs the log first, which continues the call.
-    fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
-        let per_log = each_log(self.logs()?, |log| {
-            let state = load(&log)?;
-            let view = state.view();
-            let any_open = view.active.iter().any(|a| a.state == ActiveState::Open);
-            // Only asked when it matters: an open call is interrupted only without a writer.
-            let orphaned = any_open
-                && !log
-                    .store
-                    .is_writing(&log.name)
-                    .map_err(|e| DeskError::from_error(e.code(), e))?;
-            Ok(view
-                .active
-                .iter()
-                .filter(|active| active.state == ActiveState::Continued || orphaned)
-                .map(|active| {
-                    let interrupted = active.state == ActiveState::Open;
-                    DeskQuestion {
-                        session: log.label.clone(),
-                        call_id: active.call_id.clone(),
-                        questions: active.questions.clone(),
-                        state: desk_state(active.state),
-                        answerable: true,
-                        interrupted,
-                        answered: false,
-                        asked_at_ms: None,
-                    }
-                })
-                .collect::<Vec<_>>())
-        })?;
-        Ok(per_log.into_iter().flatten().collect())
-    }
-
-    fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
-        let mut logs = self.logs()?;
-        if let Some(session) = session {
-            logs.retain(|log| log.label == session);
-            if logs.is_empty() {
-                return Err(unknown_session(session));
-            }
-        }
-        each_log(logs, |log| {
-            Ok(SessionView {
-                view: load(&log)?.view().clone(),
-                session: log.label,
-            })
-        })
-    }
-
-    fn answer(
-        &self,
-        session: &str,
-        call_id: &CallId,
-        answers: AnswerBatch,
-        provenance: Provenance,
-    ) -> Result<Accepted, LateRefusal> {
-        let mut answers = Some(answers);
-        let log = self.log(session)?;
-        self.answer_in(
-            &log,
-            call_id,
-            &mut |_| answers.take().unwrap_or_default(),
-            provenance,
-        )
-    }
-
-    fn answer_with(
-        &self,
-        session: &str,
-        call_id: &CallId,
-        compose: &mut dyn FnMut(Option<&[Question]>) -> AnswerBatch,
-        provenance: Provenance,
-    ) -> Result<Accepted, LateRefusal> {
-        let log = self.log(session)?;
-        self.answer_in(&log, call_id, compose, provenance)
-    }
+        .map_err(store_error)
 }
 
 fn desk_state(state: ActiveState) -> DeskState {
@@ -487,12 +699,25 @@ fn desk_state(state: ActiveState) -> DeskState {
     }
 }
 
-fn unknown_session(session: &str) -> DeskError {
-    DeskError::new("UNKNOWN_SESSION", format!("no session {session:?}"))
+/// A store's failure as a desk's.
+fn store_error(error: StoreError) -> DeskError {
+    DeskError::from_error(DeskErrorKind::Store, error.code(), error)
 }
 
 fn unavailable(error: HostError) -> LateRefusal {
-    LateRefusal::Unavailable(DeskError::from_error(error.code(), error))
+    LateRefusal::Unavailable(DeskError::from_error(
+        DeskErrorKind::Store,
+        error.code(),
+        error,
+    ))
+}
+
+fn internal_error(error: &tokio::task::JoinError) -> DeskError {
+    DeskError::new(DeskErrorKind::Internal, "INTERNAL", error.to_string())
+}
+
+fn internal(error: &tokio::task::JoinError) -> LateRefusal {
+    LateRefusal::Unavailable(internal_error(error))
 }
 
 /// One read-only scan: the fold, and when each call was logged.

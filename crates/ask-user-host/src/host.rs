@@ -17,18 +17,19 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use pending_answer::{InMemoryProjectionHost, LateAnswers, LateRefusal, ProjectionHost, Queued};
+use pending_answer::{
+    ChangeSignal, DeskChanges, InMemoryProjectionHost, LateAnswers, ProjectionHost,
+};
 use serde_json::json;
 use session_log::{
-    InboxTarget, JsonlStore, MemoryStore, NewSession, OpenReport, OpenedAtCheckpoint, Record,
-    RepairReport, SessionStore, SessionWriter, StoreError, repair_interrupted,
+    JsonlStore, MemoryStore, NewSession, OpenReport, OpenedAtCheckpoint, Record, RepairReport,
+    SessionStore, SessionWriter, StoreError, repair_interrupted,
 };
-use tool_ask_user::{AskUserConfig, AskUserTool, ToolContext, ToolOutcome};
+use tool_ask_user::{AskUserConfig, AskUserTool, LateAnswerRoute, ToolContext, ToolOutcome};
 use user_questions::sync::lock_unpoisoned;
 use user_questions::{
-    Agent, AgentHandle, AgentRegistry, AnswerBatch, CallId, CancellationToken, HostBindings,
-    InMemoryAgentRegistry, Provenance, SessionId, SessionRef, UserMessage, UserQuestions,
-    UserQuestionsConfig, same_agent,
+    AgentHandle, AgentRegistry, CallId, CancellationToken, HostBindings, InMemoryAgentRegistry,
+    SessionId, SessionRef, UserMessage, UserQuestions, UserQuestionsConfig, same_agent,
 };
 use user_questions_projection::UserQuestionsState;
 
@@ -226,6 +227,21 @@ pub enum HostError {
     /// agents by id, so the new session would silently take over the other's identity).
     #[error("agent id {0:?} is already live in this runtime; give each session its own agent id")]
     AgentIdTaken(String),
+    /// A call made out of the turn and step order (a tool call outside a step, a step outside a
+    /// turn, a turn inside a turn): nothing was written.
+    #[error(transparent)]
+    Order(OrderError),
+}
+
+/// A call out of the turn and step order of SPEC §5.7 and §7.6: what was asked, and what it needs.
+/// Nothing is written when it is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{what} needs {needs}")]
+pub struct OrderError {
+    /// What was asked (`a tool call`, `a step`, …).
+    pub what: &'static str,
+    /// What it needs (`an open step`, `an open turn`, `no open turn`).
+    pub needs: &'static str,
 }
 
 impl HostError {
@@ -237,6 +253,7 @@ impl HostError {
             Self::Config(_) => "BAD_CONFIG",
             Self::AgentIdTaken(_) => "AGENT_ID_TAKEN",
             Self::DuplicateCallId(_) => "DUPLICATE_CALL_ID",
+            Self::Order(_) => "OUT_OF_ORDER",
         }
     }
 }
@@ -258,6 +275,8 @@ struct RuntimeInner {
     late: LateAnswers,
     projections: Arc<InMemoryProjectionHost>,
     registry: Arc<InMemoryAgentRegistry>,
+    /// Ticked when a session's questions or inbox change.
+    changes: Arc<ChangeSignal>,
 }
 
 impl std::fmt::Debug for HostRuntime {
@@ -303,6 +322,7 @@ impl HostRuntime {
                 late,
                 projections,
                 registry,
+                changes: Arc::default(),
             }),
         })
     }
@@ -330,6 +350,13 @@ impl HostRuntime {
     /// The agent registry.
     pub fn registry(&self) -> &Arc<InMemoryAgentRegistry> {
         &self.inner.registry
+    }
+
+    /// Ticks whenever a session of the runtime commits a change of its questions or its inbox
+    /// (a question asked, continued or settled, a late reply queued or claimed): what a desk over
+    /// the runtime's sessions gives its surfaces.
+    pub fn changes(&self) -> DeskChanges {
+        self.inner.changes.subscribe()
     }
 
     /// Creates the session log `name` and starts its session.
@@ -430,6 +457,7 @@ impl HostRuntime {
             session.clone(),
             inner.projections.clone(),
             inner.late.clone(),
+            Arc::clone(&inner.changes),
         );
         let SessionOptions {
             agent_id,
@@ -475,6 +503,8 @@ struct Position {
     call_ids: HashSet<CallId>,
     /// The byte length of the log the checkpoint covers, as far as this host knows (0: none).
     checkpointed: u64,
+    /// What the turn claimed from the inbox, admitted by its first step.
+    to_admit: Vec<UserMessage>,
 }
 
 /// One live session: one agent (a live root, or a child of an owner) and its session log, in a
@@ -614,98 +644,80 @@ impl Host {
         lock_unpoisoned(&self.position)
     }
 
-    /// Starts a turn: `turn/start`, then the turn claims the whole next-turn inbox (each claimed
-    /// message is reported as [`HostEvent::InboxClaimed`](pending_answer::HostEvent::InboxClaimed)). Returns the claimed messages, to be
-    /// admitted with [`Host::admit`].
-    pub fn begin_turn(&self) -> Result<Vec<UserMessage>, HostError> {
-        let turn = self.start_turn()?;
-        Ok(self.agent.claim_next_turn(&self.agent(), turn)?)
+    /// The session's late replies: queue a person's answer, take a waiting reply into the current
+    /// step, or settle it in a turn of its own ([`LateReplies`](crate::LateReplies)).
+    pub fn late(&self) -> crate::LateReplies<'_> {
+        crate::LateReplies::new(self)
     }
 
-    /// Admits the queued message `message_id` (a late reply) in a turn of its own, written as one
-    /// durable batch: `turn/start`, the inbox claim, `step/start`, `user/message`, `step/end`,
-    /// `turn/end` (`completed`). The projection and late answers see each event in log order, as
-    /// if they had been committed one by one; a failed append leaves none of them in the log
-    /// (unless undoing it fails too, which poisons the writer, as for any append). `None`, with nothing
-    /// written, when no such message is queued. Call it between turns.
-    pub fn admit_in_own_turn(&self, message_id: &str) -> Result<Option<UserMessage>, HostError> {
-        let turn = self.position().turn + 1;
-        let claimed = self
-            .agent
-            .claim_one_in(&self.agent(), message_id, turn, |at, message| {
-                let records = vec![
-                    Record::turn_start(turn),
-                    Record::inbox_splice(InboxTarget::NextTurn, at, 1, Vec::new()),
-                    Record::step_start(turn, 1),
-                    Record::UserMessage(message.clone()),
-                    Record::step_end(turn, 1),
-                    Record::turn_end(turn, "completed"),
-                ];
-                (records, 1)
-            })?;
-        if claimed.is_some() {
-            let mut position = self.position();
-            position.turn = turn;
-            position.step = 1;
-            position.in_turn = false;
-            position.in_step = false;
+    /// Starts a turn: `turn/start`, then, when late replies reach the model as user messages
+    /// (the tool's default route, [`LateAnswerRoute::UserMessage`]), the turn claims the whole
+    /// next-turn inbox: each claimed message is reported as
+    /// [`HostEvent::InboxClaimed`](pending_answer::HostEvent::InboxClaimed), returned for the
+    /// application to put before the model, and admitted (`user/message`) by the turn's first
+    /// [`begin_step`](Self::begin_step). With the companion route
+    /// ([`LateAnswerRoute::CompanionTool`]) nothing is claimed: replies wait until the model asks
+    /// for them ([`LateReplies::take`](crate::LateReplies::take)).
+    ///
+    /// # Errors
+    ///
+    /// [`HostError::Order`] inside a turn; the log's error.
+    pub fn begin_turn(&self) -> Result<Vec<UserMessage>, HostError> {
+        self.between_turns("a turn")?;
+        let turn = self.start_turn()?;
+        if self.tool().late_answers() != LateAnswerRoute::UserMessage {
+            return Ok(Vec::new());
         }
+        let claimed = self.agent.claim_next_turn(&self.agent(), turn)?;
+        self.position().to_admit.clone_from(&claimed);
         Ok(claimed)
     }
 
-    /// The late reply queued for `call_id` in the session's durable inbox and not yet admitted
-    /// (queued by [`Host::answer_late`], restored from the log after a restart, or offered by a
-    /// feed), if there is one.
-    pub fn queued_reply(&self, call_id: &CallId) -> Option<UserMessage> {
-        self.agent
-            .queued_messages()
-            .into_iter()
-            .find(|message| pending_answer::is_reply_for(message, call_id))
+    /// Whether a step is open now: a tool call, an assistant message or a request header may be
+    /// logged.
+    pub fn step_open(&self) -> bool {
+        self.position().in_step
     }
 
-    /// Admits the reply queued for `call_id` in a turn of its own ([`Host::admit_in_own_turn`]);
-    /// `None`, with nothing written, when none is queued. This is how a host that is not running
-    /// a turn (a command, a desk, a worker) settles a continued question it has an answer for.
-    pub fn admit_queued(&self, call_id: &CallId) -> Result<Option<UserMessage>, HostError> {
-        match self.queued_reply(call_id) {
-            Some(reply) => self.admit_in_own_turn(&reply.id),
-            None => Ok(None),
+    /// The open turn's number, or the order error of `what` outside a step.
+    pub(crate) fn in_step(&self, what: &'static str) -> Result<u64, OrderError> {
+        let position = self.position();
+        if position.in_step {
+            Ok(position.turn)
+        } else {
+            Err(OrderError {
+                what,
+                needs: "an open step",
+            })
         }
     }
 
-    /// Whether `call_id` is settled in the session's projection (answered in its window, or by
-    /// an admitted late reply).
-    pub fn is_settled(&self, call_id: &CallId) -> bool {
-        self.projection().is_settled(call_id)
+    /// The last turn's number, or the order error of `what` inside a turn.
+    pub(crate) fn between_turns(&self, what: &'static str) -> Result<u64, OrderError> {
+        let position = self.position();
+        if position.in_turn {
+            Err(OrderError {
+                what,
+                needs: "no open turn",
+            })
+        } else {
+            Ok(position.turn)
+        }
     }
 
-    /// Queues a late answer to the continued call `call_id` ([`LateAnswers::answer`] with this
-    /// session's agent), without opening a turn: only the inbox edit is logged. The reply waits in
-    /// the durable inbox until a turn claims it ([`Host::begin_turn`], [`Host::admit_queued`]).
-    pub fn answer_late(
-        &self,
-        call_id: &CallId,
-        answers: AnswerBatch,
-        provenance: Provenance,
-    ) -> Result<Queued, LateRefusal> {
-        self.late_answers()
-            .answer(&self.agent(), call_id, answers, provenance)
+    /// A whole turn `turn` was written in one batch (a reply settled in a turn of its own).
+    pub(crate) fn turn_written(&self, turn: u64) {
+        let mut position = self.position();
+        position.turn = turn;
+        position.step = 1;
+        position.in_turn = false;
+        position.in_step = false;
     }
 
-    /// Starts a turn that claims nothing: queued messages stay in the inbox until a later turn
-    /// claims them, or [`Host::claim_queued`] takes one into this turn. A host whose model reads
-    /// late replies only on request (an MCP server's companion tool) starts its turns this way.
-    pub fn begin_turn_keeping_inbox(&self) -> Result<(), HostError> {
-        self.start_turn()?;
+    /// Admits a claimed message: logs it as `user/message` (the projection settles a late reply).
+    pub(crate) fn admit_claimed(&self, message: &UserMessage) -> Result<(), HostError> {
+        self.journal.commit(Record::UserMessage(message.clone()))?;
         Ok(())
-    }
-
-    /// Claims the queued message `message_id` into the current turn (reported as
-    /// [`HostEvent::InboxClaimed`](pending_answer::HostEvent::InboxClaimed)), to be admitted with
-    /// [`Host::admit`]. `None` when no such message is queued.
-    pub fn claim_queued(&self, message_id: &str) -> Result<Option<UserMessage>, HostError> {
-        let turn = self.position().turn;
-        Ok(self.agent.claim_one(&self.agent(), message_id, turn)?)
     }
 
     /// Logs `turn/start` for the next turn; the counters move only once it is durable.
@@ -720,22 +732,34 @@ impl Host {
         Ok(turn)
     }
 
-    /// Starts a step.
+    /// Starts a step. The turn's first step admits what
+    /// the turn claimed from the inbox ([`begin_turn`](Self::begin_turn)): each message is logged
+    /// as `user/message`, which settles a late reply.
+    ///
+    /// # Errors
+    ///
+    /// [`HostError::Order`] outside a turn; the log's error.
     pub fn begin_step(&self) -> Result<(), HostError> {
+        if !self.position().in_turn {
+            return Err(HostError::Order(OrderError {
+                what: "a step",
+                needs: "an open turn",
+            }));
+        }
         let (turn, step) = {
             let position = self.position();
             (position.turn, position.step + 1)
         };
         self.journal.commit(Record::step_start(turn, step))?;
-        let mut position = self.position();
-        position.step = step;
-        position.in_step = true;
-        Ok(())
-    }
-
-    /// Admits a claimed message: logs it as `user/message` (the projection settles a late reply).
-    pub fn admit(&self, message: &UserMessage) -> Result<(), HostError> {
-        self.journal.commit(Record::UserMessage(message.clone()))?;
+        let to_admit = {
+            let mut position = self.position();
+            position.step = step;
+            position.in_step = true;
+            std::mem::take(&mut position.to_admit)
+        };
+        for message in &to_admit {
+            self.admit_claimed(message)?;
+        }
         Ok(())
     }
 
@@ -746,6 +770,7 @@ impl Host {
     /// log, `resume` the first time after reopening; once logged, later calls log nothing until
     /// the model or the tools change.
     pub fn log_request_header(&self) -> Result<(), HostError> {
+        self.in_step("a request header")?;
         if self.position().header_logged {
             return Ok(());
         }
@@ -813,6 +838,7 @@ impl Host {
 
     /// Logs an assistant message with one text block.
     pub fn assistant_text(&self, text: &str) -> Result<(), HostError> {
+        self.in_step("an assistant message")?;
         let (turn, step) = {
             let position = self.position();
             (position.turn, position.step)
@@ -911,11 +937,18 @@ impl Host {
     /// Takes a fresh call id for a call in the current turn and step.
     fn take_call_id(&self, call_id: &CallId) -> Result<(u64, u64), HostError> {
         let mut position = self.position();
-        // Taken before the call is logged; a call whose logging fails keeps its id taken,
-        // which only costs the caller a fresh id.
-        if !position.call_ids.insert(call_id.clone()) {
+        if position.call_ids.contains(call_id) {
             return Err(HostError::DuplicateCallId(call_id.clone()));
         }
+        if !position.in_step {
+            return Err(HostError::Order(OrderError {
+                what: "a tool call",
+                needs: "an open step",
+            }));
+        }
+        // Taken before the call is logged; a call whose logging fails keeps its id taken,
+        // which only costs the caller a fresh id.
+        position.call_ids.insert(call_id.clone());
         Ok((position.turn, position.step))
     }
 

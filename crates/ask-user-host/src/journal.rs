@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use pending_answer::{HostEvent, InMemoryProjectionHost, LateAnswers};
-use session_log::{Record, SessionEvent, SessionWriter, StoreError};
+use pending_answer::{ChangeSignal, HostEvent, InMemoryProjectionHost, LateAnswers};
+use session_log::{EventBody, Record, SessionEvent, SessionWriter, StoreError};
 use user_questions::SessionRef;
 use user_questions::sync::lock_unpoisoned;
 
@@ -58,6 +58,8 @@ pub struct Journal {
     session: SessionRef,
     projections: Arc<InMemoryProjectionHost>,
     late: LateAnswers,
+    /// Ticked when a commit changes the projection or the inbox (a desk's change signal).
+    changes: Arc<ChangeSignal>,
 }
 
 struct State {
@@ -69,12 +71,14 @@ struct State {
 }
 
 impl Journal {
-    /// A journal over `writer`, feeding `projections` and `late`.
+    /// A journal over `writer`, feeding `projections` and `late`, ticking `changes` whenever a
+    /// commit changes the projection or the inbox.
     pub fn new(
         writer: Box<dyn SessionWriter>,
         session: SessionRef,
         projections: Arc<InMemoryProjectionHost>,
         late: LateAnswers,
+        changes: Arc<ChangeSignal>,
     ) -> Arc<Self> {
         let resumed = writer.position().events > 0;
         let location = writer.location().to_path_buf();
@@ -87,6 +91,7 @@ impl Journal {
             session,
             projections,
             late,
+            changes,
         })
     }
 
@@ -172,8 +177,10 @@ impl Journal {
             });
         }
         // Still under the lock: the projection and the reservations see events in log order.
+        let mut changed = false;
         for (index, event) in decoded.iter().enumerate() {
-            self.projections.record(&self.session, event);
+            changed |= self.projections.record(&self.session, event)
+                || matches!(event.body, EventBody::InboxSpliced(_));
             self.late.on_host_event(&HostEvent::Committed {
                 session: self.session.clone(),
                 event: event.clone(),
@@ -187,6 +194,9 @@ impl Journal {
             }
         }
         drop(guard);
+        if changed && self.changes.subscribers() > 0 {
+            self.changes.tick();
+        }
         Ok(decoded)
     }
 }

@@ -6,6 +6,8 @@
 //!   start sessions (resume repair, inbox restore and the projection checkpoint on open).
 //! * [`Host`]: one live session: turns, steps, tool calls and admissions, each committed through
 //!   its [`Journal`] (durable append, projection, late answers, in log order).
+//! * [`LateReplies`] ([`Host::late`]): the way back into a session: queue a person's answer,
+//!   take a waiting reply into the current step, or settle it in a turn of its own.
 //! * [`HostAgent`]: the session's agent, whose inbox is edited only through logged
 //!   `agent/inbox/spliced` records.
 //! * [`ToolSpec`], [`ToolCall`] and [`ToolResult`]: the agent's other tools, listed in the
@@ -25,6 +27,7 @@ mod checkpoint;
 mod desk;
 mod host;
 mod journal;
+mod late;
 mod tools;
 
 pub use agent::{HostAgent, Restore};
@@ -34,10 +37,11 @@ pub use checkpoint::{
 };
 pub use desk::{LiveDesk, LogDesk, OpenHook};
 pub use host::{
-    Host, HostError, HostOptions, HostRuntime, LogTarget, ModelInfo, Resumed, SessionOptions,
-    new_session_id,
+    Host, HostError, HostOptions, HostRuntime, LogTarget, ModelInfo, OrderError, Resumed,
+    SessionOptions, new_session_id,
 };
 pub use journal::{Journal, JournalError};
+pub use late::LateReplies;
 pub use tools::{ToolCall, ToolResult, ToolSpec};
 
 #[doc = include_str!("../README.md")]

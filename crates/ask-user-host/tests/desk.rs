@@ -11,7 +11,7 @@ use common::{SCOPE_ARGS, runtime};
 use std::sync::{Arc, Mutex};
 
 use ask_user_host::{Host, HostRuntime, LiveDesk, LogDesk, SessionOptions};
-use pending_answer::{Accepted, DeskState, LateRefusal, NotWaiting, QuestionDesk};
+use pending_answer::{Accepted, DeskState, LateRefusal, NotWaiting, QuestionDesk, Submission};
 use session_log::{MemoryStore, SessionStore};
 use user_questions::{
     AnswerBatch, AnswerItem, CallId, CancellationToken, Provenance, QuestionEventKind,
@@ -74,7 +74,7 @@ async fn two_sessions() -> Arc<dyn SessionStore> {
 async fn a_log_desk_lists_every_log_of_its_store_with_its_questions() {
     let store = two_sessions().await;
     let desk = LogDesk::store(Arc::clone(&store));
-    let sessions = desk.sessions().unwrap();
+    let sessions = desk.sessions().await.unwrap();
     let names: Vec<&str> = sessions.iter().map(|s| s.session.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
     let a = &sessions[0].questions[0];
@@ -94,7 +94,7 @@ async fn a_log_desk_lists_every_log_of_its_store_with_its_questions() {
     assert!(!sessions[0].writing);
     // Read only: nothing was written, nothing repaired.
     assert!(
-        desk.views(Some("b")).unwrap()[0].view.active[0].state
+        desk.views(Some("b")).await.unwrap()[0].view.active[0].state
             == user_questions_projection::ActiveState::Open
     );
 }
@@ -109,7 +109,13 @@ async fn a_log_desk_admits_the_answer_so_the_question_is_settled() {
     });
     let call = CallId::from("a-1");
     let accepted = desk
-        .answer("a", &call, scope("Tool only"), shell())
+        .submit(Submission::new(
+            "a",
+            call.clone(),
+            scope("Tool only"),
+            shell(),
+        ))
+        .await
         .unwrap();
     let Accepted::Admitted { reply, settled } = accepted else {
         panic!("not admitted: {accepted:?}");
@@ -117,12 +123,19 @@ async fn a_log_desk_admits_the_answer_so_the_question_is_settled() {
     assert!(settled);
     assert_eq!(reply.reply_call_id(), Some(&call));
     assert_eq!(*opened.lock().unwrap(), ["a"]);
-    let view = &desk.views(Some("a")).unwrap()[0].view;
+    let view = &desk.views(Some("a")).await.unwrap()[0].view;
     assert!(view.active.is_empty());
     assert_eq!(view.settled[0].answers, scope("Tool only").answers);
     assert_eq!(view.settled[0].provenance, Some(shell()));
     // Settled exactly once: a second answer is refused, with the reason.
-    let again = desk.answer("a", &call, scope("Everything"), shell());
+    let again = desk
+        .submit(Submission::new(
+            "a",
+            call.clone(),
+            scope("Everything"),
+            shell(),
+        ))
+        .await;
     assert!(
         matches!(again, Err(LateRefusal::NotWaiting(NotWaiting::Settled))),
         "{again:?}"
@@ -135,7 +148,7 @@ async fn a_log_desk_admits_the_answer_so_the_question_is_settled() {
 async fn a_call_whose_host_died_in_its_window_is_listed_answerable_as_interrupted() {
     let store = two_sessions().await;
     let desk = LogDesk::store(store);
-    let listed = desk.answerable().unwrap();
+    let listed = desk.answerable().await.unwrap();
     let calls: Vec<(&str, DeskState, bool)> = listed
         .iter()
         .map(|q| (q.call_id.as_str(), q.state, q.interrupted))
@@ -155,10 +168,21 @@ async fn an_interrupted_call_is_repaired_then_answered() {
     let store = two_sessions().await;
     let desk = LogDesk::store(store);
     let accepted = desk
-        .answer("b", &CallId::from("b-1"), scope("Everything"), shell())
+        .submit(Submission::new(
+            "b",
+            CallId::from("b-1"),
+            scope("Everything"),
+            shell(),
+        ))
+        .await
         .unwrap();
     assert!(matches!(accepted, Accepted::Admitted { settled: true, .. }));
-    assert!(desk.views(Some("b")).unwrap()[0].view.active.is_empty());
+    assert!(
+        desk.views(Some("b")).await.unwrap()[0]
+            .view
+            .active
+            .is_empty()
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -166,25 +190,41 @@ async fn a_bad_answer_and_an_unknown_session_are_refused_and_change_nothing() {
     let store = two_sessions().await;
     let desk = LogDesk::store(store);
     let call = CallId::from("a-1");
-    let bad = desk.answer("a", &call, scope("Nope"), shell());
+    let bad = desk
+        .submit(Submission::new("a", call.clone(), scope("Nope"), shell()))
+        .await;
     assert!(matches!(bad, Err(LateRefusal::BadAnswer(_))), "{bad:?}");
-    let unknown = desk.answer("zzz", &call, scope("Tool only"), shell());
+    let unknown = desk
+        .submit(Submission::new(
+            "zzz",
+            call.clone(),
+            scope("Tool only"),
+            shell(),
+        ))
+        .await;
     assert!(
         matches!(&unknown, Err(LateRefusal::UnknownSession(s)) if s == "zzz"),
         "{unknown:?}"
     );
     assert_eq!(
-        desk.views(Some("zzz")).unwrap_err().code(),
+        desk.views(Some("zzz")).await.unwrap_err().code(),
         "UNKNOWN_SESSION"
     );
-    let open_call = desk.answer("a", &CallId::from("nobody"), scope("Tool only"), shell());
+    let open_call = desk
+        .submit(Submission::new(
+            "a",
+            CallId::from("nobody"),
+            scope("Tool only"),
+            shell(),
+        ))
+        .await;
     assert!(matches!(
         open_call,
         Err(LateRefusal::NotWaiting(NotWaiting::Unknown))
     ));
     // Still continued: the refusals left it answerable.
     assert_eq!(
-        desk.answerable().unwrap()[0].state,
+        desk.answerable().await.unwrap()[0].state,
         DeskState::Continued,
         "a-1 is still continued"
     );
@@ -199,11 +239,19 @@ async fn a_reply_an_earlier_host_queued_is_admitted_instead_of_the_new_answer() 
         let host = runtime.create("c", SessionOptions::named("c")).unwrap();
         ask_unanswered(&host, &call).await;
         // Queued, then the host stops before any turn admits it.
-        host.answer_late(&call, scope("Everything"), Provenance::human("web"))
+        host.late()
+            .queue(&call, scope("Everything"), Provenance::human("web"))
             .unwrap();
     }
     let desk = LogDesk::store(Arc::clone(&store));
-    let refused = desk.answer("c", &call, scope("Tool only"), shell());
+    let refused = desk
+        .submit(Submission::new(
+            "c",
+            call.clone(),
+            scope("Tool only"),
+            shell(),
+        ))
+        .await;
     let Err(LateRefusal::ReplyQueued {
         settled_by: Some(reply),
         message_id,
@@ -213,7 +261,7 @@ async fn a_reply_an_earlier_host_queued_is_admitted_instead_of_the_new_answer() 
         panic!("not REPLY_QUEUED with the earlier reply: {refused:?}");
     };
     assert_eq!(message_id.as_deref(), Some(reply.id.as_str()));
-    let view = &desk.views(Some("c")).unwrap()[0].view;
+    let view = &desk.views(Some("c")).await.unwrap()[0].view;
     assert!(view.active.is_empty());
     // The first answer settled it; the new one was not used.
     assert_eq!(view.settled[0].answers, scope("Everything").answers);
@@ -227,7 +275,7 @@ async fn a_live_desk_queues_for_the_running_session_to_admit() {
     let call = CallId::from("s1-1");
     ask_unanswered(&host, &call).await;
     let desk = LiveDesk::of([&host]);
-    let listed = desk.answerable().unwrap();
+    let listed = desk.answerable().await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(
         (
@@ -238,25 +286,34 @@ async fn a_live_desk_queues_for_the_running_session_to_admit() {
         ("s1", DeskState::Continued, false)
     );
     let accepted = desk
-        .answer("s1", &call, scope("Tool only"), shell())
+        .submit(Submission::new(
+            "s1",
+            call.clone(),
+            scope("Tool only"),
+            shell(),
+        ))
+        .await
         .unwrap();
     let Accepted::Queued(queued) = accepted else {
         panic!("not queued: {accepted:?}");
     };
-    assert_eq!(host.queued_reply(&call).unwrap().id, queued.message_id);
+    assert_eq!(
+        host.late().waiting_for(&call).unwrap().id,
+        queued.message_id
+    );
     assert!(
-        desk.answerable().unwrap()[0].answered,
+        desk.answerable().await.unwrap()[0].answered,
         "the reply is in flight"
     );
-    assert!(!host.is_settled(&call));
+    assert!(!host.projection().is_settled(&call));
     // The session's own loop admits it.
-    let admitted = host.admit_queued(&call).unwrap().unwrap();
+    let admitted = host.late().settle(&call).unwrap().unwrap();
     assert_eq!(admitted.id, queued.message_id);
-    assert!(host.is_settled(&call));
-    assert!(desk.answerable().unwrap().is_empty());
+    assert!(host.projection().is_settled(&call));
+    assert!(desk.answerable().await.unwrap().is_empty());
     // A session that ended leaves the desk.
     drop(host);
-    assert!(desk.sessions().unwrap().is_empty());
+    assert!(desk.sessions().await.unwrap().is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -277,7 +334,8 @@ async fn an_open_announces_the_calls_its_repair_continued() {
     assert_eq!(continued[0].call_id, Some(call.clone()));
     assert_eq!(continued[0].session_id, Some(host.session_id()));
     // And it takes a late answer now.
-    host.answer_late(&call, scope("Tool only"), shell())
+    host.late()
+        .queue(&call, scope("Tool only"), shell())
         .unwrap();
 }
 
@@ -300,18 +358,18 @@ async fn a_log_that_cannot_be_read_is_left_out_of_several_and_is_the_error_of_on
     let dir = tempfile::tempdir().unwrap();
     let paths = files_with_a_broken_one(dir.path()).await;
     let desk = LogDesk::files(&paths).unwrap();
-    let sessions = desk.sessions().unwrap();
+    let sessions = desk.sessions().await.unwrap();
     assert_eq!(sessions.len(), 1);
     assert!(sessions[0].session.ends_with("a.jsonl"));
-    let answerable = desk.answerable().unwrap();
+    let answerable = desk.answerable().await.unwrap();
     assert_eq!(answerable.len(), 1);
     assert_eq!(answerable[0].call_id.as_str(), "a-1");
-    assert_eq!(desk.views(None).unwrap().len(), 1);
+    assert_eq!(desk.views(None).await.unwrap().len(), 1);
 
     let alone = LogDesk::files(&paths[1..]).unwrap();
-    assert!(alone.sessions().is_err());
-    assert!(alone.answerable().is_err());
-    assert!(alone.views(None).is_err());
+    assert!(alone.sessions().await.is_err());
+    assert!(alone.answerable().await.is_err());
+    assert!(alone.views(None).await.is_err());
     // Nothing was written to either.
     assert_eq!(
         std::fs::read_to_string(&paths[1]).unwrap(),
@@ -335,13 +393,14 @@ async fn the_answerable_questions_come_from_the_checkpoint_and_the_lines_after_i
     let desk = LogDesk::store(Arc::clone(&store));
     let calls: Vec<String> = desk
         .answerable()
+        .await
         .unwrap()
         .into_iter()
         .map(|q| q.call_id.as_str().to_owned())
         .collect();
     assert_eq!(calls, ["s-1", "s-2"]);
     // The same as a full scan sees.
-    let scanned: Vec<String> = desk.sessions().unwrap()[0]
+    let scanned: Vec<String> = desk.sessions().await.unwrap()[0]
         .questions
         .iter()
         .filter(|q| q.answerable)

@@ -61,7 +61,8 @@ fn open(store: &Arc<dyn SessionStore>, name: &str, prefix_call: Option<&str>) ->
             runtime.block_on(host.call_tool(&CallId::from(id), "{}", CancellationToken::new()));
         matches!(outcome, Err(HostError::DuplicateCallId(_)))
     });
-    host.begin_turn_keeping_inbox().unwrap();
+    // The next turn's number; what it claims (the restored inbox) is compared above.
+    host.begin_turn().unwrap();
     let log_after = log_bytes(&**store, name);
     let last = log_after[..log_after.len() - 1]
         .rsplit(|b| *b == b'\n')
@@ -423,6 +424,7 @@ fn a_host_rewrites_its_checkpoint_only_once_the_log_has_grown_past_the_lag() {
     // Past the lag, it is rewritten, and then up to date.
     let text = "x".repeat(usize::try_from(CHECKPOINT_LAG).unwrap());
     host.begin_turn().unwrap();
+    host.begin_step().unwrap();
     host.assistant_text(&text).unwrap();
     assert!(host.checkpoint_if_behind(CHECKPOINT_LAG).unwrap());
     assert_ne!(written(), before);

@@ -49,10 +49,11 @@ fn answer_late(host: &Host, call: &CallId) {
         .answer(&host.agent(), call, tool_only(), Provenance::human("test"))
         .unwrap();
     // The call is continued, so the answer is taken: its reply waits in the inbox.
-    assert_eq!(host.queued_reply(call).unwrap().id, queued.message_id);
+    assert_eq!(host.late().waiting_for(call).unwrap().id, queued.message_id);
+    // The next turn claims it and its first step admits it.
     let claimed = host.begin_turn().unwrap();
     assert_eq!(claimed.len(), 1);
-    host.admit(&claimed[0]).unwrap();
+    host.begin_step().unwrap();
     host.end_turn("completed").unwrap();
 }
 
@@ -289,6 +290,7 @@ async fn the_request_header_names_the_model_of_the_session() {
         .create("t.jsonl", SessionOptions::named("t"))
         .unwrap();
     other.begin_turn().unwrap();
+    other.begin_step().unwrap();
     other.log_request_header().unwrap();
     let log = String::from_utf8(store.bytes("t.jsonl").unwrap()).unwrap();
     assert!(

@@ -1,16 +1,21 @@
 //! The inbox's side: a seam of its own in which every linked host's question is asked again, so
 //! the surfaces registered there (the page, notifications) show it, race for it and answer it;
 //! the host's own outcome (its form answered, its window closed, its request gone) is the last
-//! answerer of that seam's waterfall.
+//! answerer of that seam's waterfall. What becomes of a question after its window (continued,
+//! settled) is the host's to say, and is relayed into the inbox's seam as the host says it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use pending_answer::{Accepted, DeskError, LateRefusal, QuestionDesk};
+use pending_answer::{
+    Accepted, ChangeSignal, DeskChanges, DeskError, DeskErrorKind, DeskQuestion, DeskSession,
+    LateRefusal, QuestionDesk, SessionView, Submission,
+};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use user_questions::sync::lock_unpoisoned as lock;
+use user_questions::sync::lock_unpoisoned;
 use user_questions::{
     AgentHandle, AnswerBatch, AnswerPath, AnswerRequest, Answered, Answerer, AnswererError,
     AnswererGuard, AskRequest, CallId, ErrorCode, HostBindings, InMemoryAgent,
@@ -24,7 +29,8 @@ use crate::wire::{Over, Reader, ToHost, ToInbox, WireLate, Writer};
 /// The name the hosts' own outcomes answer under in the inbox's seam.
 pub const HOST_ANSWERER: &str = "inbox-host";
 
-/// How long the inbox's desk waits for a linked host to take a late answer.
+/// How long the inbox's desk waits for a linked host's word on a late answer it forwarded (the
+/// host's own desk may wait for the call's continuation first).
 pub const LATE_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A session a linked host runs (or ran: its host may be gone), as the inbox knows it.
@@ -75,7 +81,11 @@ struct Inner {
     registry: Arc<InMemoryAgentRegistry>,
     fallback: Arc<dyn QuestionDesk>,
     state: Mutex<State>,
-    changes: watch::Sender<u64>,
+    /// Ticked when a host linked or went, or a session or question changed; the fallback's own
+    /// changes are forwarded into it while anyone watches.
+    changes: ChangeSignal,
+    /// Whether the fallback's changes are forwarded now.
+    forwarding: Mutex<bool>,
     _host_answerer: AnswererGuard,
 }
 
@@ -89,7 +99,7 @@ struct State {
     questions: HashMap<Key, QuestionEntry>,
     /// Late answers sent to a host, waiting for its word: the link each went to, and where the
     /// word goes.
-    late: HashMap<u64, (u64, std::sync::mpsc::SyncSender<WireLate>)>,
+    late: HashMap<u64, (u64, oneshot::Sender<WireLate>)>,
     next_late: u64,
 }
 
@@ -109,19 +119,6 @@ struct QuestionEntry {
     verdict_rx: Option<oneshot::Receiver<Verdict>>,
     /// The host's own outcome answered the inbox's ask (nothing goes back).
     from_host: bool,
-    /// Where the call stands after its window.
-    after: After,
-}
-
-/// A question's two halves after its window: the host's announcement and the inbox's ask.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum After {
-    /// Neither yet.
-    Open,
-    /// The host announced the call continued (or is gone, so answering repairs it first).
-    Continued,
-    /// The inbox's ask ended pending; the announcement is awaited.
-    Pending,
 }
 
 /// How a question's window ended at its host, for the inbox's ask.
@@ -148,7 +145,6 @@ impl Inbox {
         let registry = InMemoryAgentRegistry::new();
         let bindings = HostBindings::with_registry(Arc::clone(&registry) as _);
         let seam = UserQuestions::new(UserQuestionsConfig::default(), bindings)?;
-        let (changes, _) = watch::channel(0);
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
             let answerer = HostOutcome {
                 inner: weak.clone(),
@@ -159,7 +155,8 @@ impl Inbox {
                 registry,
                 fallback,
                 state: Mutex::new(State::default()),
-                changes,
+                changes: ChangeSignal::new(),
+                forwarding: Mutex::new(false),
                 _host_answerer: guard,
             }
         });
@@ -173,18 +170,14 @@ impl Inbox {
     }
 
     /// The inbox as a question desk: the fallback's questions, answered through the linked host
-    /// of their session when there is one (its reply waits in that session for its model), else
-    /// through the fallback. What the page is given.
+    /// of their session when there is one (one request over its link; its reply waits in that
+    /// session for its model), else through the fallback. Its changes are the inbox's (a host
+    /// linked or went, a question continued or settled) and the fallback's; its labels say
+    /// where each session runs. What the page is given.
     pub fn desk(&self) -> Arc<dyn QuestionDesk> {
         Arc::new(InboxDesk {
             inner: Arc::clone(&self.inner),
         })
-    }
-
-    /// Ticks whenever the sessions or their questions changed (a host linked or went, a question
-    /// continued): a page refreshes its listing then.
-    pub fn changes(&self) -> watch::Receiver<u64> {
-        self.inner.changes.subscribe()
     }
 
     /// The sessions the inbox heard of since it started.
@@ -287,7 +280,7 @@ impl Drop for Linked {
 
 impl Inner {
     fn changed(&self) {
-        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+        self.changes.tick();
     }
 
     fn publish(&self, session: &str, call: &CallId, kind: QuestionEventKind) {
@@ -330,25 +323,10 @@ impl Inner {
                 };
                 self.verdict(&(session, call), verdict);
             }
+            // The host made the pending result durable: relayed as it comes (a card that turns
+            // continued before the inbox's own ask ended pending stays so).
             ToInbox::Continued { session, call } => {
-                let key = (session, call);
-                let publish = {
-                    let mut state = lock(&self.state);
-                    match state.questions.get_mut(&key) {
-                        Some(entry) if entry.after == After::Pending => {
-                            state.questions.remove(&key);
-                            true
-                        }
-                        Some(entry) => {
-                            entry.after = After::Continued;
-                            false
-                        }
-                        None => false,
-                    }
-                };
-                if publish {
-                    self.publish(&key.0, &key.1, QuestionEventKind::Continued);
-                }
+                self.publish(&session, &call, QuestionEventKind::Continued);
                 self.changed();
             }
             ToInbox::Settled {
@@ -371,7 +349,7 @@ impl Inner {
             }
             ToInbox::LateReply { id, result } => {
                 if let Some((_, waiter)) = lock(&self.state).late.remove(&id) {
-                    let _ = waiter.try_send(result);
+                    let _ = waiter.send(result);
                 }
             }
         }
@@ -438,7 +416,6 @@ impl Inner {
                     verdict: Some(tx),
                     verdict_rx: Some(rx),
                     from_host: false,
-                    after: After::Open,
                 },
             );
         }
@@ -481,24 +458,9 @@ impl Inner {
                         .await;
                 }
             }
+            // The seam said pending; the host says continued when its result is durable.
             Ok(TimedOutcome::Pending { .. }) => {
-                let continued = {
-                    let mut state = lock(&self.state);
-                    match state.questions.get_mut(&key) {
-                        Some(entry) if entry.after == After::Continued => {
-                            state.questions.remove(&key);
-                            true
-                        }
-                        Some(entry) => {
-                            entry.after = After::Pending;
-                            false
-                        }
-                        None => false,
-                    }
-                };
-                if continued {
-                    self.publish(&key.0, &key.1, QuestionEventKind::Continued);
-                }
+                lock(&self.state).questions.remove(&key);
             }
             Err(error) => {
                 tracing::debug!(%error, call_id = %key.1, "an inbox question ended");
@@ -528,20 +490,18 @@ impl Inner {
         if link.is_some_and(|tx| tx.send(message).is_ok()) {
             return;
         }
-        let fallback = Arc::clone(&self.fallback);
         let (session, call) = key.clone();
-        let answered = tokio::task::spawn_blocking(move || {
-            fallback.answer(&session, &call, answers, provenance)
-        })
-        .await;
+        let answered = self
+            .fallback
+            .submit(Submission::new(session, call, answers, provenance))
+            .await;
         match answered {
-            Ok(Ok(_)) => {
+            Ok(_) => {
                 tracing::info!(call_id = %key.1, "answered in the log of a host that is gone");
             }
-            Ok(Err(refusal)) => {
+            Err(refusal) => {
                 tracing::warn!(%refusal, call_id = %key.1, "the answer could not reach its question");
             }
-            Err(error) => tracing::warn!(%error, "the answer could not be delivered"),
         }
     }
 
@@ -562,7 +522,8 @@ impl Inner {
     }
 
     /// A host went: its sessions are the fallback's now, its timed questions continued (their
-    /// logs hold them open without a writer; answering repairs them), its blocking ones gone.
+    /// logs hold them open without a writer; answering repairs them first, through the
+    /// fallback), its blocking ones gone.
     fn unlink(&self, link: u64) {
         let (verdicts, continued) = {
             let mut state = lock(&self.state);
@@ -574,27 +535,17 @@ impl Inner {
                     session.link = None;
                 }
             }
-            // Pending here and never to be announced by its host: continued now.
-            let continued: Vec<Key> = state
-                .questions
-                .iter()
-                .filter(|(_, q)| q.link == link && q.after == After::Pending)
-                .map(|(key, _)| key.clone())
-                .collect();
-            for key in &continued {
-                state.questions.remove(key);
+            let mut continued = Vec::new();
+            let mut verdicts = Vec::new();
+            for (key, question) in &mut state.questions {
+                if question.link != link {
+                    continue;
+                }
+                if question.timed {
+                    continued.push(key.clone());
+                }
+                verdicts.extend(question.verdict.take());
             }
-            let verdicts: Vec<oneshot::Sender<Verdict>> = state
-                .questions
-                .values_mut()
-                .filter(|q| q.link == link)
-                .filter_map(|q| {
-                    if q.timed {
-                        q.after = After::Continued;
-                    }
-                    q.verdict.take()
-                })
-                .collect();
             (verdicts, continued)
         };
         for verdict in verdicts {
@@ -614,21 +565,23 @@ impl Inner {
             .and_then(|q| q.verdict_rx.take())
     }
 
-    /// Sends a late answer to the linked host of `session`, waiting for its outcome (blocking).
-    fn late_through_host(
+    /// Sends a late answer to the linked host of `session` and awaits its word (at most
+    /// [`LATE_WITHIN`]); `None` when no host is linked for the session, or it went before it said
+    /// anything (the logs take the answer then).
+    async fn through_host(
         &self,
         session: &str,
         call_id: &CallId,
         answers: AnswerBatch,
         provenance: Provenance,
     ) -> Option<Result<Accepted, LateRefusal>> {
-        let (rx, id) = {
+        let (word, id) = {
             let mut state = lock(&self.state);
             let link = state.sessions.get(session).and_then(|s| s.link)?;
             let tx = state.links.get(&link).cloned()?;
             state.next_late += 1;
             let id = state.next_late;
-            let (wtx, wrx) = std::sync::mpsc::sync_channel(1);
+            let (wtx, wrx) = oneshot::channel();
             state.late.insert(id, (link, wtx));
             let sent = tx.send(ToHost::Late {
                 id,
@@ -643,19 +596,55 @@ impl Inner {
             }
             (wrx, id)
         };
-        let outcome = rx.recv_timeout(LATE_WITHIN);
+        let outcome = tokio::time::timeout(LATE_WITHIN, word).await;
         lock(&self.state).late.remove(&id);
         match outcome {
-            Ok(result) => Some(result.into_outcome().map(Accepted::Queued)),
+            Ok(Ok(result)) => Some(result.into_outcome()),
             // The host went before it said anything: the logs take the answer.
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                Some(Err(LateRefusal::Unavailable(DeskError::new(
-                    "INBOX_UNREACHABLE",
-                    "the agent's server did not say in time whether it took the answer; look at the question again before answering again",
-                ))))
-            }
+            Ok(Err(_)) => None,
+            Err(_) => Some(Err(LateRefusal::Unavailable(DeskError::new(
+                DeskErrorKind::Unreachable,
+                "INBOX_UNREACHABLE",
+                "the agent's server did not say in time whether it took the answer; look at the question again before answering again",
+            )))),
         }
+    }
+
+    /// Forwards the fallback's changes into the inbox's while anyone watches the inbox's desk.
+    fn forward_fallback_changes(self: &Arc<Self>) {
+        {
+            let mut forwarding = lock_unpoisoned(&self.forwarding);
+            if *forwarding || tokio::runtime::Handle::try_current().is_err() {
+                return;
+            }
+            *forwarding = true;
+        }
+        let mut fallback = self.fallback.changes();
+        let inner = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let unwatched = {
+                    let Some(inner) = inner.upgrade() else { return };
+                    async move { inner.changes.unwatched().await }
+                };
+                tokio::select! {
+                    changed = fallback.changed() => {
+                        let Some(inner) = inner.upgrade() else { return };
+                        if !changed {
+                            *lock_unpoisoned(&inner.forwarding) = false;
+                            return;
+                        }
+                        inner.changed();
+                    }
+                    () = unwatched => {
+                        if let Some(inner) = inner.upgrade() {
+                            *lock_unpoisoned(&inner.forwarding) = false;
+                        }
+                        return;
+                    }
+                }
+            }
+        });
     }
 }
 
@@ -713,45 +702,90 @@ struct InboxDesk {
     inner: Arc<Inner>,
 }
 
+#[async_trait]
 impl QuestionDesk for InboxDesk {
-    fn sessions(&self) -> Result<Vec<pending_answer::DeskSession>, DeskError> {
-        self.inner.fallback.sessions()
+    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+        self.inner.fallback.sessions().await
     }
 
-    fn answerable(&self) -> Result<Vec<pending_answer::DeskQuestion>, DeskError> {
-        self.inner.fallback.answerable()
+    async fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
+        self.inner.fallback.answerable().await
     }
 
-    fn views(&self, session: Option<&str>) -> Result<Vec<pending_answer::SessionView>, DeskError> {
-        self.inner.fallback.views(session)
+    async fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+        self.inner.fallback.views(session).await
     }
 
-    fn questions_of(
-        &self,
-        session: &str,
-        call_id: &CallId,
-    ) -> Result<Option<Vec<user_questions::Question>>, DeskError> {
-        self.inner.fallback.questions_of(session, call_id)
+    async fn find(&self, call_id: &CallId) -> Result<Vec<DeskQuestion>, DeskError> {
+        self.inner.fallback.find(call_id).await
     }
 
-    fn answer(
-        &self,
-        session: &str,
-        call_id: &CallId,
-        answers: AnswerBatch,
-        provenance: Provenance,
-    ) -> Result<Accepted, LateRefusal> {
+    /// To the linked host of the session (one request over its link; its own desk waits for
+    /// the call's continuation), else to the fallback.
+    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
+        let Submission {
+            session,
+            call_id,
+            answers,
+            provenance,
+        } = submission;
+        let answers = match answers {
+            pending_answer::Answers::Batch(batch) => batch,
+            compose @ pending_answer::Answers::Compose(_) => {
+                // Composed from the questions the logs hold.
+                let questions = self
+                    .inner
+                    .fallback
+                    .find(&call_id)
+                    .await
+                    .map_err(LateRefusal::Unavailable)?
+                    .into_iter()
+                    .find(|q| q.session == session)
+                    .map(|q| q.questions);
+                compose.into_batch(questions.as_deref())
+            }
+        };
         match self
             .inner
-            .late_through_host(session, call_id, answers.clone(), provenance.clone())
+            .through_host(&session, &call_id, answers.clone(), provenance.clone())
+            .await
         {
             // A host that no longer serves the session (an HTTP server's ended session): the
             // logs take the answer.
             Some(Err(LateRefusal::UnknownSession(_))) | None => {}
-            Some(outcome) => return outcome,
+            Some(outcome) => {
+                self.inner.changed();
+                return outcome;
+            }
         }
-        self.inner
+        let outcome = self
+            .inner
             .fallback
-            .answer(session, call_id, answers, provenance)
+            .submit(Submission::new(session, call_id, answers, provenance))
+            .await;
+        self.inner.changed();
+        outcome
+    }
+
+    fn changes(&self) -> DeskChanges {
+        let changes = self.inner.changes.subscribe();
+        self.inner.forward_fallback_changes();
+        changes
+    }
+
+    fn looking(&self, looking: bool) {
+        self.inner.fallback.looking(looking);
+    }
+
+    fn label(&self, session: &str) -> Option<String> {
+        let state = lock(&self.inner.state);
+        let entry = state.sessions.get(session)?;
+        InboxSession {
+            name: session.to_owned(),
+            client: entry.client.clone(),
+            cwd: entry.cwd.clone(),
+            linked: entry.link.is_some(),
+        }
+        .label()
     }
 }

@@ -7,8 +7,7 @@ mod wire;
 
 pub use inbox::{HOST_ANSWERER, Inbox, InboxSession, LATE_WITHIN};
 pub use link::{
-    AsyncReadWrite, CONTINUED_WITHIN, Connect, InboxLink, LINK_ANSWERER, LinkedHost, LinkedSession,
-    Stream,
+    AsyncReadWrite, Connect, InboxLink, LINK_ANSWERER, LinkedHost, LinkedSession, Stream,
 };
 pub use wire::MAX_LINE;
 

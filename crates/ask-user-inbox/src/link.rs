@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use pending_answer::{LateRefusal, NotWaiting, Queued};
+use pending_answer::{QuestionDesk, Submission};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -42,15 +42,10 @@ pub trait LinkedHost: Send + Sync + 'static {
     /// question is not handed to the inbox.
     fn session(&self, id: &SessionId) -> Option<LinkedSession>;
 
-    /// Answers the continued call `call_id` of session `session` late (its reply waits in the
-    /// session for its model).
-    fn answer_late(
-        &self,
-        session: &str,
-        call_id: &CallId,
-        answers: AnswerBatch,
-        provenance: Provenance,
-    ) -> BoxFuture<'static, Result<Queued, LateRefusal>>;
+    /// The host's question desk, which names its sessions as [`LinkedSession::name`] does: an
+    /// answer the inbox gave after a question's window (or as it closed) is submitted there,
+    /// and the desk waits for the call's continuation itself.
+    fn desk(&self) -> Arc<dyn QuestionDesk>;
 }
 
 /// Opens a connection to the inbox (starting it first when none runs, if the caller can).
@@ -71,9 +66,6 @@ pub const RELABEL_EVERY: Duration = Duration::from_secs(1);
 
 /// The longest pause between two looks at a waiting question's session.
 pub const RELABEL_AT_MOST: Duration = Duration::from_mins(1);
-
-/// How long an answer the inbox gave as the window closed waits for the call to be continued.
-pub const CONTINUED_WITHIN: Duration = Duration::from_secs(10);
 
 /// The host's link to the inbox: registered in the host's seam, connected until dropped.
 pub struct InboxLink {
@@ -255,7 +247,8 @@ impl LinkInner {
         }
     }
 
-    /// An answer from the inbox: to the question's answerer while it waits, else late.
+    /// An answer from the inbox: to the question's answerer while it waits, else to the host's
+    /// desk (a late answer: the desk takes it once the call is continued).
     fn on_answer(
         self: &Arc<Self>,
         session: String,
@@ -272,37 +265,24 @@ impl LinkInner {
             },
             None => (answers, provenance),
         };
-        self.late_after_window(key.0, key.1, answers, provenance);
+        self.submit_late(key.0, key.1, answers, provenance);
     }
 
-    /// An answer the inbox gave as the window closed: a late answer once the call is continued.
-    fn late_after_window(
+    /// An answer the inbox gave once the window closed: submitted to the host's desk, which
+    /// takes it once the call is continued, or says why not (logged: the inbox heard nothing
+    /// back for it).
+    fn submit_late(
         &self,
         session: String,
         call: CallId,
         answers: AnswerBatch,
         provenance: Provenance,
     ) {
-        let key = (session, call);
-        let host = Arc::clone(&self.host);
+        let desk = self.host.desk();
         tokio::spawn(async move {
-            let deadline = tokio::time::Instant::now() + CONTINUED_WITHIN;
-            loop {
-                let outcome = host
-                    .answer_late(&key.0, &key.1, answers.clone(), provenance.clone())
-                    .await;
-                match outcome {
-                    Err(LateRefusal::NotWaiting(NotWaiting::Open))
-                        if tokio::time::Instant::now() < deadline =>
-                    {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                    Ok(_) => return,
-                    Err(refusal) => {
-                        tracing::warn!(%refusal, call_id = %key.1, "the inbox's answer came as the window closed and was refused");
-                        return;
-                    }
-                }
+            let submission = Submission::new(session, call.clone(), answers, provenance);
+            if let Err(refusal) = desk.submit(submission).await {
+                tracing::warn!(%refusal, call_id = %call, "the inbox's answer came as the window closed and was refused");
             }
         });
     }
@@ -322,10 +302,11 @@ impl LinkInner {
                 answers,
                 provenance,
             } => {
-                let host = Arc::clone(&self.host);
+                let desk = self.host.desk();
                 let inner = Arc::clone(self);
                 tokio::spawn(async move {
-                    let outcome = host.answer_late(&session, &call, answers, provenance).await;
+                    let submission = Submission::new(session, call, answers, provenance);
+                    let outcome = desk.submit(submission).await;
                     inner.send(ToInbox::LateReply {
                         id,
                         result: WireLate::from_outcome(&outcome),
@@ -521,7 +502,7 @@ impl Drop for Handed {
             if let Some(mut rx) = self.answer.take() {
                 rx.close();
                 if let Ok((answers, provenance)) = rx.try_recv() {
-                    self.inner.late_after_window(
+                    self.inner.submit_late(
                         self.key.0.clone(),
                         self.key.1.clone(),
                         answers,

@@ -10,11 +10,13 @@
 //! (a late answer to a continued question, which the host answers `late-reply`).
 
 use futures::{SinkExt as _, StreamExt as _};
-use pending_answer::{DeskError, LateRefusal, NotWaiting, Queued};
+use pending_answer::{Accepted, DeskError, DeskErrorKind, LateRefusal, NotWaiting, Queued};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{FramedRead, FramedWrite, LinesCodec};
-use user_questions::{AnswerBatch, CallId, ErrorCode, Provenance, Question, UserQuestionError};
+use user_questions::{
+    AnswerBatch, CallId, ErrorCode, Provenance, Question, UserMessage, UserQuestionError,
+};
 
 /// The longest line either side takes: a batch of questions at the seam's limits fits many times.
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
@@ -96,8 +98,8 @@ pub(crate) enum ToHost {
     },
 }
 
-/// A late answer's outcome on the wire: [`Queued`] or a [`LateRefusal`], kept typed where the
-/// inbox's desk acts on it.
+/// A late answer's outcome on the wire: what the host's desk did ([`Accepted`]) or a
+/// [`LateRefusal`], kept typed where the inbox's desk acts on it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub(crate) enum WireLate {
@@ -105,6 +107,14 @@ pub(crate) enum WireLate {
         call: CallId,
         #[serde(rename = "messageId")]
         message_id: String,
+    },
+    Admitted {
+        reply: Box<UserMessage>,
+        settled: bool,
+    },
+    Recorded {
+        #[serde(rename = "answerId")]
+        answer_id: String,
     },
     UnknownSession {
         session: String,
@@ -128,11 +138,18 @@ pub(crate) enum WireLate {
 }
 
 impl WireLate {
-    pub(crate) fn from_outcome(outcome: &Result<Queued, LateRefusal>) -> Self {
+    pub(crate) fn from_outcome(outcome: &Result<Accepted, LateRefusal>) -> Self {
         match outcome {
-            Ok(queued) => Self::Queued {
+            Ok(Accepted::Queued(queued)) => Self::Queued {
                 call: queued.call_id.clone(),
                 message_id: queued.message_id.clone(),
+            },
+            Ok(Accepted::Admitted { reply, settled }) => Self::Admitted {
+                reply: reply.clone(),
+                settled: *settled,
+            },
+            Ok(Accepted::Recorded { answer_id }) => Self::Recorded {
+                answer_id: answer_id.clone(),
             },
             Err(LateRefusal::UnknownSession(session)) => Self::UnknownSession {
                 session: session.clone(),
@@ -159,12 +176,14 @@ impl WireLate {
         }
     }
 
-    pub(crate) fn into_outcome(self) -> Result<Queued, LateRefusal> {
+    pub(crate) fn into_outcome(self) -> Result<Accepted, LateRefusal> {
         match self {
-            Self::Queued { call, message_id } => Ok(Queued {
+            Self::Queued { call, message_id } => Ok(Accepted::Queued(Queued {
                 call_id: call,
                 message_id,
-            }),
+            })),
+            Self::Admitted { reply, settled } => Ok(Accepted::Admitted { reply, settled }),
+            Self::Recorded { answer_id } => Ok(Accepted::Recorded { answer_id }),
             Self::UnknownSession { session } => Err(LateRefusal::UnknownSession(session)),
             Self::NotWaiting { why } => Err(LateRefusal::NotWaiting(not_waiting_of(&why))),
             Self::ReplyQueued { call, message_id } => Err(LateRefusal::ReplyQueued {
@@ -176,6 +195,7 @@ impl WireLate {
                 UserQuestionError::new(ErrorCode::parse(&code), message),
             )),
             Self::Refused { code, message } => Err(LateRefusal::Unavailable(DeskError::new(
+                DeskErrorKind::Store,
                 "UNAVAILABLE",
                 format!("{code}: {message}"),
             ))),
@@ -186,6 +206,7 @@ impl WireLate {
 fn not_waiting_name(why: NotWaiting) -> &'static str {
     match why {
         NotWaiting::Open => "open",
+        NotWaiting::Closing => "closing",
         NotWaiting::Settled => "settled",
         NotWaiting::Dropped => "dropped",
         NotWaiting::Unknown => "unknown",
@@ -195,6 +216,7 @@ fn not_waiting_name(why: NotWaiting) -> &'static str {
 fn not_waiting_of(name: &str) -> NotWaiting {
     match name {
         "open" => NotWaiting::Open,
+        "closing" => NotWaiting::Closing,
         "settled" => NotWaiting::Settled,
         "dropped" => NotWaiting::Dropped,
         _ => NotWaiting::Unknown,
@@ -282,7 +304,7 @@ mod tests {
 
     #[test]
     fn refusals_keep_their_kind_across_the_wire() {
-        let refused: Result<Queued, LateRefusal> =
+        let refused: Result<Accepted, LateRefusal> =
             Err(LateRefusal::NotWaiting(NotWaiting::Settled));
         let back = WireLate::from_outcome(&refused).into_outcome();
         assert!(matches!(
@@ -293,7 +315,7 @@ mod tests {
             call_id: CallId::from("c"),
             message_id: "m".to_owned(),
         };
-        let back = WireLate::from_outcome(&Ok(queued.clone())).into_outcome();
-        assert!(matches!(back, Ok(q) if q == queued));
+        let back = WireLate::from_outcome(&Ok(Accepted::Queued(queued.clone()))).into_outcome();
+        assert!(matches!(back, Ok(Accepted::Queued(q)) if q == queued));
     }
 }

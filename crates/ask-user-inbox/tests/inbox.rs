@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ask_user_inbox::{Connect, Inbox, InboxLink, LinkedHost, LinkedSession, Stream};
-use futures::future::BoxFuture;
 use pending_answer::{
     Accepted, DeskError, DeskQuestion, DeskSession, LateRefusal, QuestionDesk, Queued, SessionView,
+    Submission,
 };
 use tokio::sync::{mpsc, oneshot};
 use user_questions::{
@@ -108,11 +108,17 @@ impl Answerer for HandAnswerer {
     }
 }
 
-/// The host's side of the test: a seam, one agent, and what its late answers got.
+/// The host's side of the test: a seam, one agent, and its desk.
 struct Host {
     seam: UserQuestions,
     agent: AgentHandle,
-    late: Arc<Mutex<Vec<(String, CallId, AnswerBatch)>>>,
+    desk: Arc<HostDesk>,
+}
+
+/// The host's desk: what its late answers got.
+#[derive(Default)]
+struct HostDesk {
+    late: Mutex<Vec<(String, CallId, AnswerBatch)>>,
     /// The host no longer serves its sessions (an HTTP server's session ended).
     forgot: std::sync::atomic::AtomicBool,
 }
@@ -126,26 +132,39 @@ impl LinkedHost for Host {
         })
     }
 
-    fn answer_late(
-        &self,
-        session: &str,
-        call_id: &CallId,
-        answers: AnswerBatch,
-        _provenance: Provenance,
-    ) -> BoxFuture<'static, Result<Queued, LateRefusal>> {
+    fn desk(&self) -> Arc<dyn QuestionDesk> {
+        Arc::clone(&self.desk) as Arc<dyn QuestionDesk>
+    }
+}
+
+#[async_trait]
+impl QuestionDesk for HostDesk {
+    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+        Ok(Vec::new())
+    }
+
+    async fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+        Ok(Vec::new())
+    }
+
+    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
         if self.forgot.load(std::sync::atomic::Ordering::SeqCst) {
-            let session = session.to_owned();
-            return Box::pin(async move { Err(LateRefusal::UnknownSession(session)) });
+            return Err(LateRefusal::UnknownSession(submission.session));
         }
+        let Submission {
+            session,
+            call_id,
+            answers,
+            ..
+        } = submission;
         self.late
             .lock()
             .unwrap()
-            .push((session.to_owned(), call_id.clone(), answers));
-        let queued = Queued {
-            call_id: call_id.clone(),
+            .push((session, call_id.clone(), answers.into_batch(None)));
+        Ok(Accepted::Queued(Queued {
+            call_id,
             message_id: "reply-1".to_owned(),
-        };
-        Box::pin(async move { Ok(queued) })
+        }))
     }
 }
 
@@ -155,30 +174,25 @@ struct Fallback {
     answered: Mutex<Vec<(String, CallId)>>,
 }
 
+#[async_trait]
 impl QuestionDesk for Fallback {
-    fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
         Ok(Vec::new())
     }
 
-    fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+    async fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
         Ok(Vec::new())
     }
 
-    fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
+    async fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
         Ok(Vec::new())
     }
 
-    fn answer(
-        &self,
-        session: &str,
-        call_id: &CallId,
-        _answers: AnswerBatch,
-        _provenance: Provenance,
-    ) -> Result<Accepted, LateRefusal> {
+    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
         self.answered
             .lock()
             .unwrap()
-            .push((session.to_owned(), call_id.clone()));
+            .push((submission.session, submission.call_id));
         Ok(Accepted::Recorded {
             answer_id: "a1".to_owned(),
         })
@@ -249,8 +263,7 @@ fn world(host_hand: Option<&Hand>) -> (World, Option<AnswererGuard>) {
     let host = Arc::new(Host {
         seam: seam.clone(),
         agent,
-        late: Arc::default(),
-        forgot: std::sync::atomic::AtomicBool::new(false),
+        desk: Arc::default(),
     });
     let (kill, kills) = mpsc::unbounded_channel::<()>();
     let kills = Arc::new(tokio::sync::Mutex::new(kills));
@@ -307,6 +320,26 @@ impl World {
         })
     }
 
+    /// Waits for the inbox's seam to tell each of `names` of `call_1`, in any order.
+    async fn inbox_told_all(events: &mut user_questions::QuestionEvents, names: &[&str]) {
+        let mut left: Vec<&str> = names.to_vec();
+        tokio::time::timeout(NEVER, async {
+            while let Some(received) = events.recv().await {
+                if let Received::Event(event) = received
+                    && event.call_id == Some(CallId::from("call_1"))
+                {
+                    left.retain(|name| *name != event.kind.name());
+                    if left.is_empty() {
+                        return;
+                    }
+                }
+            }
+            panic!("the inbox's events ended");
+        })
+        .await
+        .unwrap_or_else(|_| panic!("the inbox never told all of {names:?}"));
+    }
+
     /// Waits for the inbox's seam to tell `kind` of `call_1`.
     async fn inbox_told(events: &mut user_questions::QuestionEvents, name: &str) {
         tokio::time::timeout(NEVER, async {
@@ -332,18 +365,16 @@ async fn finish<T>(task: tokio::task::JoinHandle<T>) -> T {
 
 /// A late answer to `call_1` given in the inbox (the page does this through the desk).
 async fn answer_late_in_the_inbox(inbox: &Inbox) -> Accepted {
-    let desk = inbox.desk();
-    tokio::task::spawn_blocking(move || {
-        desk.answer(
+    inbox
+        .desk()
+        .submit(Submission::new(
             "log-1.jsonl",
-            &CallId::from("call_1"),
+            CallId::from("call_1"),
             batch("SQLite"),
             Provenance::human("web"),
-        )
-    })
-    .await
-    .unwrap()
-    .unwrap()
+        ))
+        .await
+        .unwrap()
 }
 
 /// The host publishes `continued` once its pending result is durable (its late answers do).
@@ -412,7 +443,7 @@ async fn a_question_whose_window_closed_is_answered_late_through_its_host() {
     // A late answer given in the inbox goes to the host that runs the session.
     let accepted = answer_late_in_the_inbox(&world.inbox).await;
     assert!(matches!(accepted, Accepted::Queued(q) if q.message_id == "reply-1"));
-    let late = world.host.late.lock().unwrap().clone();
+    let late = world.host.desk.late.lock().unwrap().clone();
     assert_eq!(
         late,
         vec![(
@@ -431,11 +462,12 @@ async fn when_the_host_goes_its_question_is_continued_and_answered_through_the_l
     let mut events = world.inbox.seam().subscribe();
     let asked = world.ask_timed(60_000);
     world.page.reached().await;
-    // The host process dies: its connection ends, and it never links again.
+    // The host process dies: its connection ends, and it never links again. The inbox tells its
+    // surfaces the question is continued (answering it repairs its log first) and its ask ends
+    // pending, in either order.
     world.link = None;
     world.kill.send(()).unwrap();
-    World::inbox_told(&mut events, "pending").await;
-    World::inbox_told(&mut events, "continued").await;
+    World::inbox_told_all(&mut events, &["pending", "continued"]).await;
     asked.abort();
     let accepted = answer_late_in_the_inbox(&world.inbox).await;
     assert!(matches!(accepted, Accepted::Recorded { .. }));
@@ -494,6 +526,7 @@ async fn a_late_answer_the_linked_host_no_longer_serves_goes_to_the_logs() {
     // The session ended at its host (still linked for others): the logs take the answer.
     world
         .host
+        .desk
         .forgot
         .store(true, std::sync::atomic::Ordering::SeqCst);
     let accepted = answer_late_in_the_inbox(&world.inbox).await;

@@ -13,9 +13,9 @@
 //!
 //! A timed call claims its wait while the form is open, for the time the window had left when
 //! the form was sent; when that runs out the claim is released, the call returns its pending
-//! result, and the form stays open: an `accept` that arrives once the host announced the call
-//! continued is a late answer (`LateAnswers::answer`), which waits in the session's inbox for the
-//! companion tool.
+//! result, and the form stays open while the call is continued: an `accept` that arrives after
+//! the window is a late answer, which the session takes once the call is continued
+//! (`pending_answer::when_continued`) and which waits in its inbox for the companion tool.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -251,73 +251,15 @@ struct LateRoute {
     events: Option<QuestionEvents>,
 }
 
-/// What the seam's events told of the form's call so far.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Told {
-    /// Nothing final yet (open, or its window closed with the pending result not yet logged).
-    Nothing,
-    /// Continued: a late answer is taken.
-    Continued,
-    /// Ended otherwise (answered, cancelled): no late answer is taken.
-    Ended,
-    /// Events were lost: the session's own check decides what an answer meets.
-    Unknown,
-}
-
-impl From<Continuation> for Told {
-    fn from(continuation: Continuation) -> Self {
-        match continuation {
-            Continuation::Continued => Self::Continued,
-            Continuation::Ended => Self::Ended,
-            Continuation::Unknown => Self::Unknown,
-        }
-    }
-}
-
-/// What the events already received say of the call, without waiting: read once the request is
-/// over, since the host announces a continued call before its request ends.
-fn told_by_now(
+/// What the seam's events tell next of the call: its continuation, or another end; never, for a
+/// call that cannot go pending (a blocking one, followed without events).
+async fn next_word(
     events: &mut Option<QuestionEvents>,
     session: &user_questions::SessionId,
     call_id: &user_questions::CallId,
-) -> Told {
-    let Some(events) = events else {
-        return Told::Nothing;
-    };
-    let mut told = Told::Nothing;
-    while let Some(received) = events.try_recv() {
-        let event = match received {
-            user_questions::Received::Event(event) => event,
-            user_questions::Received::Missed(_) => {
-                told = Told::Unknown;
-                continue;
-            }
-        };
-        if event.call_id.as_ref() != Some(call_id) || event.session_id.as_ref() != Some(session) {
-            continue;
-        }
-        match event.kind {
-            user_questions::QuestionEventKind::Continued => return Told::Continued,
-            user_questions::QuestionEventKind::Answered { .. }
-            | user_questions::QuestionEventKind::Cancelled { .. } => return Told::Ended,
-            user_questions::QuestionEventKind::Opened { .. }
-            | user_questions::QuestionEventKind::Claimed { .. }
-            | user_questions::QuestionEventKind::Pending => {}
-        }
-    }
-    told
-}
-
-/// What the seam's events tell next of the call: never, for a call that cannot go pending.
-async fn next_told(
-    events: &mut Option<QuestionEvents>,
-    session: &user_questions::SessionId,
-    call_id: &user_questions::CallId,
-) -> Told {
+) -> Continuation {
     match events {
-        Some(events) => pending_answer::continued(events, Some(session), call_id)
-            .await
-            .into(),
+        Some(events) => pending_answer::continued(events, Some(session), call_id).await,
         None => std::future::pending().await,
     }
 }
@@ -368,42 +310,29 @@ impl FormChannel {
 }
 
 /// Awaits the client's answer to the form. While the answerer waits, the answer goes to it.
-/// After that, the form stays open only while its call is not over any other way: once the host
-/// announces the call continued, an `accept` is submitted as a late answer. A call that ended
-/// otherwise (answered elsewhere, cancelled, an error), or whose request ended without the
-/// announcement (its result could not be logged), withdraws its form
-/// (`notifications/cancelled`), so nobody answers into nothing.
+/// After that, the form stays open only while its call is continued (the host announced it: its
+/// pending result is durable) or events were lost: a call that ended otherwise (answered
+/// elsewhere, cancelled, an error), or whose request ended without the announcement (its result
+/// could not be logged, or a blocking call), withdraws its form (`notifications/cancelled`), so
+/// nobody answers into nothing. An `accept` after the window goes to the session, which takes it
+/// once the call is continued.
 async fn form_task(channel: FormChannel, tx: oneshot::Sender<FormOutcome>, mut late: LateRoute) {
     let (response, withdraw) = channel.split();
     tokio::pin!(response);
     let session = late.in_flight.session_id.clone();
     let call_id = late.call_id.clone();
-    let mut told = Told::Nothing;
+    let mut continued = false;
     let outcome = loop {
         let over = late.in_flight.done.cancelled();
         tokio::select! {
             biased;
             outcome = &mut response => break Some(outcome),
-            next = next_told(&mut late.events, &session, &call_id), if told == Told::Nothing => {
-                told = next;
-                if told == Told::Ended {
-                    break None;
-                }
-            }
-            // The request is over. A continued call was announced before that: look at what
-            // came in meanwhile, then keep the form only for a continued call (or when events
-            // were lost, for the session's own check to decide its answer).
-            () = over, if told != Told::Continued => {
-                if told == Told::Nothing {
-                    told = told_by_now(&mut late.events, &session, &call_id);
-                }
-                match told {
-                    Told::Continued | Told::Unknown => {}
-                    Told::Nothing | Told::Ended => break None,
-                }
-                // Nothing more will tell: wait for the client alone.
-                break Some((&mut response).await);
-            }
+            // The host announces a continued call before its request ends: read first.
+            told = next_word(&mut late.events, &session, &call_id), if !continued => match told {
+                Continuation::Continued | Continuation::Unknown => continued = true,
+                Continuation::Ended => break None,
+            },
+            () = over, if !continued => break None,
         }
     };
     let Some(outcome) = outcome else {
@@ -441,24 +370,7 @@ async fn form_task(channel: FormChannel, tx: oneshot::Sender<FormOutcome>, mut l
             return;
         }
     };
-    // The answer came as the window closed: the question takes it once the host announces the
-    // call continued, or the request ends without it.
-    if told == Told::Nothing {
-        tokio::select! {
-            biased;
-            next = next_told(&mut late.events, &session, &call_id) => told = next,
-            () = late.in_flight.done.cancelled() => {
-                told = told_by_now(&mut late.events, &session, &call_id);
-            }
-        }
-    }
-    match told {
-        Told::Continued | Told::Unknown => {}
-        Told::Nothing | Told::Ended => {
-            tracing::warn!(call_id = %late.call_id, "the form was answered after its call ended; the answer is not used");
-            return;
-        }
-    }
+    // The session takes it once the call is continued (it waits for that itself).
     late.conn
         .submit_late(late.call_id, batch, late.provenance)
         .await;

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ask_user_host::{Host, HostError, ModelInfo, SessionOptions, ToolSpec, new_session_id};
-use pending_answer::{DeskError, LateRefusal, Queued};
+use pending_answer::{DeskError, DeskErrorKind, LateRefusal, Queued, when_continued};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
     DiscoverResult, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -195,9 +195,10 @@ impl Conn {
             host
         };
         if turn && slot.in_turn == 0 {
+            // The tool's late answers go through the companion: the turn claims no reply.
             let begun = host
-                .begin_turn_keeping_inbox()
-                .and_then(|()| host.begin_step())
+                .begin_turn()
+                .and_then(|_| host.begin_step())
                 .and_then(|()| host.log_request_header());
             if let Err(error) = begun {
                 if slot.users == 0 {
@@ -348,20 +349,18 @@ impl Conn {
         });
     }
 
-    /// Submits a late answer to a call of this session: the reply waits in the session's durable
-    /// inbox until the companion tool admits it. Queuing it opens the session's log when no
-    /// request holds it, but no turn: only the inbox edit is logged. The person has closed the
+    /// Submits a late answer from the form to a call of this session: the reply waits in the
+    /// session's durable inbox until the companion tool admits it. The person has closed the
     /// form, so an answer is not given up when the log cannot be opened at once (another process
-    /// holds it, the database is down for a moment): the open is tried again, with a growing
-    /// pause, for up to [`LOG_WAIT`]. (That the call is continued was awaited before: the form
-    /// task submits only after the host announced it.)
+    /// holds it, the database is down for a moment): the open is tried again for up to
+    /// [`LOG_WAIT`].
     async fn submit_late_now(
         self: &Arc<Self>,
         call_id: &CallId,
         batch: AnswerBatch,
         provenance: Provenance,
     ) {
-        match self.answer_late(call_id, batch, provenance, LOG_WAIT).await {
+        match self.queue_late(call_id, batch, provenance, LOG_WAIT).await {
             Ok(_) => tracing::info!(%call_id, "late answer from the form queued"),
             Err(LateRefusal::Unavailable(error)) => {
                 tracing::error!(%error, %call_id, "a late answer from the form is lost: the session log cannot be used");
@@ -377,37 +376,61 @@ impl Conn {
         }
     }
 
-    /// Queues a late answer to the continued call `call_id` of this session through its live
-    /// host: the log is opened without a turn (only the inbox edit is logged) and the reply waits
-    /// in the durable inbox for the companion tool. An open that fails (another process holds the
-    /// log, a database down for a moment) is tried again, with a growing pause, for up to `wait`;
-    /// then the refusal is [`LateRefusal::Unavailable`] with the store's code.
-    pub(crate) async fn answer_late(
+    /// Queues a late answer to the call `call_id` of this session through its live host, once
+    /// the call is continued (an answer given as its window closed waits for that:
+    /// [`when_continued`]): the log is opened without a turn (only the inbox edit is logged) and
+    /// the reply waits in the durable inbox for the companion tool. An open that fails (another
+    /// process holds the log, a database down for a moment) is tried again, with a growing
+    /// pause, for up to `open_within` (nothing waits for a lock's release otherwise); then the
+    /// refusal is [`LateRefusal::Unavailable`] with the store's code.
+    pub(crate) async fn queue_late(
         self: &Arc<Self>,
         call_id: &CallId,
         batch: AnswerBatch,
         provenance: Provenance,
-        wait: std::time::Duration,
+        open_within: std::time::Duration,
     ) -> Result<Queued, LateRefusal> {
+        let seam = self.server.runtime().seam().clone();
+        when_continued(&seam, &self.session_id, call_id, || {
+            let (conn, call_id, batch, provenance) = (
+                Arc::clone(self),
+                call_id.clone(),
+                batch.clone(),
+                provenance.clone(),
+            );
+            async move {
+                let active = conn.enter_within(&call_id, open_within).await?;
+                active.host().late().queue(&call_id, batch, provenance)
+            }
+        })
+        .await
+    }
+
+    /// Opens the session's log without a turn, trying again for up to `within`.
+    async fn enter_within(
+        self: &Arc<Self>,
+        call_id: &CallId,
+        within: std::time::Duration,
+    ) -> Result<Active, LateRefusal> {
         let started = tokio::time::Instant::now();
         let mut pause = std::time::Duration::from_millis(20);
-        let active = loop {
+        loop {
             match self.enter(false) {
-                Ok(active) => break active,
-                Err(error) if started.elapsed() < wait => {
+                Ok(active) => return Ok(active),
+                Err(error) if started.elapsed() < within => {
                     tracing::debug!(%error, %call_id, "the session log cannot be opened yet; the late answer waits");
-                    tokio::time::sleep(pause.min(wait.saturating_sub(started.elapsed()))).await;
+                    tokio::time::sleep(pause.min(within.saturating_sub(started.elapsed()))).await;
                     pause = (pause * 2).min(std::time::Duration::from_secs(5));
                 }
                 Err(error) => {
                     return Err(LateRefusal::Unavailable(DeskError::from_error(
+                        DeskErrorKind::Store,
                         error.code(),
                         error,
                     )));
                 }
             }
-        };
-        active.host().answer_late(call_id, batch, provenance)
+        }
     }
 
     /// What a client's `notifications/cancelled` does to the timed call of request `id`: only
@@ -989,10 +1012,11 @@ impl McpConnection {
         }
     }
 
-    fn answer(&self, arguments: Option<&serde_json::Map<String, Value>>) -> CallToolResult {
+    /// The companion tool: the model fetches a late reply.
+    fn fetch_reply(&self, arguments: Option<&serde_json::Map<String, Value>>) -> CallToolResult {
         let call_id = match read_call_id(arguments) {
             Ok(Some(id)) => CallId::from(id),
-            Ok(None) => return self.answer_all(),
+            Ok(None) => return self.fetch_all_replies(),
             Err(message) => return error_result(&message),
         };
         let conn = &self.inner;
@@ -1007,7 +1031,7 @@ impl McpConnection {
     }
 
     /// The companion without a call id: every late reply waiting in this session.
-    fn answer_all(&self) -> CallToolResult {
+    fn fetch_all_replies(&self) -> CallToolResult {
         let conn = &self.inner;
         let _one_at_a_time = lock_unpoisoned(&conn.fetching);
         match conn.enter(true) {
@@ -1135,7 +1159,7 @@ impl ServerHandler for McpConnection {
         }
         match request.name.as_ref() {
             TOOL_NAME => self.ask(request, context).await,
-            ANSWER_TOOL_NAME if timed => Ok(self.answer(request.arguments.as_ref()).into()),
+            ANSWER_TOOL_NAME if timed => Ok(self.fetch_reply(request.arguments.as_ref()).into()),
             other => Err(McpError::invalid_params(
                 format!(
                     "unknown tool {}: this server has {}",

@@ -6,98 +6,63 @@ use ask_user_host::{CheckpointPolicy, Host, HostRuntime, SessionOptions, load_pr
 use rmcp::model::{CallToolResult, ContentBlock};
 use session_log::{EventBody, LogVisitor, Scanned, SessionStore};
 use user_questions::CallId;
+use user_questions_projection::Standing;
 
 use crate::companion::nothing_waiting;
 use crate::state::ServerInner;
 use crate::util::error_result;
 
 /// The companion's result without a call id in the open session `host`, inside the current turn:
-/// every late reply waiting in the session's inbox, claimed and admitted in the order they were
-/// queued (each one settles its question, as [`fetch`] admits one), one text block per reply;
-/// with none waiting, a text that says so and names the calls still pending.
+/// every late reply waiting in the session's inbox, taken into the turn and admitted in the order
+/// they were queued (each one settles its question, as [`fetch`] admits one), one text block per
+/// reply; with none waiting, a text that says so and names the calls still pending.
 pub(crate) fn fetch_all(host: &Host) -> CallToolResult {
-    let waiting: Vec<_> = host
-        .host_agent()
-        .next_turn()
-        .into_iter()
-        .filter(|message| message.reply_call_id().is_some())
-        .collect();
-    let mut replies = Vec::with_capacity(waiting.len());
-    for queued in waiting {
-        let admitted = host
-            .claim_queued(&queued.id)
-            .and_then(|claimed| match claimed {
-                Some(message) => host.admit(&message).map(|()| Some(message)),
-                None => Ok(None),
-            });
-        match admitted {
-            Ok(Some(message)) => replies.push(reply_block(&message)),
-            // Claimed by a concurrent call of the same session: that call returns it.
-            Ok(None) => {}
-            // The replies admitted so far are settled and are returned; this one stays queued.
-            Err(error) if !replies.is_empty() => {
-                tracing::warn!(%error, "a late reply could not be admitted; it stays queued");
-                break;
-            }
-            Err(error) => {
-                return error_result(&format!("the reply could not be admitted: {error}"));
-            }
-        }
-    }
+    let replies = match host.late().take(None) {
+        Ok(replies) => replies,
+        Err(error) => return error_result(&format!("the reply could not be admitted: {error}")),
+    };
     if replies.is_empty() {
         let state = host.projection();
-        let view = state.view();
-        let pending: Vec<&str> = view
+        let pending: Vec<&str> = state
+            .view()
             .active
             .iter()
-            .filter(|question| state.continued(&question.call_id).is_some())
+            .filter(|question| matches!(state.standing(&question.call_id), Standing::Continued(_)))
             .map(|question| question.call_id.as_str())
             .collect();
         return CallToolResult::success(vec![ContentBlock::text(nothing_waiting(&pending))]);
     }
-    CallToolResult::success(replies)
+    CallToolResult::success(replies.iter().map(reply_block).collect())
 }
 
 /// The companion's result for `call_id` in the open session `host` (whose log is `log`), inside
-/// the current turn:
+/// the current turn, by where the call stands:
 ///
-/// 1. a late reply for the call waits in the inbox: it is claimed and admitted (the settlement),
-///    and its text is the result;
-/// 2. the question is settled: the admitted reply's text again, from the log;
-/// 3. the question is still pending: the pending result again;
-/// 4. the question is still in its foreground window, or not a question of this log: an error.
+/// 1. a late reply for the call waits in the inbox: it is taken into the turn and admitted (the
+///    settlement), and its text is the result;
+/// 2. settled: the admitted reply's text again, from the log;
+/// 3. continued (no reply yet): the pending result again;
+/// 4. open (still in its foreground window), or not a question of this log: an error.
 pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult {
-    if let Some(queued) = host.queued_reply(call_id) {
-        let admitted = host
-            .claim_queued(&queued.id)
-            .and_then(|claimed| match claimed {
-                Some(message) => host.admit(&message).map(|()| Some(message)),
-                None => Ok(None),
-            });
-        match admitted {
-            Ok(Some(message)) => return reply_result(&message),
-            // Claimed by a concurrent call of the same session: it is settled now (below).
-            Ok(None) => {}
-            Err(error) => {
-                return error_result(&format!("the reply could not be admitted: {error}"));
+    match host.late().take(Some(call_id)) {
+        Ok(replies) => {
+            if let Some(reply) = replies.first() {
+                return reply_result(reply);
             }
         }
+        Err(error) => return error_result(&format!("the reply could not be admitted: {error}")),
     }
-    if host.is_settled(call_id) {
-        return settled_result(&**host.runtime().store(), log, call_id);
-    }
-    let state = host.projection();
-    if state.continued(call_id).is_some() {
-        return pending_result(host.runtime(), call_id);
-    }
-    if state.active(call_id).is_some() {
-        return error_result(&format!(
+    match host.projection().standing(call_id) {
+        // Taken by a concurrent call of the same session meanwhile: it is settled now.
+        Standing::Settled(_) => settled_result(&**host.runtime().store(), log, call_id),
+        Standing::Continued(_) => pending_result(host.runtime(), call_id),
+        Standing::Open(_) => error_result(&format!(
             "call {call_id} is still waiting for its answer in the foreground; its own result brings the answer"
-        ));
+        )),
+        Standing::Unknown => error_result(&format!(
+            "call {call_id} is not a pending question of this server (legacy calls never take late answers)"
+        )),
     }
-    error_result(&format!(
-        "call {call_id} is not a pending question of this server (legacy calls never take late answers)"
-    ))
 }
 
 /// The companion's result for a call of another session in the store (a session of an earlier
@@ -114,7 +79,7 @@ pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToo
             "call {call_id} is not a question of any session of this server"
         ))
     };
-    let Some(log) = find_log(server, call_id) else {
+    let Some(log) = log_of_call(&**store, call_id) else {
         return unknown();
     };
     let state = match load_projection(&**store, &log, CheckpointPolicy::ReadOnly) {
@@ -125,15 +90,14 @@ pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToo
             ));
         }
     };
-    if state.is_settled(call_id) {
-        return settled_result(&**store, &log, call_id);
-    }
     // A call open in the log whose server is gone (killed in the window) is continued by the
     // open's resume repair: opening the session makes it answerable, as `ask-user answer` does.
-    let open_in_log = state.active(call_id).is_some();
-    if state.continued(call_id).is_none() && !open_in_log {
-        return unknown();
-    }
+    let open_in_log = match state.standing(call_id) {
+        Standing::Settled(_) => return settled_result(&**store, &log, call_id),
+        Standing::Unknown => return unknown(),
+        Standing::Open(_) => true,
+        Standing::Continued(_) => false,
+    };
     let options = SessionOptions::named(ask_user_host::new_session_id());
     let host = match runtime.open(&log, options) {
         Ok((host, _)) => host,
@@ -148,12 +112,12 @@ pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToo
             ));
         }
     };
-    if host.projection().continued(call_id).is_none() {
+    if !matches!(host.projection().standing(call_id), Standing::Continued(_)) {
         return unknown();
     }
-    // A reply waiting in that session's inbox is admitted in a turn of its own, which settles
-    // the question; else the question is still pending.
-    let result = match host.admit_queued(call_id) {
+    // A reply waiting in that session's inbox is settled in a turn of its own; else the
+    // question is still pending.
+    let result = match host.late().settle(call_id) {
         Ok(Some(reply)) => reply_result(&reply),
         Ok(None) => pending_result(runtime, call_id),
         Err(error) => error_result(&format!(
@@ -175,7 +139,7 @@ pub(crate) fn task_from_log(
 ) -> Option<rmcp::model::DetailedTask> {
     let runtime = server.runtime();
     let store = runtime.store();
-    let log = find_log(server, call_id)?;
+    let log = log_of_call(&**store, call_id)?;
     let state = load_projection(&**store, &log, CheckpointPolicy::ReadOnly)
         .ok()?
         .state;
@@ -185,29 +149,26 @@ pub(crate) fn task_from_log(
     // A call that went pending keeps its pending result as the task's, however it was answered
     // later (the companion delivers that answer); one answered in its window, its answers.
     let answered_late = || admitted(&**store, &log, call_id).is_some_and(|(_, late)| late);
-    let payload = if state.is_settled(call_id) && !answered_late() {
-        rmcp::model::TaskPayload::Completed {
+    let payload = match state.standing(call_id) {
+        Standing::Settled(_) if !answered_late() => rmcp::model::TaskPayload::Completed {
             result: crate::tasks::as_object(&settled_result(&**store, &log, call_id)),
-        }
-    } else if state.is_settled(call_id) || state.continued(call_id).is_some() {
-        rmcp::model::TaskPayload::Completed {
+        },
+        Standing::Settled(_) | Standing::Continued(_) => rmcp::model::TaskPayload::Completed {
             result: crate::tasks::as_object(&pending_result(runtime, call_id)),
-        }
-    } else if state.active(call_id).is_some() {
-        rmcp::model::TaskPayload::Working
-    } else {
-        return None;
+        },
+        Standing::Open(_) => rmcp::model::TaskPayload::Working,
+        Standing::Unknown => return None,
     };
     Some(rmcp::model::DetailedTask::new(task, payload))
 }
 
-/// The log of the session whose UUID `call_id` carries (`call_<uuid>_<n>`): the state
-/// directory's log named `mcp-<time>-<uuid>.jsonl`.
-fn find_log(server: &ServerInner, call_id: &CallId) -> Option<String> {
+/// The log of the session whose UUID `call_id` carries (`call_<uuid>_<n>`): the store's log
+/// named `mcp-<time>-<uuid>.jsonl`. The one way this server finds which session holds a call.
+pub(crate) fn log_of_call(store: &dyn SessionStore, call_id: &CallId) -> Option<String> {
     let simple = call_id.as_str().strip_prefix("call_")?.split('_').next()?;
     let uuid = uuid::Uuid::try_parse(simple).ok()?;
     let suffix = format!("-{}.jsonl", uuid.hyphenated());
-    let names = server.runtime().store().list().ok()?;
+    let names = store.list().ok()?;
     names
         .into_iter()
         .find(|name| name.starts_with("mcp-") && name.ends_with(&suffix))

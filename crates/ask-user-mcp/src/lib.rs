@@ -11,7 +11,8 @@
 //! * [`companion`]: the timed mode's `ask_user_question_answer` tool, the model's path to a late
 //!   answer (for one call, or without a call id every late answer waiting in the session).
 //! * For an inbox: [`AskUserMcp::session_info`] (a session's log, client and working directory)
-//!   and [`AskUserMcp::answer_late`] (a late answer through the live session's connection).
+//!   and [`AskUserMcp::desk`] (the server's sessions as a question desk: a late answer through
+//!   the live session's connection, or through the log).
 //!
 //! A client's `notifications/cancelled` of a timed call withdraws it only when its reason says a
 //! person cancelled it (`user`, `interrupt`, `abort`); any other reason, or none (a client's time
@@ -31,6 +32,7 @@ mod answerer;
 mod auth;
 pub mod companion;
 mod connection;
+mod desk;
 pub mod form;
 mod http;
 mod inflight;
@@ -48,10 +50,10 @@ mod util;
 pub use answerer::{ASK_DECLINED, declined};
 pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};
 pub use server::{
-    ANSWER_LATE_WAIT, AskUserMcp, BearerToken, BearerTokenError, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_SESSIONS, DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, HTTP_PATH, HttpLimits,
-    McpHttpOptions, McpOptions, McpSessionInfo, RequestStateKey, ServeError, ServerTls,
-    SessionHook, TlsError, default_state_dir,
+    AskUserMcp, BearerToken, BearerTokenError, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
+    DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, HTTP_PATH, HttpLimits, McpHttpOptions,
+    McpOptions, McpSessionInfo, RequestStateKey, ServeError, ServerTls, SessionHook, TlsError,
+    default_state_dir,
 };
 
 /// Catalog metadata of the companion tool for `cargo xtask catalog`.

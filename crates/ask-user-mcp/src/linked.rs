@@ -1,12 +1,11 @@
 //! The server as a host of the machine's inbox (`ask-user-inbox`): every MCP session's
-//! questions are handed to it, and its late answers come back through the session's connection.
+//! questions are handed to it, and its late answers come back to the server's desk.
 
 use std::sync::Arc;
 
 use ask_user_inbox::{Connect, InboxLink, LinkedHost, LinkedSession};
-use futures::future::BoxFuture;
-use pending_answer::{LateRefusal, Queued};
-use user_questions::{AnswerBatch, CallId, Provenance, SessionId};
+use pending_answer::QuestionDesk;
+use user_questions::SessionId;
 
 use crate::AskUserMcp;
 
@@ -39,19 +38,7 @@ impl LinkedHost for Linked {
         })
     }
 
-    fn answer_late(
-        &self,
-        session: &str,
-        call_id: &CallId,
-        answers: AnswerBatch,
-        provenance: Provenance,
-    ) -> BoxFuture<'static, Result<Queued, LateRefusal>> {
-        let server = self.server.clone();
-        let (session, call_id) = (session.to_owned(), call_id.clone());
-        Box::pin(async move {
-            server
-                .answer_late(&session, &call_id, answers, provenance)
-                .await
-        })
+    fn desk(&self) -> Arc<dyn QuestionDesk> {
+        self.server.desk()
     }
 }

@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ask_user_host::{HostError, HostRuntime};
-use pending_answer::{LateRefusal, Queued};
+use pending_answer::QuestionDesk;
 use rmcp::ServiceExt;
 use rmcp::model::Tool;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use session_log::{JsonlStore, SessionStore};
 use tokio_util::sync::CancellationToken;
 use tool_ask_user::LateAnswerRoute;
-use user_questions::{AnswerBatch, CallId, Provenance, SessionId};
+use user_questions::SessionId;
 
 use crate::companion::{ANSWER_TOOL_DESCRIPTION, ANSWER_TOOL_NAME, answer_tool_parameters};
 use crate::connection::McpConnection;
@@ -28,10 +28,6 @@ pub use crate::state::{
     RequestStateKey,
 };
 pub use ask_user_http::{HttpLimits, ServerTls, TlsError};
-
-/// How long [`AskUserMcp::answer_late`] tries to open a session's log that another writer holds
-/// before it gives the refusal back: a person waits for the answer.
-pub const ANSWER_LATE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The path under which the streamable HTTP transport serves MCP.
 pub const HTTP_PATH: &str = "/mcp";
@@ -76,7 +72,7 @@ pub enum ServeError {
 pub struct AskUserMcp {
     pub(crate) inner: Arc<ServerInner>,
     /// The sessions this server serves, by session id.
-    sessions: Arc<Sessions>,
+    pub(crate) sessions: Arc<Sessions>,
 }
 
 impl std::fmt::Debug for AskUserMcp {
@@ -174,28 +170,13 @@ impl AskUserMcp {
         self.sessions.get(session).map(|conn| conn.info())
     }
 
-    /// Answers the continued call `call_id` of the live session whose log is `log`, late,
-    /// through that session's connection, as its client's form would: the log is opened without
-    /// a turn, the reply is queued in the session's inbox (the companion tool admits it, which
-    /// settles the question), and what was queued comes back. An open that fails because another
-    /// writer holds the log is tried again for up to [`ANSWER_LATE_WAIT`].
-    ///
-    /// Refusals are typed: [`LateRefusal::UnknownSession`] when no live session of this server has
-    /// that log (answer it through a desk instead), [`LateRefusal::Unavailable`] when its log
-    /// stayed busy, and whatever `LateAnswers::answer` refuses (`NotWaiting`, `ReplyQueued`,
-    /// `BadAnswer`, …).
-    pub async fn answer_late(
-        &self,
-        log: &str,
-        call_id: &CallId,
-        batch: AnswerBatch,
-        provenance: Provenance,
-    ) -> Result<Queued, LateRefusal> {
-        let Some(conn) = self.sessions.by_log(log) else {
-            return Err(LateRefusal::UnknownSession(log.to_owned()));
-        };
-        conn.answer_late(call_id, batch, provenance, ANSWER_LATE_WAIT)
-            .await
+    /// The server's sessions as a question desk, each named by its log's name in the store: a
+    /// late answer to a live session goes through its connection (the reply waits in its inbox
+    /// for the companion tool, once the call is continued; a log another process holds now is
+    /// refused at once), one to any other session through its log (admitted in a turn of its
+    /// own). What the machine's inbox submits its answers to.
+    pub fn desk(&self) -> Arc<dyn QuestionDesk> {
+        Arc::new(crate::desk::McpDesk::new(self.clone()))
     }
 
     /// Serves one MCP session on stdin and stdout until the client goes away. A request sent

@@ -14,7 +14,7 @@ use std::time::Duration;
 use ask_user_mcp::companion::nothing_waiting;
 use ask_user_mcp::{AskUserMcp, McpOptions, McpSessionInfo};
 use common::{ClientSetup, Harness, Reply, accept, one_question, texts};
-use pending_answer::LateRefusal;
+use pending_answer::{Accepted, LateRefusal, QuestionDesk as _, Submission};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tool_ask_user::{AskUserConfig, PENDING_NOTICE_COMPANION};
@@ -87,14 +87,18 @@ async fn a_client_timeout_ends_a_timed_call_pending_and_the_question_stays_answe
     // An inbox answers it through the live session; the companion without a call id returns it.
     let queued = harness
         .server
-        .answer_late(
+        .desk()
+        .submit(Submission::new(
             &harness.log,
-            &CallId::from(call_id.as_str()),
+            CallId::from(call_id.as_str()),
             sqlite(),
             Provenance::human("test-inbox"),
-        )
+        ))
         .await
         .unwrap();
+    let Accepted::Queued(queued) = queued else {
+        panic!("not queued in the live session: {queued:?}");
+    };
     assert_eq!(queued.call_id.as_str(), call_id);
     let fetched = companion(&harness, json!({})).await;
     assert_eq!(fetched.len(), 1, "{fetched:?}");
@@ -194,12 +198,13 @@ async fn the_companion_without_a_call_id_returns_every_waiting_reply_in_order() 
     for (call_id, label) in [(&call_ids[1], "SQLite"), (&call_ids[0], "PostgreSQL")] {
         harness
             .server
-            .answer_late(
+            .desk()
+            .submit(Submission::new(
                 &harness.log,
-                &CallId::from(call_id.as_str()),
+                CallId::from(call_id.as_str()),
                 AnswerBatch::new([AnswerItem::selected("db", [label])]),
                 Provenance::human("test-inbox"),
-            )
+            ))
             .await
             .unwrap();
     }
@@ -298,19 +303,21 @@ async fn session_info_names_the_log_the_client_and_its_first_root() {
     assert!(gone, "a closed session is not listed");
 }
 
-/// `answer_late`'s refusals are typed: no live session of that log, a call that is not waiting,
-/// and a log another writer holds for longer than it waits.
+/// The server desk's refusals are typed: no session of that log, a call that is not waiting,
+/// and a log another writer holds (refused at once: the person may answer again; nothing polls
+/// for the lock).
 #[tokio::test(start_paused = true)]
-async fn answer_late_refusals_are_typed() {
+async fn the_desks_refusals_are_typed() {
     let harness = Harness::start(Some(AskUserConfig::timed_secs(30)), false).await;
     let refusal = harness
         .server
-        .answer_late(
+        .desk()
+        .submit(Submission::new(
             "mcp-0-unknown.jsonl",
-            &CallId::from("call_x"),
+            CallId::from("call_x"),
             sqlite(),
             Provenance::human("test-inbox"),
-        )
+        ))
         .await
         .unwrap_err();
     assert!(
@@ -322,17 +329,18 @@ async fn answer_late_refusals_are_typed() {
     let call_id = CallId::from(pending["callId"].as_str().unwrap());
     let refusal = harness
         .server
-        .answer_late(
+        .desk()
+        .submit(Submission::new(
             &harness.log,
-            &CallId::from("call_not_asked"),
+            CallId::from("call_not_asked"),
             sqlite(),
             Provenance::human("test-inbox"),
-        )
+        ))
         .await
         .unwrap_err();
     assert!(matches!(refusal, LateRefusal::NotWaiting(_)), "{refusal:?}");
 
-    // Another writer holds the log: the open is tried for a few seconds, then refused.
+    // Another writer holds the log: refused at once, with nothing kept.
     let (store, name) = session_log::JsonlStore::for_file(&harness.logs()[0]).unwrap();
     let other =
         ask_user_host::HostRuntime::new(store, Some(AskUserConfig::timed_secs(30))).unwrap();
@@ -342,12 +350,13 @@ async fn answer_late_refusals_are_typed() {
     let started = tokio::time::Instant::now();
     let refusal = harness
         .server
-        .answer_late(
+        .desk()
+        .submit(Submission::new(
             &harness.log,
-            &call_id,
+            call_id.clone(),
             sqlite(),
             Provenance::human("test-inbox"),
-        )
+        ))
         .await
         .unwrap_err();
     let waited = started.elapsed();
@@ -355,19 +364,17 @@ async fn answer_late_refusals_are_typed() {
         matches!(&refusal, LateRefusal::Unavailable(_)),
         "{refusal:?}"
     );
-    assert!(
-        waited >= ask_user_mcp::ANSWER_LATE_WAIT && waited < Duration::from_secs(10),
-        "{waited:?}"
-    );
+    assert_eq!(waited, Duration::ZERO);
     drop(holder);
     harness
         .server
-        .answer_late(
+        .desk()
+        .submit(Submission::new(
             &harness.log,
-            &call_id,
+            call_id.clone(),
             sqlite(),
             Provenance::human("test-inbox"),
-        )
+        ))
         .await
         .unwrap();
 }

@@ -96,7 +96,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 continue;
             };
             let answers = AnswerBatch::new([AnswerItem::custom(id, answer)]);
-            match host.answer_late(&CallId::from(call), answers, Provenance::human("terminal")) {
+            match host
+                .late()
+                .queue(&CallId::from(call), answers, Provenance::human("terminal"))
+            {
                 Ok(_) => println!("(queued: the agent reads it at its next turn)"),
                 Err(error) => println!("not taken: {}", visible(&error.to_string())),
             }

@@ -112,18 +112,15 @@ pub fn user_message(message: &UserMessage) -> ChatCompletionRequestMessage {
     })
 }
 
-/// Starts the host's next turn: the late replies queued since are claimed, admitted into the
-/// log (which settles their questions), and returned as user messages for this turn's first
-/// request. Call it where the loop would start any turn.
+/// Starts the host's next turn: the late replies queued since are claimed (the turn's first
+/// step admits them into the log, which settles their questions), and returned as user messages
+/// for this turn's first request. Call it where the loop would start any turn.
 ///
 /// # Errors
 ///
-/// The host's, when the turn or an admission cannot be logged.
+/// The host's, when the turn cannot be logged.
 pub fn begin_turn(host: &Host) -> Result<Vec<ChatCompletionRequestMessage>, HostError> {
     let replies = host.begin_turn()?;
-    for reply in &replies {
-        host.admit(reply)?;
-    }
     Ok(replies.iter().map(user_message).collect())
 }
 

@@ -196,7 +196,8 @@ async fn a_timed_question_goes_pending_the_loop_goes_on_and_the_late_answer_come
     let answers = AnswerBatch::new([AnswerItem::selected("db", ["PostgreSQL"])]);
     agent
         .host
-        .answer_late(
+        .late()
+        .queue(
             &CallId::from("call_ask_1"),
             answers,
             Provenance::human("chat"),

@@ -5,17 +5,20 @@
 //! answerer and the feed a live host of a database session needs).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ask_user_host::{CheckpointPolicy, Host, load_projection};
 use pending_answer::{
-    Accepted, DeskError, DeskQuestion, DeskSession, DeskState, LateRefusal, NotWaiting,
-    QuestionDesk, SessionView,
+    Accepted, Answers, ChangeSignal, DeskChanges, DeskError, DeskErrorKind, DeskQuestion,
+    DeskSession, DeskState, LateRefusal, NotWaiting, QuestionDesk, SessionView, Submission,
 };
 use session_log::SessionStore;
+use user_questions::sync::lock_unpoisoned;
 use user_questions::{
-    AnswerBatch, AnswererGuard, CallId, CancellationToken, ErrorCode, Provenance, QuestionLimits,
-    UserQuestionError,
+    AnswererGuard, CallId, CancellationToken, ErrorCode, QuestionLimits, UserQuestionError,
+    async_trait,
 };
 
 use crate::answerer::LedgerAnswerer;
@@ -34,11 +37,30 @@ pub const CLAIM_RENEW: Duration = Duration::from_secs(5);
 /// [`Accepted::Recorded`]): the host that runs an open question's call takes it in its window
 /// (its [`LedgerAnswerer`]), and a continued question's answer is admitted by the session's
 /// worker, or by the host that runs it live.
+///
+/// Its changes: while a surface watches it, it follows the ledger ([`follow_ledger`], every
+/// second, woken early by nothing: a lost hint costs at most that) and ticks when the ledger's
+/// questions changed; while a person looks ([`QuestionDesk::looking`]) it claims the questions
+/// open elsewhere, so their hosts do not count their windows down. [`PgDesk::close`] releases
+/// those claims on the way out.
 #[derive(Clone, Debug)]
 pub struct PgDesk {
     store: PgStore,
     limits: QuestionLimits,
+    watch: Arc<Watch>,
 }
+
+/// The desk's follower of the ledger.
+#[derive(Debug, Default)]
+struct Watch {
+    changes: ChangeSignal,
+    looking: AtomicBool,
+    /// The follower running now, stopped by its token.
+    follower: Mutex<Option<(CancellationToken, tokio::task::JoinHandle<()>)>>,
+}
+
+/// How often the desk's follower looks at the ledger.
+pub const FOLLOW_EVERY: Duration = Duration::from_secs(1);
 
 impl PgDesk {
     /// The questions of `store`'s database, answers checked against the default limits.
@@ -46,6 +68,7 @@ impl PgDesk {
         Self {
             store,
             limits: QuestionLimits::default(),
+            watch: Arc::default(),
         }
     }
 
@@ -54,49 +77,123 @@ impl PgDesk {
         &self.store
     }
 
+    /// Stops following the ledger and releases the claims held for a person looking (they would
+    /// run out by themselves after [`CLAIM_LEASE`]).
+    pub async fn close(&self) {
+        let follower = lock_unpoisoned(&self.watch.follower).take();
+        if let Some((stop, task)) = follower {
+            stop.cancel();
+            let _ = task.await;
+        }
+    }
+
     fn unknown_session(session: &str) -> DeskError {
         DeskError::new(
+            DeskErrorKind::UnknownSession,
             "UNKNOWN_SESSION",
             format!("no session {session:?} in the database"),
         )
     }
+
+    /// Runs `work` with the store off the caller's task (the database client blocks).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&PgStore) -> T + Send + 'static,
+    ) -> Result<T, DeskError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || work(&store))
+            .await
+            .map_err(|e| DeskError::new(DeskErrorKind::Internal, "INTERNAL", e.to_string()))
+    }
+
+    /// Starts the follower when none runs (and a runtime is there to run it). It ends with its
+    /// last watcher, releasing its claims (nothing waits for its ticks then), or on
+    /// [`close`](Self::close).
+    fn follow(&self) {
+        let mut follower = lock_unpoisoned(&self.watch.follower);
+        if follower
+            .as_ref()
+            .is_some_and(|(_, task)| !task.is_finished())
+            || tokio::runtime::Handle::try_current().is_err()
+        {
+            return;
+        }
+        let stop = CancellationToken::new();
+        let client = format!("desk-{}-{}", std::process::id(), session_log::now_ms());
+        let (watch, store, follower_stop) =
+            (Arc::clone(&self.watch), self.store.clone(), stop.clone());
+        let task = tokio::spawn(async move {
+            let (looking, changed) = (Arc::clone(&watch), Arc::clone(&watch));
+            let ended = follower_stop.clone();
+            let unwatched = async move {
+                tokio::select! {
+                    () = watch.changes.unwatched() => ended.cancel(),
+                    () = ended.cancelled() => {}
+                }
+            };
+            tokio::join!(
+                follow_ledger(
+                    store,
+                    client,
+                    FOLLOW_EVERY,
+                    move || looking.looking.load(Ordering::Relaxed),
+                    move || changed.changes.tick(),
+                    follower_stop,
+                ),
+                unwatched
+            );
+        });
+        *follower = Some((stop, task));
+    }
 }
 
 fn db(error: &crate::PgError) -> DeskError {
-    DeskError::new(error.code(), error.to_string())
+    let kind = match error {
+        crate::PgError::BadName { .. } | crate::PgError::Settings(_) => DeskErrorKind::Usage,
+        _ => DeskErrorKind::Unreachable,
+    };
+    DeskError::new(kind, error.code(), error.to_string())
 }
 
+fn desk_question(question: LedgerQuestion) -> DeskQuestion {
+    let LedgerQuestion {
+        session,
+        call_id,
+        state,
+        questions,
+        answered,
+    } = question;
+    DeskQuestion {
+        session,
+        call_id,
+        questions,
+        state: match state {
+            QuestionState::Open => DeskState::Open,
+            QuestionState::Continued => DeskState::Continued,
+            QuestionState::Settled | QuestionState::Dropped => DeskState::Settled,
+        },
+        // An open question's host takes the ledger's answer in its window.
+        answerable: matches!(state, QuestionState::Open | QuestionState::Continued),
+        interrupted: false,
+        answered,
+        asked_at_ms: None,
+    }
+}
+
+#[async_trait]
 impl QuestionDesk for PgDesk {
-    fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
-        let questions = self.store.questions(None).map_err(|e| db(&e))?;
+    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+        let questions = self
+            .blocking(|store| store.questions(None))
+            .await?
+            .map_err(|e| db(&e))?;
         let mut sessions: Vec<DeskSession> = Vec::new();
         for question in questions {
-            let LedgerQuestion {
-                session,
-                call_id,
-                state,
-                questions,
-                answered,
-            } = question;
-            let question = DeskQuestion {
-                session: session.clone(),
-                call_id,
-                questions,
-                state: if state == QuestionState::Open {
-                    DeskState::Open
-                } else {
-                    DeskState::Continued
-                },
-                // An open question's host takes the ledger's answer in its window.
-                answerable: true,
-                interrupted: false,
-                answered,
-                asked_at_ms: None,
-            };
+            let question = desk_question(question);
             match sessions.last_mut() {
-                Some(last) if last.session == session => last.questions.push(question),
+                Some(last) if last.session == question.session => last.questions.push(question),
                 _ => sessions.push(DeskSession {
-                    session,
+                    session: question.session.clone(),
                     questions: vec![question],
                     settled: None,
                     writing: false,
@@ -106,70 +203,130 @@ impl QuestionDesk for PgDesk {
         Ok(sessions)
     }
 
-    fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
-        let names: Vec<String> = if let Some(session) = session {
-            let exists = SessionStore::exists(&self.store, session)
-                .map_err(|e| DeskError::from_error(e.code(), e))?;
-            if !exists {
-                return Err(Self::unknown_session(session));
-            }
-            vec![session.to_owned()]
-        } else {
-            // The sessions that have a question to answer.
-            let mut names: Vec<String> = self
-                .store
-                .questions(None)
-                .map_err(|e| db(&e))?
-                .into_iter()
-                .map(|q| q.session)
-                .collect();
-            names.dedup();
-            names
-        };
-        let mut views = Vec::new();
-        for name in names {
-            match load_projection(&self.store, &name, CheckpointPolicy::ReadOnly) {
-                Ok(load) => views.push(SessionView {
-                    session: name,
-                    view: load.state.view().clone(),
-                }),
-                Err(error) if session.is_none() => {
-                    tracing::warn!(%error, session = %name, "a session cannot be read");
-                }
-                Err(error) => return Err(DeskError::from_error(error.code(), error)),
-            }
-        }
-        Ok(views)
+    async fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+        let session = session.map(str::to_owned);
+        self.blocking(move |store| views(store, session.as_deref()))
+            .await?
     }
 
-    fn answer(
-        &self,
-        session: &str,
-        call_id: &CallId,
-        answers: AnswerBatch,
-        provenance: Provenance,
-    ) -> Result<Accepted, LateRefusal> {
-        match self
-            .store
-            .answer(session, call_id, &answers, &provenance, &self.limits)
-        {
-            Ok(answer_id) => Ok(Accepted::Recorded { answer_id }),
-            Err(AnswerError::UnknownSession(session)) => Err(LateRefusal::UnknownSession(session)),
-            Err(AnswerError::UnknownCall { .. }) => {
-                Err(LateRefusal::NotWaiting(NotWaiting::Unknown))
-            }
-            Err(AnswerError::Settled(_)) => Err(LateRefusal::NotWaiting(NotWaiting::Settled)),
-            Err(AnswerError::Dropped(_)) => Err(LateRefusal::NotWaiting(NotWaiting::Dropped)),
-            Err(AnswerError::ReplyQueued(call_id)) => Err(LateRefusal::ReplyQueued {
-                call_id,
-                message_id: None,
-                settled_by: None,
-            }),
-            Err(AnswerError::BadAnswer(message)) => Err(LateRefusal::BadAnswer(
-                UserQuestionError::new(ErrorCode::BadAnswer, message),
-            )),
-            Err(AnswerError::Db(error)) => Err(LateRefusal::Unavailable(db(&error))),
+    async fn find(&self, call_id: &CallId) -> Result<Vec<DeskQuestion>, DeskError> {
+        let call_id = call_id.clone();
+        let questions = self
+            .blocking(|store| store.questions(None))
+            .await?
+            .map_err(|e| db(&e))?;
+        Ok(questions
+            .into_iter()
+            .filter(|q| q.call_id == call_id)
+            .map(desk_question)
+            .collect())
+    }
+
+    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
+        let limits = self.limits.clone();
+        let recorded = self
+            .blocking(move |store| record(store, submission, &limits))
+            .await
+            .map_err(LateRefusal::Unavailable)?;
+        if recorded.is_ok() {
+            self.watch.changes.tick();
         }
+        recorded
+    }
+
+    fn changes(&self) -> DeskChanges {
+        let changes = self.watch.changes.subscribe();
+        self.follow();
+        changes
+    }
+
+    fn looking(&self, looking: bool) {
+        self.watch.looking.store(looking, Ordering::Relaxed);
+    }
+}
+
+/// The projection view of `session`, or of every session with a question to answer.
+fn views(store: &PgStore, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+    let names: Vec<String> = if let Some(session) = session {
+        let exists = SessionStore::exists(store, session)
+            .map_err(|e| DeskError::from_error(DeskErrorKind::Unreachable, e.code(), e))?;
+        if !exists {
+            return Err(PgDesk::unknown_session(session));
+        }
+        vec![session.to_owned()]
+    } else {
+        // The sessions that have a question to answer.
+        let mut names: Vec<String> = store
+            .questions(None)
+            .map_err(|e| db(&e))?
+            .into_iter()
+            .map(|q| q.session)
+            .collect();
+        names.dedup();
+        names
+    };
+    let mut views = Vec::new();
+    for name in names {
+        match load_projection(store, &name, CheckpointPolicy::ReadOnly) {
+            Ok(load) => views.push(SessionView {
+                session: name,
+                view: load.state.view().clone(),
+            }),
+            Err(error) if session.is_none() => {
+                tracing::warn!(%error, session = %name, "a session cannot be read");
+            }
+            Err(error) => {
+                return Err(DeskError::from_error(
+                    DeskErrorKind::Store,
+                    error.code(),
+                    error,
+                ));
+            }
+        }
+    }
+    Ok(views)
+}
+
+/// Records `submission` in the ledger (first answer wins).
+fn record(
+    store: &PgStore,
+    submission: Submission,
+    limits: &QuestionLimits,
+) -> Result<Accepted, LateRefusal> {
+    let Submission {
+        session,
+        call_id,
+        answers,
+        provenance,
+    } = submission;
+    let answers = match answers {
+        Answers::Batch(batch) => batch,
+        // The call's questions as the ledger keeps them.
+        compose @ Answers::Compose(_) => {
+            let questions = store
+                .questions(Some(&session))
+                .map_err(|e| LateRefusal::Unavailable(db(&e)))?
+                .into_iter()
+                .find(|q| q.call_id == call_id)
+                .map(|q| q.questions);
+            compose.into_batch(questions.as_deref())
+        }
+    };
+    match store.answer(&session, &call_id, &answers, &provenance, limits) {
+        Ok(answer_id) => Ok(Accepted::Recorded { answer_id }),
+        Err(AnswerError::UnknownSession(session)) => Err(LateRefusal::UnknownSession(session)),
+        Err(AnswerError::UnknownCall { .. }) => Err(LateRefusal::NotWaiting(NotWaiting::Unknown)),
+        Err(AnswerError::Settled(_)) => Err(LateRefusal::NotWaiting(NotWaiting::Settled)),
+        Err(AnswerError::Dropped(_)) => Err(LateRefusal::NotWaiting(NotWaiting::Dropped)),
+        Err(AnswerError::ReplyQueued(call_id)) => Err(LateRefusal::ReplyQueued {
+            call_id,
+            message_id: None,
+            settled_by: None,
+        }),
+        Err(AnswerError::BadAnswer(message)) => Err(LateRefusal::BadAnswer(
+            UserQuestionError::new(ErrorCode::BadAnswer, message),
+        )),
+        Err(AnswerError::Db(error)) => Err(LateRefusal::Unavailable(db(&error))),
     }
 }
 

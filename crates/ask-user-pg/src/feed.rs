@@ -91,7 +91,7 @@ fn offer(
             continue;
         }
         let id = answer.answer_id.clone();
-        match late.answer_as(
+        match late.queue_as(
             agent,
             &answer.call_id,
             answer.batch.clone(),

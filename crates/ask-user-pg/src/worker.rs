@@ -93,8 +93,7 @@ fn open_session(runtime: &HostRuntime, name: &str) -> Result<Option<Host>, Admit
 fn admit_in(host: &Host, store: &PgStore, name: &str) -> Result<Admitted, AdmitError> {
     let (mut admitted, mut refused) = (0, 0);
     for answer in store.unadmitted(name)? {
-        let offered = host.late_answers().answer_as(
-            &host.agent(),
+        let offered = host.late().queue_as(
             &answer.call_id,
             answer.batch.clone(),
             answer.provenance.clone(),
@@ -121,7 +120,7 @@ fn admit_in(host: &Host, store: &PgStore, name: &str) -> Result<Admitted, AdmitE
                 continue;
             }
         }
-        if let Some(reply) = host.admit_queued(&answer.call_id)? {
+        if let Some(reply) = host.late().settle(&answer.call_id)? {
             if reply.id == answer.answer_id {
                 admitted += 1;
             } else {

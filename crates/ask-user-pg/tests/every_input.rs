@@ -193,9 +193,9 @@ fn both_stores(store: &PgStore, name: &str, case: &Case) {
         let runtime = HostRuntime::new(files.clone(), None).unwrap();
         let (host, _) = runtime.open(name, SessionOptions::named(name)).unwrap();
         host.late_answers()
-            .answer_as(&host.agent(), &call_id, batch.clone(), who, answer_id)
+            .queue_as(&host.agent(), &call_id, batch.clone(), who, answer_id)
             .unwrap();
-        assert!(host.admit_queued(&call_id).unwrap().is_some());
+        assert!(host.late().settle(&call_id).unwrap().is_some());
     }
     let file = std::fs::read(&path).unwrap();
     assert_eq!(

@@ -388,7 +388,7 @@ fn a_reply_queued_by_an_owner_that_died_is_admitted_once() {
             .unwrap();
         let answer = store.unadmitted("s").unwrap().remove(0);
         host.late_answers()
-            .answer_as(
+            .queue_as(
                 &host.agent(),
                 &call,
                 answer.batch,

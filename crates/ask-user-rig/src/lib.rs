@@ -193,9 +193,9 @@ impl AskUser {
     }
 
     /// Starts the host's next turn, to be called before each prompt: the late replies queued
-    /// since (answers to questions that went pending) are claimed and admitted, which settles
-    /// their questions in the log, and come back as user messages: append them to the history
-    /// the prompt is given. A late reply's text is the `answer_to_pending_question` message.
+    /// since (answers to questions that went pending) are claimed, admitted by the turn's first
+    /// step (which settles their questions in the log), and come back as user messages: append
+    /// them to the history the prompt is given. A late reply's text is the `answer_to_pending_question` message.
     pub fn begin_turn(&self) -> Result<Vec<Message>, HostError> {
         begin_turn(&self.inner.host)
     }
@@ -234,6 +234,12 @@ impl Inner {
                 .unwrap_or_else(|| rig_arguments.to_owned());
             (CallId::from(call_id.as_str()), raw)
         } else {
+            // No hook saw the model call this one belongs to: its step is begun here (under the
+            // lock, so concurrent calls share it), for the call to be in one. A step that cannot
+            // be begun (no open turn) leaves the call's own order error to say so.
+            if !self.host.step_open() {
+                let _ = self.host.begin_step();
+            }
             drop(calls);
             let n = self.minted.fetch_add(1, Ordering::Relaxed) + 1;
             let id = format!("rig-{}-{n}", self.host.session_id());
@@ -518,17 +524,15 @@ pub fn user_message(message: &UserMessage) -> Message {
     Message::user(text.join("\n"))
 }
 
-/// Starts the host's next turn: the late replies queued since are claimed, admitted into the log
-/// (which settles their questions), and returned as rig user messages for the history of this
-/// turn's prompt ([`AskUser::begin_turn`]).
+/// Starts the host's next turn: the late replies queued since are claimed (the turn's first
+/// step, when the model is first called, admits them into the log, which settles their
+/// questions), and returned as rig user messages for the history of this turn's prompt
+/// ([`AskUser::begin_turn`]).
 ///
 /// # Errors
 ///
-/// The host's, when the turn or an admission cannot be logged.
+/// The host's, when the turn cannot be logged.
 pub fn begin_turn(host: &Host) -> Result<Vec<Message>, HostError> {
     let replies = host.begin_turn()?;
-    for reply in &replies {
-        host.admit(reply)?;
-    }
     Ok(replies.iter().map(user_message).collect())
 }

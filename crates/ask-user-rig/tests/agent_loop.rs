@@ -238,7 +238,8 @@ async fn a_timed_question_goes_pending_the_agent_goes_on_and_the_late_answer_com
     let answers = AnswerBatch::new([AnswerItem::selected("db", ["PostgreSQL"])]);
     session
         .host
-        .answer_late(
+        .late()
+        .queue(
             &CallId::from("call_ask_1"),
             answers,
             Provenance::human("chat"),

@@ -28,7 +28,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use ask_user_terminal::{TerminalAnswerer, TerminalOptions};
-use pending_answer::{LateRefusal, LateSubmission, Queued};
+use pending_answer::{
+    Accepted, DeskError, DeskSession, LateRefusal, QuestionDesk, Queued, SessionView, Submission,
+};
 use tokio::sync::mpsc;
 use user_questions::{
     AgentHandle, AskRequest, CallId, HostBindings, InMemoryAgent, InMemoryAgentRegistry,
@@ -119,15 +121,7 @@ async fn main() -> ExitCode {
     let (late_tx, mut late_rx) = mpsc::unbounded_channel();
     let answerer = TerminalAnswerer::new(
         &seam,
-        TerminalOptions::new().on_late_answer(move |late: LateSubmission| {
-            let queued = Queued {
-                call_id: late.call_id.clone(),
-                message_id: "late-1".to_owned(),
-            };
-            late_tx.send(late.answers).map(|()| queued).map_err(|_| {
-                LateRefusal::Undelivered("Nobody is waiting for late answers any more.".into())
-            })
-        }),
+        TerminalOptions::new().with_desk(Arc::new(Forward(late_tx))),
     );
     let _guard = answerer.register(&seam);
 
@@ -188,6 +182,33 @@ async fn main() -> ExitCode {
             emit(&answerer, format!("Error: {error}"));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// This example's desk: a late answer goes to the channel `main` waits on.
+struct Forward(mpsc::UnboundedSender<user_questions::AnswerBatch>);
+
+#[user_questions::async_trait]
+impl QuestionDesk for Forward {
+    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+        Ok(Vec::new())
+    }
+
+    async fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+        Ok(Vec::new())
+    }
+
+    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
+        let queued = Queued {
+            call_id: submission.call_id.clone(),
+            message_id: "late-1".to_owned(),
+        };
+        self.0
+            .send(submission.answers.into_batch(None))
+            .map(|()| Accepted::Queued(queued))
+            .map_err(|_| {
+                LateRefusal::Undelivered("Nobody is waiting for late answers any more.".into())
+            })
     }
 }
 

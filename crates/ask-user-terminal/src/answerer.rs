@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use pending_answer::LateAnswerSink;
+use pending_answer::QuestionDesk;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
@@ -13,8 +13,8 @@ use user_questions::{
     RegisterOptions, UserQuestionError, UserQuestions, WaitKey, WeakUserQuestions, async_trait,
 };
 
+use crate::board::{Board, CardEnd, Command, NewCard, Shared, Waiting};
 use crate::countdown::Countdown;
-use crate::desk::{CardEnd, Command, Desk, NewCard, Shared, Waiting};
 use crate::screen::Display;
 
 /// How to build a [`TerminalAnswerer`].
@@ -22,7 +22,7 @@ use crate::screen::Display;
 pub struct TerminalOptions {
     name: String,
     display: Display,
-    on_late_answer: Option<Arc<dyn LateAnswerSink>>,
+    desk: Option<Arc<dyn QuestionDesk>>,
 }
 
 impl Default for TerminalOptions {
@@ -30,7 +30,7 @@ impl Default for TerminalOptions {
         Self {
             name: user_questions::surface_names::TERMINAL.to_owned(),
             display: Display::terminal(),
-            on_late_answer: None,
+            desk: None,
         }
     }
 }
@@ -40,13 +40,13 @@ impl fmt::Debug for TerminalOptions {
         f.debug_struct("TerminalOptions")
             .field("name", &self.name)
             .field("display", &self.display)
-            .field("on_late_answer", &self.on_late_answer.is_some())
+            .field("desk", &self.desk.is_some())
             .finish()
     }
 }
 
 impl TerminalOptions {
-    /// Named `terminal`, on the process's terminal, with no late-answer sink.
+    /// Named `terminal`, on the process's terminal, with no desk for late answers.
     pub fn new() -> Self {
         Self::default()
     }
@@ -76,21 +76,18 @@ impl TerminalOptions {
         self
     }
 
-    /// Keeps a timed question on screen after its window closed and submits its answer to
-    /// `sink`, typically the host's `LateAnswers` (SPEC §4.8). When the sink takes the answer the
-    /// card closes; when it refuses, the card stays open and shows the refusal's message to the
-    /// person. The sink is called on the answerer's task, so it must return promptly.
+    /// Keeps a timed card on screen after its window closed, as a pending question whose answer
+    /// is submitted to `desk` (a host's `LiveDesk` over the session, say: SPEC §4.8 through its
+    /// late answers). The desk takes the answer once the call is continued (it waits for that
+    /// itself when the window closed a moment ago); when it takes it the card closes, when it
+    /// refuses, the card stays open and shows the refusal's message to the person. The
+    /// submission runs beside the card, which says it is sending meanwhile.
     ///
-    /// An answer is submitted once the host has announced the call continued (the seam's
-    /// `continued` event, which `LateAnswers` publishes when the pending result is in the log);
-    /// one given before is held until then, or for at most 10 s, after which it goes anyway and
-    /// the sink decides. A host with a sink of its own announces it too.
-    ///
-    /// Without a sink, a card whose window closes is taken down with a one-line note, and the
+    /// Without a desk, a card whose window closes is taken down with a one-line note, and the
     /// question is left to other surfaces.
     #[must_use]
-    pub fn on_late_answer(mut self, sink: impl LateAnswerSink + 'static) -> Self {
-        self.on_late_answer = Some(Arc::new(sink));
+    pub fn with_desk(mut self, desk: Arc<dyn QuestionDesk>) -> Self {
+        self.desk = Some(desk);
         self
     }
 }
@@ -104,13 +101,13 @@ pub struct TerminalAnswerer {
     name: String,
     display: Display,
     limits: QuestionLimits,
-    on_late: Option<Arc<dyn LateAnswerSink>>,
+    late: Option<Arc<dyn QuestionDesk>>,
     shared: Arc<Shared>,
-    desk: Mutex<Option<DeskHandle>>,
+    board: Mutex<Option<BoardHandle>>,
     next_id: AtomicU64,
 }
 
-struct DeskHandle {
+struct BoardHandle {
     commands: mpsc::UnboundedSender<Command>,
     task: AbortHandle,
 }
@@ -133,9 +130,9 @@ impl TerminalAnswerer {
             name: options.name,
             display: options.display,
             limits: seam.limits().clone(),
-            on_late: options.on_late_answer,
+            late: options.desk,
             shared: Arc::new(Shared::default()),
-            desk: Mutex::new(None),
+            board: Mutex::new(None),
             next_id: AtomicU64::new(0),
         })
     }
@@ -164,7 +161,7 @@ impl TerminalAnswerer {
             std::borrow::Cow::Borrowed(_) => line,
             std::borrow::Cow::Owned(clean) => clean,
         };
-        let running = self.running_desk();
+        let running = self.running_board();
         match running {
             Some(commands) => {
                 if let Err(mpsc::error::SendError(Command::Note(line))) =
@@ -184,7 +181,7 @@ impl TerminalAnswerer {
     pub fn set_status(&self, line: Option<String>) {
         let line = line.map(|line| crate::sanitize::visible_lines(&line).into_owned());
         *user_questions::sync::lock_unpoisoned(&self.shared.status) = line;
-        if let Some(commands) = self.running_desk() {
+        if let Some(commands) = self.running_board() {
             let _ = commands.send(Command::Redraw);
         }
     }
@@ -197,42 +194,43 @@ impl TerminalAnswerer {
     /// Takes down the pending card of `call_id` (for example when the question was settled
     /// elsewhere). Does nothing if there is none.
     pub fn withdraw(&self, call_id: &CallId) {
-        if let Some(commands) = self.running_desk() {
+        if let Some(commands) = self.running_board() {
             let _ = commands.send(Command::Withdraw(call_id.clone()));
         }
     }
 
-    fn running_desk(&self) -> Option<mpsc::UnboundedSender<Command>> {
-        let desk = user_questions::sync::lock_unpoisoned(&self.desk);
-        desk.as_ref()
+    fn running_board(&self) -> Option<mpsc::UnboundedSender<Command>> {
+        let board = user_questions::sync::lock_unpoisoned(&self.board);
+        board
+            .as_ref()
             .filter(|d| !d.commands.is_closed())
             .map(|d| d.commands.clone())
     }
 
-    /// The desk's command channel, starting the desk task on first use (or after its runtime
+    /// The board's command channel, starting the board task on first use (or after its runtime
     /// went away).
-    fn desk(&self) -> mpsc::UnboundedSender<Command> {
-        let mut desk = user_questions::sync::lock_unpoisoned(&self.desk);
-        if let Some(running) = desk.as_ref().filter(|d| !d.commands.is_closed()) {
+    fn board(&self) -> mpsc::UnboundedSender<Command> {
+        let mut board = user_questions::sync::lock_unpoisoned(&self.board);
+        if let Some(running) = board.as_ref().filter(|d| !d.commands.is_closed()) {
             return running.commands.clone();
         }
         let (commands, receiver) = mpsc::unbounded_channel();
-        // Subscribed before any card of this desk can close its window, so the announcement
+        // Subscribed before any card of this board can close its window, so the announcement
         // that a call is continued (its late answers taken) is never missed.
         let events = self.seam.upgrade().map(|seam| seam.subscribe());
         let task = tokio::spawn(
-            Desk::new(
+            Board::new(
                 receiver,
                 self.display.clone(),
                 self.limits.clone(),
                 self.name.clone(),
-                self.on_late.clone(),
+                self.late.clone(),
                 Arc::clone(&self.shared),
             )
             .with_events(events)
             .run(),
         );
-        *desk = Some(DeskHandle {
+        *board = Some(BoardHandle {
             commands: commands.clone(),
             task: task.abort_handle(),
         });
@@ -259,15 +257,15 @@ impl TerminalAnswerer {
 
 impl Drop for TerminalAnswerer {
     fn drop(&mut self) {
-        let desk = self.desk.get_mut().unwrap_or_else(PoisonError::into_inner);
-        if let Some(desk) = desk.take() {
-            // Aborting drops the desk, which gives the screen back.
-            desk.task.abort();
+        let board = self.board.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Some(board) = board.take() {
+            // Aborting drops the board, which gives the screen back.
+            board.task.abort();
         }
     }
 }
 
-/// Tells the desk the answer call is over, however it ended (including a dropped future).
+/// Tells the board the answer call is over, however it ended (including a dropped future).
 struct Gone {
     id: u64,
     commands: mpsc::UnboundedSender<Command>,
@@ -304,7 +302,7 @@ impl Answerer for TerminalAnswerer {
             },
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let commands = self.desk();
+        let commands = self.board();
         let (reply, ended) = oneshot::channel();
         let card = NewCard {
             questions: request.questions.clone(),
@@ -314,7 +312,7 @@ impl Answerer for TerminalAnswerer {
             reply,
         };
         if commands.send(Command::Open { id, card }).is_err() {
-            // The desk is gone (its runtime shut down); the returned card released its claim.
+            // The board is gone (its runtime shut down); the returned card released its claim.
             return next.run().await;
         }
         let _gone = Gone {
@@ -332,7 +330,7 @@ impl Answerer for TerminalAnswerer {
             Ok(CardEnd::Answered(batch)) => Ok(Answered::human(batch)),
             Ok(CardEnd::Cancelled) => Err(UserQuestionError::ask_cancelled().into()),
             Ok(CardEnd::TimedOut) => Err(UserQuestionError::ask_timed_out().into()),
-            // The desk released any claim before replying, so the host deadline applies again.
+            // The board released any claim before replying, so the host deadline applies again.
             Ok(CardEnd::Unavailable) | Err(_) => next.run().await,
         }
     }

@@ -38,9 +38,10 @@
 //! `remaining_ms()`. If the wait has already expired (no claim) it passes the question on. When
 //! the countdown reaches zero, the request ends with `ASK_TIMED_OUT` (the tool reports
 //! `pending`) and the card stays on screen, marked pending: a later submission goes to the
-//! host's [late-answer sink](TerminalOptions::on_late_answer) (a
-//! [`LateAnswerSink`](pending_answer::LateAnswerSink), typically the host's `LateAnswers`); if
-//! the sink refuses it, the card stays and shows the refusal's message. The claim is kept until
+//! host's [question desk](TerminalOptions::with_desk) (a
+//! [`QuestionDesk`](pending_answer::QuestionDesk), typically a `LiveDesk` over the session),
+//! which takes it once the call is continued; if the desk refuses it, the card stays and shows
+//! the refusal's message. The claim is kept until
 //! the seam has taken the outcome, so an overdue host timer cannot beat a submitted answer.
 //!
 //! # Closing a card (`Esc`)
@@ -72,9 +73,9 @@
 #![warn(missing_docs)]
 
 mod answerer;
+mod board;
 mod card;
 mod countdown;
-mod desk;
 mod keys;
 pub mod listing;
 mod render;

@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ask_user_terminal::{Display, Key, TerminalAnswerer, TerminalOptions, VirtualTerminal};
-use pending_answer::{LateRefusal, LateSubmission, NotWaiting, Queued};
+use pending_answer::{
+    Accepted, DeskError, DeskSession, LateRefusal, NotWaiting, QuestionDesk, Queued, SessionView,
+    Submission, when_continued,
+};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, advance};
 use user_questions::{
@@ -35,11 +38,79 @@ fn confirm() -> Question {
 
 type LateReplies = Arc<Mutex<VecDeque<Result<(), LateRefusal>>>>;
 
-/// What the late-answer handler returns for a taken answer.
-fn queued(answer: &LateSubmission) -> Queued {
-    Queued {
-        call_id: answer.call_id.clone(),
-        message_id: "reply-1".to_owned(),
+/// A late answer the desk took: the session, the call, the answers and who gave them.
+#[derive(Clone, Debug)]
+struct Taken {
+    session: String,
+    call_id: CallId,
+    answers: AnswerBatch,
+    provenance: Provenance,
+}
+
+/// The host's desk: it takes a late answer once its call is continued (the host announced it,
+/// through the one rule, `when_continued`), answering as `replies` says next (`Ok` when empty).
+struct TestDesk {
+    seam: UserQuestions,
+    continued: std::sync::atomic::AtomicBool,
+    taken: Mutex<Vec<Taken>>,
+    replies: LateReplies,
+}
+
+impl TestDesk {
+    /// What a host does once a call's pending result is in its log: the call takes late answers,
+    /// and `LateAnswers` publishes `continued`.
+    fn announce(&self, call_id: &CallId) {
+        self.continued
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        announce_continued(&self.seam, call_id);
+    }
+}
+
+#[user_questions::async_trait]
+impl QuestionDesk for TestDesk {
+    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+        Ok(Vec::new())
+    }
+
+    async fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+        Ok(Vec::new())
+    }
+
+    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
+        let Submission {
+            session,
+            call_id,
+            answers,
+            provenance,
+        } = submission;
+        let answers = answers.into_batch(None);
+        let attempt = || {
+            let outcome = if self.continued.load(std::sync::atomic::Ordering::SeqCst) {
+                let reply = self.replies.lock().unwrap().pop_front().unwrap_or(Ok(()));
+                reply.map(|()| {
+                    self.taken.lock().unwrap().push(Taken {
+                        session: session.clone(),
+                        call_id: call_id.clone(),
+                        answers: answers.clone(),
+                        provenance: provenance.clone(),
+                    });
+                    Accepted::Queued(Queued {
+                        call_id: call_id.clone(),
+                        message_id: "reply-1".to_owned(),
+                    })
+                })
+            } else {
+                Err(LateRefusal::NotWaiting(NotWaiting::Closing))
+            };
+            std::future::ready(outcome)
+        };
+        when_continued(
+            &self.seam,
+            &SessionId::from(session.as_str()),
+            &call_id,
+            attempt,
+        )
+        .await
     }
 }
 
@@ -48,9 +119,7 @@ struct Host {
     agent: AgentHandle,
     vt: VirtualTerminal,
     terminal: Arc<TerminalAnswerer>,
-    late: Arc<Mutex<Vec<LateSubmission>>>,
-    /// What the late-answer sink answers next (`Ok` when empty).
-    late_replies: LateReplies,
+    desk: Arc<TestDesk>,
     _guard: AnswererGuard,
 }
 
@@ -68,19 +137,15 @@ fn host_with(late_handler: bool) -> Host {
     )
     .unwrap();
     let vt = VirtualTerminal::new(72, 24);
-    let late = Arc::new(Mutex::new(Vec::new()));
-    let late_replies: LateReplies = Arc::default();
+    let desk = Arc::new(TestDesk {
+        seam: seam.clone(),
+        continued: std::sync::atomic::AtomicBool::new(false),
+        taken: Mutex::new(Vec::new()),
+        replies: Arc::default(),
+    });
     let mut options = TerminalOptions::new().with_display(Display::virtual_terminal(vt.clone()));
     if late_handler {
-        let (late, replies) = (Arc::clone(&late), Arc::clone(&late_replies));
-        options = options.on_late_answer(move |answer: LateSubmission| {
-            let reply = replies.lock().unwrap().pop_front().unwrap_or(Ok(()));
-            let taken = queued(&answer);
-            if reply.is_ok() {
-                late.lock().unwrap().push(answer);
-            }
-            reply.map(|()| taken)
-        });
+        options = options.with_desk(Arc::clone(&desk) as Arc<dyn QuestionDesk>);
     }
     let terminal = TerminalAnswerer::new(&seam, options);
     let guard = terminal.register(&seam);
@@ -89,8 +154,7 @@ fn host_with(late_handler: bool) -> Host {
         agent,
         vt,
         terminal,
-        late,
-        late_replies,
+        desk,
         _guard: guard,
     }
 }
@@ -127,7 +191,7 @@ impl Host {
         cancel: Option<CancellationToken>,
         announce: bool,
     ) -> JoinHandle<Result<TimedOutcome, AskError>> {
-        let seam = self.seam.clone();
+        let (seam, desk) = (self.seam.clone(), Arc::clone(&self.desk));
         let mut request = TimedAskRequest::new(questions, Arc::clone(&self.agent));
         request.cancel = cancel;
         tokio::spawn(async move {
@@ -135,7 +199,7 @@ impl Host {
                 .ask_timed(request, CallId::from("ask-timed"), timeout_ms)
                 .await;
             if announce && let Ok(TimedOutcome::Pending { call_id }) = &outcome {
-                announce_continued(&seam, call_id);
+                desk.announce(call_id);
             }
             outcome
         })
@@ -429,7 +493,8 @@ async fn a_late_submission_goes_to_the_late_answer_handler() {
     see(&host.vt, "Proceed?").await;
     assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
     see(&host.vt, "pending: answer any time").await;
-    host.late_replies
+    host.desk
+        .replies
         .lock()
         .unwrap()
         .push_back(Err(LateRefusal::ReplyQueued {
@@ -441,13 +506,13 @@ async fn a_late_submission_goes_to_the_late_answer_handler() {
     // The host refused it: the card stays and says why.
     let screen = see(&host.vt, "already waiting to be admitted").await;
     assert!(screen.contains("Proceed?"), "{screen}");
-    assert!(host.late.lock().unwrap().is_empty());
+    assert!(host.desk.taken.lock().unwrap().is_empty());
     host.press(&[Key::Enter]);
     cleared(&host.vt).await;
-    let late = host.late.lock().unwrap().clone();
+    let late = host.desk.taken.lock().unwrap().clone();
     assert_eq!(late.len(), 1);
     assert_eq!(late[0].call_id, CallId::from("ask-timed"));
-    assert!(late[0].agent.is_some());
+    assert_eq!(late[0].session, "s1");
     assert_eq!(
         late[0].answers,
         AnswerBatch::new([
@@ -461,7 +526,8 @@ async fn a_late_submission_goes_to_the_late_answer_handler() {
 }
 
 /// A timed question whose window closed with no announcement yet that it is continued (the host
-/// logs the pending result a while later), answered on its card in between: the answer is held.
+/// logs the pending result a while later), answered on its card in between: the answer is with
+/// the desk, which waits for the continuation.
 async fn answered_before_it_is_continued() -> Host {
     let host = host();
     let ask = host.ask_timed_announced(vec![confirm()], 1000, None, false);
@@ -469,21 +535,22 @@ async fn answered_before_it_is_continued() -> Host {
     assert_eq!(pending(finish(ask).await), CallId::from("ask-timed"));
     see(&host.vt, "pending: answer any time").await;
     host.press(&[Key::Char('1'), Key::Enter]);
-    see(&host.vt, "as soon as the question is saved as pending").await;
+    see(&host.vt, "Sending your answer").await;
     host
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_answer_as_the_window_closes_waits_for_the_continuation() {
-    // The person answers before the call is continued: nothing is refused, the answer waits.
+    // The person answers before the call is continued: nothing is refused, the answer waits
+    // with the desk.
     let host = answered_before_it_is_continued().await;
     settle().await;
-    assert!(host.late.lock().unwrap().is_empty());
+    assert!(host.desk.taken.lock().unwrap().is_empty());
     assert_eq!(host.terminal.late_calls(), vec![CallId::from("ask-timed")]);
-    // Announced: the held answer goes, once, and the card closes.
-    announce_continued(&host.seam, &CallId::from("ask-timed"));
+    // Announced: the waiting answer is taken, once, and the card closes.
+    host.desk.announce(&CallId::from("ask-timed"));
     cleared(&host.vt).await;
-    let late = host.late.lock().unwrap().clone();
+    let late = host.desk.taken.lock().unwrap().clone();
     assert_eq!(late.len(), 1);
     assert_eq!(
         late[0].answers,
@@ -493,16 +560,19 @@ async fn an_answer_as_the_window_closes_waits_for_the_continuation() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_held_answer_goes_anyway_when_no_announcement_comes() {
+async fn an_answer_whose_continuation_never_comes_is_refused_on_its_card() {
     // A host that never says the call is continued (its log failed, say).
     let host = answered_before_it_is_continued().await;
     advance(Duration::from_millis(9_999)).await;
     settle().await;
-    assert!(host.late.lock().unwrap().is_empty(), "still held");
-    // Ten seconds on, it goes: the sink decides (here it takes it) and the card closes.
+    assert!(host.desk.taken.lock().unwrap().is_empty(), "still waiting");
+    // Ten seconds on, the desk gives up waiting and its own check refuses: the card stays and
+    // says so.
     advance(Duration::from_millis(1)).await;
-    cleared(&host.vt).await;
-    assert_eq!(host.late.lock().unwrap().len(), 1);
+    let screen = see(&host.vt, "no longer waiting for an answer").await;
+    assert!(screen.contains("Proceed?"), "{screen}");
+    assert!(host.desk.taken.lock().unwrap().is_empty());
+    assert_eq!(host.terminal.late_calls(), vec![CallId::from("ask-timed")]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -525,7 +595,7 @@ async fn a_pending_card_goes_when_its_call_is_answered_elsewhere() {
     });
     cleared(&host.vt).await;
     assert!(host.terminal.late_calls().is_empty());
-    assert!(host.late.lock().unwrap().is_empty());
+    assert!(host.desk.taken.lock().unwrap().is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -542,12 +612,12 @@ async fn a_refused_late_answer_shows_the_refusal_as_it_is() {
         ),
         (LateRefusal::NoAgent, "this question has no agent to answer"),
     ] {
-        host.late_replies.lock().unwrap().push_back(Err(refusal));
+        host.desk.replies.lock().unwrap().push_back(Err(refusal));
         host.press(&[Key::Char('1'), Key::Enter]);
         let screen = see(&host.vt, message).await;
         assert!(screen.contains("Proceed?"), "{screen}");
     }
-    assert!(host.late.lock().unwrap().is_empty());
+    assert!(host.desk.taken.lock().unwrap().is_empty());
     assert_eq!(host.terminal.late_calls(), vec![CallId::from("ask-timed")]);
 }
 
@@ -781,7 +851,7 @@ async fn a_foreground_card_goes_before_a_pending_one() {
     see(&host.vt, "Which scope?").await;
     host.press(&[Key::Enter]);
     cleared(&host.vt).await;
-    assert_eq!(host.late.lock().unwrap().len(), 1);
+    assert_eq!(host.desk.taken.lock().unwrap().len(), 1);
 }
 
 #[tokio::test(start_paused = true)]

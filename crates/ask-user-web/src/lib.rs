@@ -82,13 +82,6 @@ impl WebSurface {
         })
     }
 
-    /// Shows `label` (where the session runs: its client, its working directory) beside the
-    /// cards of `session` from now on; `None` removes it. Pages get it with the next snapshot
-    /// or card.
-    pub fn set_session_label(&self, session: &str, label: Option<String>) {
-        self.hub.set_label(session, label);
-    }
-
     /// The capability token every request must carry (`?token=` or [`TOKEN_HEADER`]).
     pub fn token(&self) -> &str {
         &self.token
@@ -169,8 +162,9 @@ impl WebSurface {
         self.hub.claims_held()
     }
 
-    /// Sends every page a fresh snapshot of the cards, the desk's list read again: for a desk
-    /// whose sessions change behind the surface's back (a database other processes write).
+    /// Sends every page a fresh snapshot of the cards, the desk's list read again. The surface
+    /// does so by itself whenever its desk says its questions changed
+    /// ([`QuestionDesk::changes`]).
     pub async fn refresh(&self) {
         self.hub.refresh().await;
     }

@@ -299,16 +299,7 @@ async fn index() -> Response {
 }
 
 async fn pending(State(app): State<App>) -> Response {
-    let hub = Arc::clone(&app.hub);
-    // The sessions may read logs: off the async threads.
-    match tokio::task::spawn_blocking(move || hub.pending_view()).await {
-        Ok(view) => reply(StatusCode::OK, &view),
-        Err(error) => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL",
-            &error.to_string(),
-        ),
-    }
+    reply(StatusCode::OK, &app.hub.pending_view().await)
 }
 
 /// A client id as pages make them: 1 to 64 characters of `[A-Za-z0-9_-]`.
@@ -425,7 +416,7 @@ async fn snapshot(hub: &Hub) -> Event {
     Event::default()
         .event("snapshot")
         .retry(hub.options.retry)
-        .data(hub.snapshot(listed).to_string())
+        .data(hub.snapshot(&listed).to_string())
 }
 
 /// The body of `POST /cards/{callId}/answer`.
@@ -498,7 +489,7 @@ fn refused(refusal: AnswerRefused) -> Response {
             &format!("The answer could not be delivered; send it again. ({error})"),
         ),
         AnswerRefused::Rejected(error) => {
-            let status = if error.code() == "BAD_ANSWER" {
+            let status = if error.is(&user_questions::ErrorCode::BadAnswer) {
                 StatusCode::BAD_REQUEST
             } else {
                 StatusCode::CONFLICT
@@ -528,7 +519,7 @@ async fn answer(
     }
     answered(
         app.hub
-            .answer(&call_id, body.session.as_deref(), batch, Via::Page)
+            .post(&call_id, body.session.as_deref(), batch, Via::Page)
             .await,
     )
 }
@@ -563,7 +554,7 @@ async fn answer_by_grant(app: &App, token: &str, call_id: &CallId, batch: Answer
     }
     let result = app
         .hub
-        .answer(call_id, Some(&grant.session), batch, Via::Button)
+        .post(call_id, Some(&grant.session), batch, Via::Button)
         .await;
     match &result {
         Err(AnswerRefused::Undelivered(_)) => app.grants.restore(token.to_owned(), grant),

@@ -405,7 +405,8 @@ async fn navigating_away_releases_the_claim_and_coming_back_answers_late() {
 
     let reply = fx.host.begin_turn().unwrap();
     assert_eq!(reply.len(), 1);
-    fx.host.admit(&reply[0]).unwrap();
+    // The turn's first step admits it.
+    fx.host.begin_step().unwrap();
     let state = fx.host.projection();
     let settled = &state.view().settled;
     assert_eq!(settled[0].call_id.as_str(), "call-1");
@@ -675,18 +676,8 @@ impl ask_user_inbox::LinkedHost for Names {
         (id == &self.1).then(|| self.0.clone())
     }
 
-    fn answer_late(
-        &self,
-        session: &str,
-        _call_id: &user_questions::CallId,
-        _answers: user_questions::AnswerBatch,
-        _provenance: user_questions::Provenance,
-    ) -> futures::future::BoxFuture<
-        'static,
-        Result<pending_answer::Queued, pending_answer::LateRefusal>,
-    > {
-        let session = session.to_owned();
-        Box::pin(async move { Err(pending_answer::LateRefusal::UnknownSession(session)) })
+    fn desk(&self) -> std::sync::Arc<dyn pending_answer::QuestionDesk> {
+        std::sync::Arc::new(NoLogs)
     }
 }
 
@@ -753,30 +744,31 @@ impl LinkedHost {
     }
 }
 
-/// The inbox's fallback here: no logs (every question comes from a linked host).
+/// The inbox's fallback here (and the hosts' desks): no logs (every question comes from a
+/// linked host, in its window).
 struct NoLogs;
 
+#[user_questions::async_trait]
 impl pending_answer::QuestionDesk for NoLogs {
-    fn sessions(&self) -> Result<Vec<pending_answer::DeskSession>, pending_answer::DeskError> {
+    async fn sessions(
+        &self,
+    ) -> Result<Vec<pending_answer::DeskSession>, pending_answer::DeskError> {
         Ok(Vec::new())
     }
 
-    fn views(
+    async fn views(
         &self,
         _session: Option<&str>,
     ) -> Result<Vec<pending_answer::SessionView>, pending_answer::DeskError> {
         Ok(Vec::new())
     }
 
-    fn answer(
+    async fn submit(
         &self,
-        session: &str,
-        _call_id: &user_questions::CallId,
-        _answers: user_questions::AnswerBatch,
-        _provenance: user_questions::Provenance,
+        submission: pending_answer::Submission,
     ) -> Result<pending_answer::Accepted, pending_answer::LateRefusal> {
         Err(pending_answer::LateRefusal::UnknownSession(
-            session.to_owned(),
+            submission.session,
         ))
     }
 }
@@ -832,11 +824,9 @@ async fn the_inbox_page_shows_three_sessions_and_each_is_answered_in_turn() {
         .zip(questions)
         .map(|(host, question)| host.ask(&format!("call_{}", host.session.name), question))
         .collect();
-    // The labels reach the page as the sessions link: wait for them, then load it.
+    // The labels reach the page as the sessions link (the inbox's desk names where each runs):
+    // wait for them, then load it.
     until("three sessions linked", || inbox.sessions().len() == 3).await;
-    for session in inbox.sessions() {
-        page.set_session_label(&session.name, session.label());
-    }
     page.refresh().await;
     browser.client.goto(&server.url()).await.unwrap();
     for host in &hosts {

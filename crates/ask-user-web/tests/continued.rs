@@ -1,56 +1,81 @@
-//! A late answer waits for the host's announcement that its call is continued, never for a
-//! clock: the surface over a seam whose "host" (this test) publishes the lifecycle events itself,
-//! and a desk that records what it is given.
+//! A late answer goes to the desk at once, and the desk waits for the host's announcement that
+//! its call is continued, never for a clock: the surface over a seam whose "host" (this test)
+//! publishes the lifecycle events itself, and a desk that takes an answer only once the call is
+//! continued (through the one rule, `pending_answer::when_continued`) and records it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::StatusCode;
 use common::sse::{answer, open};
 use pending_answer::{
-    Accepted, DeskError, DeskSession, LateRefusal, QuestionDesk, Queued, SessionView,
+    Accepted, DeskError, DeskSession, LateRefusal, NotWaiting, QuestionDesk, Queued, SessionView,
+    Submission, when_continued,
 };
 use serde_json::json;
 use user_questions::{
     AgentHandle, AnswerBatch, CallId, HostBindings, InMemoryAgent, InMemoryAgentRegistry,
-    InMemorySession, Provenance, Question, QuestionEvent, QuestionEventKind, QuestionOption,
-    SessionId, TimedAskRequest, TimedOutcome, UserQuestions, UserQuestionsConfig,
+    InMemorySession, Question, QuestionEvent, QuestionEventKind, QuestionOption, SessionId,
+    TimedAskRequest, TimedOutcome, UserQuestions, UserQuestionsConfig,
 };
 
-/// A desk with no questions of its own that takes every answer it is given.
-#[derive(Default)]
+/// A desk with no questions of its own that takes an answer once its call is continued (the
+/// "host" says so), and records it.
 struct Recording {
+    seam: UserQuestions,
+    continued: AtomicBool,
+    /// Submissions handed to the desk.
+    submitted: AtomicUsize,
     answers: Mutex<Vec<(String, CallId, AnswerBatch)>>,
 }
 
+#[user_questions::async_trait]
 impl QuestionDesk for Recording {
-    fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
         Ok(Vec::new())
     }
 
-    fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+    async fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
         Ok(Vec::new())
     }
 
-    fn answer(
-        &self,
-        session: &str,
-        call_id: &CallId,
-        answers: AnswerBatch,
-        _provenance: Provenance,
-    ) -> Result<Accepted, LateRefusal> {
-        self.answers
-            .lock()
-            .unwrap()
-            .push((session.to_owned(), call_id.clone(), answers));
-        Ok(Accepted::Queued(Queued {
-            call_id: call_id.clone(),
-            message_id: "reply-1".to_owned(),
-        }))
+    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
+        self.submitted.fetch_add(1, Ordering::SeqCst);
+        let Submission {
+            session,
+            call_id,
+            answers,
+            ..
+        } = submission;
+        let answers = answers.into_batch(None);
+        let attempt = || {
+            let taken = if self.continued.load(Ordering::SeqCst) {
+                self.answers.lock().unwrap().push((
+                    session.clone(),
+                    call_id.clone(),
+                    answers.clone(),
+                ));
+                Ok(Accepted::Queued(Queued {
+                    call_id: call_id.clone(),
+                    message_id: "reply-1".to_owned(),
+                }))
+            } else {
+                Err(LateRefusal::NotWaiting(NotWaiting::Closing))
+            };
+            std::future::ready(taken)
+        };
+        when_continued(
+            &self.seam,
+            &SessionId::from(session.as_str()),
+            &call_id,
+            attempt,
+        )
+        .await
     }
 }
 
@@ -71,7 +96,12 @@ fn scene() -> Scene {
         HostBindings::with_registry(registry),
     )
     .unwrap();
-    let desk = Arc::new(Recording::default());
+    let desk = Arc::new(Recording {
+        seam: seam.clone(),
+        continued: AtomicBool::new(false),
+        submitted: AtomicUsize::new(0),
+        answers: Mutex::new(Vec::new()),
+    });
     let web = ask_user_web::WebSurface::new(
         &seam,
         Some(Arc::clone(&desk) as Arc<dyn QuestionDesk>),
@@ -88,8 +118,9 @@ fn scene() -> Scene {
     }
 }
 
-fn announce_continued(seam: &UserQuestions) {
-    seam.publish(QuestionEvent {
+fn announce_continued(scene: &Scene) {
+    scene.desk.continued.store(true, Ordering::SeqCst);
+    scene.seam.publish(QuestionEvent {
         ask_id: None,
         call_id: Some(CallId::from("call-1")),
         agent_id: None,
@@ -119,7 +150,7 @@ async fn pending_call(scene: &Scene) {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_answer_before_the_announcement_waits_for_it_then_goes_late() {
+async fn an_answer_before_the_announcement_goes_to_the_desk_which_waits_for_it() {
     let scene = scene();
     let router = scene.web.router();
     let token = scene.web.token().to_owned();
@@ -143,10 +174,12 @@ async fn an_answer_before_the_announcement_waits_for_it_then_goes_late() {
         }
     });
     tokio::time::sleep(Duration::from_secs(5)).await;
-    // Not given to the desk before the call is continued, and not refused either.
+    // Handed to the desk at once; the desk took nothing before the call is continued, and
+    // refused nothing either.
+    assert_eq!(scene.desk.submitted.load(Ordering::SeqCst), 1);
     assert!(!answered.is_finished());
     assert!(scene.desk.answers.lock().unwrap().is_empty());
-    announce_continued(&scene.seam);
+    announce_continued(&scene);
     let (status, body) = answered.await.unwrap();
     assert_eq!(
         (status, body),
@@ -165,7 +198,7 @@ async fn an_announced_call_takes_its_answer_at_once() {
     let router = scene.web.router();
     let token = scene.web.token().to_owned();
     pending_call(&scene).await;
-    announce_continued(&scene.seam);
+    announce_continued(&scene);
     let start = tokio::time::Instant::now();
     let (status, _) = answer(
         &router,
@@ -180,12 +213,13 @@ async fn an_announced_call_takes_its_answer_at_once() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_call_never_announced_refuses_its_answer_without_giving_it_to_the_desk() {
+async fn a_call_never_announced_refuses_its_answer_once_the_desk_gave_up_waiting() {
     let scene = scene();
     let router = scene.web.router();
     let token = scene.web.token().to_owned();
     pending_call(&scene).await;
     // The host's log failed: no announcement ever comes.
+    let start = tokio::time::Instant::now();
     let (status, body) = answer(
         &router,
         &token,
@@ -197,5 +231,6 @@ async fn a_call_never_announced_refuses_its_answer_without_giving_it_to_the_desk
         (status, body["code"].as_str()),
         (StatusCode::GONE, Some("NOT_WAITING"))
     );
+    assert_eq!(start.elapsed(), pending_answer::CONTINUED_WITHIN);
     assert!(scene.desk.answers.lock().unwrap().is_empty());
 }

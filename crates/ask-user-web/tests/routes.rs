@@ -599,8 +599,10 @@ async fn a_continued_question_takes_one_late_answer_and_settles_on_admission() {
     assert_eq!(card["replyQueued"], true);
 
     // The agent's next turn admits the reply: the question is settled, once.
-    let reply = fx.host.begin_turn().unwrap();
-    fx.host.admit(&reply[0]).unwrap();
+    let claimed = fx.host.begin_turn().unwrap();
+    assert_eq!(claimed.len(), 1);
+    // The turn's first step admits it.
+    fx.host.begin_step().unwrap();
     let settled = page.until("settled", "call-1").await;
     assert_eq!(settled["by"], "web");
     let view = fx.host.projection().view().clone();
@@ -764,7 +766,7 @@ async fn the_terminal_times_out_the_shared_request_even_while_a_page_looks() {
         fx.runtime.seam(),
         TerminalOptions::new()
             .with_display(Display::virtual_terminal(vt.clone()))
-            .on_late_answer(fx.runtime.late_answers().clone()),
+            .with_desk(Arc::clone(&fx.desk) as Arc<dyn pending_answer::QuestionDesk>),
     );
     let _terminal = terminal.register(fx.runtime.seam());
     let router = fx.web.router();
@@ -793,8 +795,10 @@ async fn the_terminal_times_out_the_shared_request_even_while_a_page_looks() {
     })
     .await
     .expect("the terminal's late answer is queued");
-    let reply = fx.host.begin_turn().unwrap();
-    fx.host.admit(&reply[0]).unwrap();
+    let claimed = fx.host.begin_turn().unwrap();
+    assert_eq!(claimed.len(), 1);
+    // The turn's first step admits it.
+    fx.host.begin_step().unwrap();
     assert_eq!(page.until("settled", "call-1").await["by"], "terminal");
     let (status, body) = answer(
         &router,

@@ -40,8 +40,8 @@ pub mod late {
 /// What a host's code names most: `use ask_user::prelude::*;`.
 pub mod prelude {
     pub use ask_user_host::{
-        Host, HostError, HostOptions, HostRuntime, LogTarget, ModelInfo, SessionOptions, ToolCall,
-        ToolResult, ToolSpec,
+        Host, HostError, HostOptions, HostRuntime, LateReplies, LogTarget, ModelInfo,
+        SessionOptions, ToolCall, ToolResult, ToolSpec,
     };
     pub use pending_answer::{LateRefusal, Queued};
     pub use session_log::{JsonlStore, MemoryStore, SessionStore};

@@ -1,13 +1,60 @@
-//! Awaiting a call's continuation: the helper an answering surface uses to take a late answer
-//! the moment it may, instead of polling.
+//! Awaiting a call's continuation: the one rule of the way back for an answer given as a window
+//! closed, with its one deadline.
 //!
 //! A timed question whose window closed is not answerable late at once: the seam publishes
 //! `pending` when the window closes, and only once the host has committed the call's pending
 //! result does the projection mark it continued, and late answers publish `continued`
-//! ([`QuestionEventKind::Continued`]). A surface that got an answer in between (a person who
-//! pressed Enter just as the window closed) awaits [`continued`] and then submits.
+//! ([`QuestionEventKind::Continued`]). An answer that comes in between (a person who pressed
+//! Enter just as the window closed) is refused as [`NotWaiting::Closing`]; a desk takes it through
+//! [`when_continued`], which awaits the announcement (at most [`CONTINUED_WITHIN`]) and tries
+//! again. Nothing polls: the announcement wakes the wait.
 
-use user_questions::{CallId, QuestionEventKind, QuestionEvents, Received, SessionId};
+use std::time::Duration;
+
+use user_questions::{
+    CallId, QuestionEventKind, QuestionEvents, Received, SessionId, UserQuestions,
+};
+
+use crate::outcome::{LateRefusal, NotWaiting};
+
+/// The longest an answer given as a call's window closed waits for the host to announce the call
+/// continued (its pending result durable). The announcement normally follows within
+/// milliseconds; a host whose log failed never makes it, and the answer is then refused as the
+/// host's own check says.
+pub const CONTINUED_WITHIN: Duration = Duration::from_secs(10);
+
+/// Runs `attempt` (a desk's way to take an answer: queue it in a live session, say), and when it
+/// is refused because the call is [closing](NotWaiting::Closing), waits for `call_id` of `session`
+/// to be announced continued in `seam`'s events (or to end otherwise, or for
+/// [`CONTINUED_WITHIN`]) and runs it once more: its second outcome is the answer. The events are
+/// subscribed before the first attempt, so the announcement cannot be missed.
+///
+/// Cancel safe: dropping the future drops the attempt in progress (each attempt decides what a
+/// dropped future leaves).
+pub async fn when_continued<T, F, A>(
+    seam: &UserQuestions,
+    session: &SessionId,
+    call_id: &CallId,
+    mut attempt: F,
+) -> Result<T, LateRefusal>
+where
+    F: FnMut() -> A,
+    A: Future<Output = Result<T, LateRefusal>>,
+{
+    let mut events = seam.subscribe();
+    match attempt().await {
+        Err(LateRefusal::NotWaiting(NotWaiting::Closing)) => {
+            let waited = tokio::time::timeout(
+                CONTINUED_WITHIN,
+                continued(&mut events, Some(session), call_id),
+            )
+            .await;
+            tracing::debug!(%call_id, ?waited, "an answer given as the window closed waited for the continuation");
+            attempt().await
+        }
+        outcome => outcome,
+    }
+}
 
 /// How the wait for a call's continuation ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use user_questions::{
     AgentHandle, AgentId, AnswerBatch, AnswerPath, CallId, Provenance, QuestionEvent,
     QuestionEventKind, SessionRef, UserQuestionError, UserQuestions, WeakUserQuestions,
 };
-use user_questions_projection::{EventBody, TurnEnd, UserMessageEvent};
+use user_questions_projection::{EventBody, Standing, TurnEnd, UserMessageEvent};
 
 use crate::host::{HostEvent, ProjectionHost};
 use crate::outcome::{LateRefusal, NotWaiting, Queued};
@@ -25,7 +25,7 @@ pub const UNKNOWN_ANSWERER: &str = "unknown";
 ///
 /// Cheap to clone; clones share their reservations. It holds the seam only weakly, so it may be
 /// kept by an answerer registered in that seam without keeping the seam alive; once every handle of
-/// the seam is dropped, [`answer`](Self::answer) fails with `ASK_ABORTED`.
+/// the seam is dropped, [`queue`](Self::queue) fails with `ASK_ABORTED`.
 #[derive(Clone)]
 pub struct LateAnswers {
     inner: Arc<Inner>,
@@ -112,7 +112,7 @@ impl Reservations {
 impl LateAnswers {
     /// Late answers for `seam`: they share its registry (identity checks), its answer limits
     /// (§9.2) and its event stream (§9.4). Without a projection host, every
-    /// [`answer`](Self::answer) is `false`.
+    /// [`queue`](Self::queue) is refused as not waiting.
     pub fn new(seam: &UserQuestions, projections: Option<Arc<dyn ProjectionHost>>) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -123,13 +123,15 @@ impl LateAnswers {
         }
     }
 
-    /// Accepts a late answer to the continued call `call_id` of `agent`'s session and queues it as
-    /// a follow-up user message (SPEC §4.8, in this order):
+    /// Queues a late answer to the continued call `call_id` of `agent`'s session as a follow-up
+    /// user message (SPEC §4.8, in this order):
     ///
     /// 1. identity check ([`LateRefusal::NotLive`]: `CALLER_NOT_LIVE`, `DELEGATED_CALLER`);
     /// 2. [`LateRefusal::NotWaiting`], with no side effect, unless the call is `continued` in the
-    ///    projection state of `agent.session()` (unknown, open, settled or legacy calls; no
-    ///    projection host), with the reason;
+    ///    projection state of `agent.session()` (its [`Standing`]), with the reason: open (its
+    ///    window runs), closing (its window closed and its pending result is not committed yet:
+    ///    [`when_continued`](crate::when_continued) waits for it), settled, or unknown (also a
+    ///    legacy call, or a host without projections);
     /// 3. [`LateRefusal::ReplyQueued`] (with the id of the reply in flight) when a reply for the
     ///    call is reserved or sits in the agent's queues — checked before the batch;
     /// 4. [`LateRefusal::BadAnswer`] unless the batch fits the stored questions (§9.2);
@@ -146,6 +148,19 @@ impl LateAnswers {
     // SPEC §4.2 fixes the by-value batch: the caller hands the batch over, and the normalised copy
     // is what travels on.
     #[allow(clippy::needless_pass_by_value)]
+    pub fn queue(
+        &self,
+        agent: &AgentHandle,
+        call_id: &CallId,
+        batch: AnswerBatch,
+        origin: Provenance,
+    ) -> Result<Queued, LateRefusal> {
+        self.queue_as(agent, call_id, batch, origin, new_message_id())
+    }
+
+    /// SPEC §4.2's name for [`queue`](Self::queue) (`LateAnswers::answer(agent, call_id, batch,
+    /// origin)`): the same call.
+    #[allow(clippy::needless_pass_by_value)]
     pub fn answer(
         &self,
         agent: &AgentHandle,
@@ -153,15 +168,15 @@ impl LateAnswers {
         batch: AnswerBatch,
         origin: Provenance,
     ) -> Result<Queued, LateRefusal> {
-        self.answer_as(agent, call_id, batch, origin, new_message_id())
+        self.queue(agent, call_id, batch, origin)
     }
 
-    /// [`answer`](Self::answer) with the reply's message id given by the caller instead of a
+    /// [`queue`](Self::queue) with the reply's message id given by the caller instead of a
     /// fresh one (step 5): a host that records answers elsewhere first (a database ledger) uses
     /// that answer's id, so the admitted `user/message` names the answer it admits. The id must
     /// be new to the session.
     #[allow(clippy::needless_pass_by_value)]
-    pub fn answer_as(
+    pub fn queue_as(
         &self,
         agent: &AgentHandle,
         call_id: &CallId,
@@ -184,15 +199,16 @@ impl LateAnswers {
         let Some(state) = state else {
             return Err(LateRefusal::NotWaiting(NotWaiting::Unknown));
         };
-        let Some(entry) = state.continued(call_id) else {
-            let why = if state.active(call_id).is_some() {
-                NotWaiting::Open
-            } else if state.is_settled(call_id) {
-                NotWaiting::Settled
-            } else {
-                NotWaiting::Unknown
-            };
-            return Err(LateRefusal::NotWaiting(why));
+        let entry = match state.standing(call_id) {
+            Standing::Continued(entry) => entry,
+            // Open in the log, with no window open in the seam: the window of a timed call closed
+            // and its pending result is on its way to the log.
+            Standing::Open(_) if state.timed() && !seam.is_waiting(agent, call_id) => {
+                return Err(LateRefusal::NotWaiting(NotWaiting::Closing));
+            }
+            Standing::Open(_) => return Err(LateRefusal::NotWaiting(NotWaiting::Open)),
+            Standing::Settled(_) => return Err(LateRefusal::NotWaiting(NotWaiting::Settled)),
+            Standing::Unknown => return Err(LateRefusal::NotWaiting(NotWaiting::Unknown)),
         };
         // Step 3: our reservations first (our lock, released at once), then the agent's queues
         // (a host call, made without our lock).

@@ -22,6 +22,10 @@ pub enum NotWaiting {
     Unknown,
     /// The call is still in its foreground window: only its own tool call takes its answer.
     Open,
+    /// The call's window closed a moment ago and its pending result is not in the log yet (or
+    /// never will be: its host's log failed). [`when_continued`](crate::when_continued) waits for
+    /// the call to be announced continued, then tries again.
+    Closing,
     /// The call is settled already.
     Settled,
     /// The call ended without an answer and without going pending (an error, a cancellation).
@@ -36,6 +40,9 @@ impl NotWaiting {
         match self {
             Self::Unknown => "is not a pending timed question",
             Self::Open => "is open, not pending: only its own tool call can answer it",
+            Self::Closing => {
+                "is closing: its window closed and its pending result is not saved yet"
+            }
             Self::Settled => "is already settled",
             Self::Dropped => "ended without an answer and without going pending",
         }
@@ -132,11 +139,31 @@ impl LateRefusal {
     }
 }
 
-/// A desk could not list its questions or reach a session's store: the code is stable (e.g.
-/// `LOG_IO`, `LOG_LOCKED`, `DB_UNAVAILABLE`), the message is for a person.
+/// What kind of failure a [`DeskError`] is: what a surface or a command decides on (its status,
+/// its exit code), where the error's [`code`](DeskError::code) is only printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeskErrorKind {
+    /// The desk has no such session.
+    UnknownSession,
+    /// The request cannot work as given (a name the store refuses, a setting that cannot work).
+    Usage,
+    /// The session's store failed or refused (a log unreadable or held by another writer, a
+    /// database error): nothing was kept.
+    Store,
+    /// Where the session lives did not answer (a database down, an agent's server silent): nothing
+    /// is known to be kept; look again before trying again.
+    Unreachable,
+    /// A broken invariant of the desk itself.
+    Internal,
+}
+
+/// A desk could not list its questions or reach a session's store: the kind is what callers
+/// decide on, the code is stable for printing (e.g. `LOG_IO`, `LOG_LOCKED`, `DB_UNAVAILABLE`),
+/// the message is for a person.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct DeskError {
+    kind: DeskErrorKind,
     code: &'static str,
     message: String,
     #[source]
@@ -144,28 +171,45 @@ pub struct DeskError {
 }
 
 impl DeskError {
-    /// An error with a code and a message.
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    /// An error of `kind` with a code and a message.
+    pub fn new(kind: DeskErrorKind, code: &'static str, message: impl Into<String>) -> Self {
         Self {
+            kind,
             code,
             message: message.into(),
             source: None,
         }
     }
 
-    /// An error with `code` whose message is `error`'s, kept as the source.
+    /// An error of `kind` with `code` whose message is `error`'s, kept as the source.
     pub fn from_error(
+        kind: DeskErrorKind,
         code: &'static str,
         error: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         Self {
+            kind,
             code,
             message: error.to_string(),
             source: Some(Box::new(error)),
         }
     }
 
-    /// The stable code.
+    /// The desk has no session `session`.
+    pub fn unknown_session(session: &str) -> Self {
+        Self::new(
+            DeskErrorKind::UnknownSession,
+            "UNKNOWN_SESSION",
+            format!("no session {session:?}"),
+        )
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> DeskErrorKind {
+        self.kind
+    }
+
+    /// The stable code, for printing.
     pub fn code(&self) -> &'static str {
         self.code
     }

@@ -39,7 +39,7 @@ pub use fold::{Applied, PROJECTION_KEY, STATE_VERSION, apply, init, restore, vie
 pub use readers::{declares_timed, questions_from_arguments};
 pub use replay::{FoldedLog, Replay, fold_log, resume_fold};
 pub use state::{
-    ActiveQuestion, ActiveState, RestoreError, SettledQuestion, UserQuestionsState,
+    ActiveQuestion, ActiveState, RestoreError, SettledQuestion, Standing, UserQuestionsState,
     UserQuestionsView,
 };
 

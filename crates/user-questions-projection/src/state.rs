@@ -65,6 +65,32 @@ pub struct SettledQuestion {
     pub provenance: Option<Provenance>,
 }
 
+/// Where one call stands in the projection: the one answer every reader asks for (late answers
+/// before they queue a reply, the MCP companion before it fetches one, the database ledger when
+/// it records a question's state), from [`UserQuestionsState::standing`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing<'a> {
+    /// Its tool call is running: only its own call (its foreground window) takes the answer.
+    Open(&'a ActiveQuestion),
+    /// Its tool call ended pending: only a late answer settles it (SPEC §4.8).
+    Continued(&'a ActiveQuestion),
+    /// Settled (in its window, or by an admitted late reply): the first settlement of the call.
+    Settled(&'a SettledQuestion),
+    /// The projection does not know the call: never asked here, a legacy call, or one that ended
+    /// without an answer and without going pending.
+    Unknown,
+}
+
+impl<'a> Standing<'a> {
+    /// The active entry of an open or continued call.
+    pub fn active(self) -> Option<&'a ActiveQuestion> {
+        match self {
+            Self::Open(active) | Self::Continued(active) => Some(active),
+            Self::Settled(_) | Self::Unknown => None,
+        }
+    }
+}
+
 /// Why a cached state was refused (§8.6). The host then refolds from the log.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RestoreError {
@@ -111,6 +137,22 @@ impl UserQuestionsState {
     /// The view: active and settled calls.
     pub fn view(&self) -> &UserQuestionsView {
         &self.questions
+    }
+
+    /// Where `call_id` stands: open or continued while it is active (a call asked again after
+    /// it settled is active again), else settled, else unknown.
+    pub fn standing(&self, call_id: &CallId) -> Standing<'_> {
+        if let Some(active) = self.active(call_id) {
+            return match active.state {
+                ActiveState::Open => Standing::Open(active),
+                ActiveState::Continued => Standing::Continued(active),
+            };
+        }
+        self.questions
+            .settled
+            .iter()
+            .find(|s| s.call_id == *call_id)
+            .map_or(Standing::Unknown, Standing::Settled)
     }
 
     /// The active entry for a call, if any.

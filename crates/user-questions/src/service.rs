@@ -406,6 +406,18 @@ impl UserQuestions {
             .sum()
     }
 
+    /// Whether the foreground window of `agent`'s timed call `call_id` is open now: its wait is
+    /// registered and has not ended. `false` once the window closed, even before `ask_timed`
+    /// returned; a late answer that meets an open call whose window is no longer open waits for
+    /// the call's continuation (`pending_answer::when_continued`).
+    pub fn is_waiting(&self, agent: &AgentHandle, call_id: &CallId) -> bool {
+        lock(&self.inner.waits)
+            .by_agent
+            .get(&agent_key(agent))
+            .and_then(|entry| entry.calls.get(call_id))
+            .is_some_and(|live| live.wait.end().is_none())
+    }
+
     /// The number of registered answerers. A host that registers the tool but no answerer should
     /// warn at startup (SPEC §5.1): every question would fail closed.
     pub fn registered_answerers(&self) -> usize {

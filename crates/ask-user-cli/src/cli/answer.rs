@@ -12,7 +12,10 @@ use ask_user_terminal::sanitize::visible;
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
-use pending_answer::{Accepted, LateRefusal, NotWaiting, QuestionDesk as _, Queued};
+use std::sync::{Arc, Mutex};
+
+use pending_answer::{Accepted, LateRefusal, NotWaiting, QuestionDesk as _, Queued, Submission};
+use user_questions::sync::lock_unpoisoned;
 use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, Question, UserMessage};
 
 use super::desk::{Access, Picked};
@@ -55,7 +58,7 @@ pub struct AnswerArgs {
     admit: bool,
 }
 
-pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
+pub(super) async fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
     let pg = args
         .pg
         .filled(args.targets.len() == 2 || args.state_dir.is_some());
@@ -73,7 +76,7 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
             let call_id = CallId::from(call.as_str());
             let desk = super::desk::state_dir(args.state_dir.clone())?
                 .ok_or_else(|| not_continued(&call_id))?;
-            let session = session_of(&desk, &call_id)?;
+            let session = session_of(&desk, &call_id).await?;
             (session, Picked::Logs(desk), call_id)
         }
         _ => {
@@ -90,21 +93,28 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
     };
     // The call's questions, as the desk read them, order the flags' items and name every problem
     // of a bad answer.
-    let (mut questions, mut submitted) = (None, batch.clone());
-    let answered = picked.desk().answer_with(
-        &session,
-        &call_id,
-        &mut |stored| {
-            questions = stored.map(<[Question]>::to_vec);
-            if let Some(stored) = stored
-                && args.answers.is_none()
-            {
-                submitted = in_question_order(&batch, stored);
-            }
-            submitted.clone()
-        },
+    let seen: Arc<Mutex<(Option<Vec<Question>>, AnswerBatch)>> =
+        Arc::new(Mutex::new((None, batch.clone())));
+    let from_flags = args.answers.is_none();
+    let compose = {
+        let seen = Arc::clone(&seen);
+        move |stored: Option<&[Question]>| {
+            let submitted = match stored {
+                Some(stored) if from_flags => in_question_order(&batch, stored),
+                _ => batch,
+            };
+            *lock_unpoisoned(&seen) = (stored.map(<[Question]>::to_vec), submitted.clone());
+            submitted
+        }
+    };
+    let submission = Submission::composed(
+        session.clone(),
+        call_id.clone(),
+        compose,
         Provenance::human(ANSWERER),
     );
+    let answered = picked.desk().submit(submission).await;
+    let (questions, submitted) = lock_unpoisoned(&seen).clone();
     match answered {
         Ok(Accepted::Admitted { reply, settled }) => {
             print_admitted(&call_id, &reply, settled);
@@ -125,7 +135,12 @@ pub(super) fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
                 visible(&answer_id)
             );
             match &picked {
-                Picked::Database(db) if args.admit => super::pg::admit_here(db.store(), &session),
+                Picked::Database(db) if args.admit => {
+                    let store = db.store().clone();
+                    tokio::task::spawn_blocking(move || super::pg::admit_here(&store, &session))
+                        .await
+                        .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
+                }
                 Picked::Database(_) | Picked::Logs(_) => {
                     eprintln!("a worker (`ask-user worker --pg …`) admits it into the session");
                 }
@@ -391,13 +406,14 @@ fn in_question_order(batch: &AnswerBatch, questions: &[Question]) -> AnswerBatch
     AnswerBatch { answers }
 }
 
-/// The session of the state directory whose log has `call_id` open or continued: the one, or
-/// an error naming none or several.
-fn session_of(desk: &LogDesk, call_id: &CallId) -> Result<String, CliError> {
+/// The session of the state directory whose log has `call_id` open or continued (an answer
+/// reaches it): the one, or an error naming none or several.
+async fn session_of(desk: &LogDesk, call_id: &CallId) -> Result<String, CliError> {
     let mut sessions: Vec<String> = desk
-        .answerable()?
+        .find(call_id)
+        .await?
         .into_iter()
-        .filter(|q| &q.call_id == call_id)
+        .filter(|q| q.answerable)
         .map(|q| q.session)
         .collect();
     sessions.dedup();

@@ -92,12 +92,10 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     let _interrupt = interrupt_on_ctrl_c(cancel.clone());
 
     // Like any turn of an agent loop, this one admits what was queued for it first (a late reply
-    // a crashed session had accepted, for example), so nothing stays stuck in the inbox.
+    // a crashed session had accepted, for example), so nothing stays stuck in the inbox: the
+    // turn claims it and its first step admits it.
     let queued = host.begin_turn()?;
     host.begin_step()?;
-    for message in &queued {
-        host.admit(message)?;
-    }
     if !queued.is_empty() {
         eprintln!(
             "note: admitted {} message(s) queued for this session",

@@ -121,7 +121,7 @@ pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
     tokio::select! {
         () = demo.cancel.cancelled() => {
             // An answer submitted just before Ctrl-C is queued: admit it rather than leave it.
-            if demo.host.host_agent().next_turn().is_empty() {
+            if demo.host.late().waiting().is_empty() {
                 demo.say(format!("host  › stopped; answer later with:\n        {later}"));
             } else {
                 demo.admit_late_reply()?;
@@ -192,11 +192,11 @@ impl Demo {
                     .register(Arc::new(script), RegisterOptions::global(name)),
             );
         }
-        // Late submissions from the card go through LateAnswers into the agent's durable inbox.
+        // Late answers from the card go to the session's desk, into the agent's durable inbox.
         let web = super::web::plan(&host, &args.web)?;
         let terminal = TerminalAnswerer::new(
             host.seam(),
-            TerminalOptions::new().on_late_answer(host.late_answers().clone()),
+            TerminalOptions::new().with_desk(crate::host::LiveDesk::of([&host])),
         );
         guards.push(terminal.register(host.seam()));
         let web = match web {
@@ -312,10 +312,10 @@ impl Demo {
     /// A new turn admits the late reply as the follow-up user message; the projection settles it.
     fn admit_late_reply(&self) -> Result<(), CliError> {
         let host = &self.host;
+        // The turn claims the reply and its first step admits it.
         let claimed = host.begin_turn()?;
         host.begin_step()?;
         for message in &claimed {
-            host.admit(message)?;
             if let Some(text) = message.content.iter().find_map(ContentBlock::as_text) {
                 self.say(json_line("user  → model ", text));
             }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use ask_user_pg::PgDesk;
-use pending_answer::{DeskError, QuestionDesk};
+use pending_answer::{DeskError, DeskErrorKind, QuestionDesk};
 
 use super::{CliError, Exit};
 use crate::host::LogDesk;
@@ -66,9 +66,12 @@ pub(crate) fn pick(
 
 impl From<DeskError> for CliError {
     fn from(error: DeskError) -> Self {
-        let exit = match error.code() {
-            "BAD_USAGE" => Exit::Usage,
-            _ => Exit::Log,
+        let exit = match error.kind() {
+            DeskErrorKind::Usage => Exit::Usage,
+            DeskErrorKind::Internal => Exit::Failure,
+            DeskErrorKind::UnknownSession | DeskErrorKind::Store | DeskErrorKind::Unreachable => {
+                Exit::Log
+            }
         };
         Self::new(error.code(), error.to_string(), exit)
     }

@@ -237,12 +237,9 @@ pub(super) async fn run(args: InboxArgs) -> Result<Exit, CliError> {
         false,
     )?;
 
+    // The page follows the inbox's desk: its changes (a host linked or went, a question
+    // continued, a log answered from a shell) and its labels (where each session runs).
     let stop = CancellationToken::new();
-    let _follow = super::AbortOnDrop(tokio::spawn(follow(
-        inbox.clone(),
-        surface.clone(),
-        state_dir.clone(),
-    )));
     let serving = {
         let inbox = inbox.clone();
         let stop = stop.clone();
@@ -303,53 +300,6 @@ async fn serve_page(
             Exit::Failure,
         )),
     }
-}
-
-/// Keeps the page in step: the sessions' labels and a fresh listing whenever the inbox changed,
-/// and whenever a log of the state directory did (an answer from a shell, a host gone).
-async fn follow(inbox: Inbox, surface: WebSurface, state_dir: PathBuf) {
-    let mut changes = inbox.changes();
-    let mut seen = logs_signature(&state_dir);
-    let mut every = tokio::time::interval(Duration::from_secs(2));
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            ticked = changes.changed() => {
-                if ticked.is_err() {
-                    return;
-                }
-            }
-            _ = every.tick() => {
-                let now = logs_signature(&state_dir);
-                if now == seen {
-                    continue;
-                }
-                seen = now;
-            }
-        }
-        for session in inbox.sessions() {
-            surface.set_session_label(&session.name, session.label());
-        }
-        surface.refresh().await;
-    }
-}
-
-/// The names, lengths and modification times of the logs of `dir`: what changes when any log
-/// does.
-fn logs_signature(dir: &Path) -> Vec<(std::ffi::OsString, u64, Option<std::time::SystemTime>)> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut signature: Vec<_> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-        .filter_map(|e| {
-            let meta = e.metadata().ok()?;
-            Some((e.file_name(), meta.len(), meta.modified().ok()))
-        })
-        .collect();
-    signature.sort();
-    signature
 }
 
 /// Ctrl-C or `SIGTERM`.

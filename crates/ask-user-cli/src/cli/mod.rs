@@ -97,6 +97,7 @@ impl From<crate::host::HostError> for CliError {
             crate::host::HostError::Config(_)
             | crate::host::HostError::AgentIdTaken(_)
             | crate::host::HostError::DuplicateCallId(_) => Exit::Usage,
+            crate::host::HostError::Order(_) => Exit::Failure,
             crate::host::HostError::Store(_) | crate::host::HostError::Journal(_) => Exit::Log,
         };
         Self::new(error.code(), error.to_string(), exit)
@@ -277,8 +278,8 @@ pub async fn run(cli: Cli) -> Exit {
     let result = match cli.command {
         Command::Demo(args) => demo::run(args).await,
         Command::Ask(args) => ask::run(args).await,
-        Command::Pending(args) => pending::run(&args),
-        Command::Answer(args) => answer::run(&args),
+        Command::Pending(args) => pending::run(&args).await,
+        Command::Answer(args) => answer::run(&args).await,
         Command::Schema(args) => schema::run(&args),
         Command::Mcp(args) => mcp::run(args).await,
         Command::Serve(args) => web::serve(args).await,

@@ -28,7 +28,7 @@ pub struct PendingArgs {
     pg: super::pg::PgArgs,
 }
 
-pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
+pub(super) async fn run(args: &PendingArgs) -> Result<Exit, CliError> {
     let session = args.log.as_ref().map(|p| p.display().to_string());
     let logs: Vec<PathBuf> = args.log.iter().cloned().collect();
     let pg = args
@@ -38,7 +38,8 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
         let mut questions: Vec<DeskQuestion> = match super::desk::state_dir(args.state_dir.clone())?
         {
             Some(desk) => desk
-                .sessions()?
+                .sessions()
+                .await?
                 .into_iter()
                 .flat_map(|s| s.questions)
                 .collect(),
@@ -55,7 +56,7 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
     if let (Some(session), true) = (&session, args.json) {
         // The projection view of the session: its checkpoint and the lines after it when the
         // checkpoint verifies, else a refold.
-        let views = desk.views(Some(session))?;
+        let views = desk.views(Some(session)).await?;
         let view = views.first().map(|v| &v.view);
         let text = serde_json::to_string(&view)
             .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
@@ -65,7 +66,8 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
     // One scan per log, no lock, no checkpoint written; findings (a torn tail left as it is,
     // unreadable lines) are reported by the store as warnings.
     let sessions: Vec<DeskSession> = desk
-        .sessions()?
+        .sessions()
+        .await?
         .into_iter()
         .filter(|s| session.as_ref().is_none_or(|name| *name == s.session))
         .collect();
@@ -79,7 +81,7 @@ pub(super) fn run(args: &PendingArgs) -> Result<Exit, CliError> {
                 && sessions.is_empty()
             {
                 // An unknown session is an error; a known one without questions an empty list.
-                desk.views(Some(session))?;
+                desk.views(Some(session)).await?;
             }
             let questions: Vec<DeskQuestion> =
                 sessions.into_iter().flat_map(|s| s.questions).collect();
@@ -96,6 +98,7 @@ fn print_log_table(session: Option<&DeskSession>) {
     for question in session.iter().flat_map(|s| &s.questions) {
         let state = match (question.state, question.interrupted) {
             (DeskState::Continued, _) => "continued",
+            (DeskState::Settled, _) => "settled",
             (DeskState::Open, true) => "open, interrupted",
             (DeskState::Open, false) => "open",
         };

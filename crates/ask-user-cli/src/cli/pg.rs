@@ -9,13 +9,9 @@ use std::io::{BufReader, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ask_user_pg::{
-    LiveLedger, PgError, PgOptions, PgStore, Worker, WorkerEvent, admit_answers, follow_ledger,
-};
+use ask_user_pg::{LiveLedger, PgError, PgOptions, PgStore, Worker, WorkerEvent, admit_answers};
 use ask_user_terminal::sanitize::visible;
-use ask_user_web::WebSurface;
 use clap::Args;
-use user_questions::CancellationToken;
 
 use super::{CliError, Exit};
 use crate::host::HostRuntime;
@@ -395,40 +391,6 @@ pub(super) fn live_session(
     )?;
     let live = store.attach_live(url, &name, &host, Duration::from_secs(1));
     Ok((host, name, (live, runtime)))
-}
-
-/// `serve --pg`: keeps the pages' cards in step with the ledger, and claims the questions open
-/// elsewhere while a page looks, until `stop` fires (it releases its claims on the way out). The
-/// pages get a fresh snapshot after each change, one refresh at a time.
-pub(super) fn follow(
-    store: PgStore,
-    surface: &WebSurface,
-    stop: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    let client = format!("serve-{}-{}", std::process::id(), crate::store::now_ms());
-    let changed = std::sync::Arc::new(tokio::sync::Notify::new());
-    let refresher = {
-        let (surface, changed) = (surface.clone(), std::sync::Arc::clone(&changed));
-        super::AbortOnDrop(tokio::spawn(async move {
-            loop {
-                changed.notified().await;
-                surface.refresh().await;
-            }
-        }))
-    };
-    let looking = surface.clone();
-    tokio::spawn(async move {
-        follow_ledger(
-            store,
-            client,
-            Duration::from_secs(1),
-            move || looking.clients() > 0,
-            move || changed.notify_one(),
-            stop,
-        )
-        .await;
-        drop(refresher);
-    })
 }
 
 /// The name of the shared secret that seals MCP form rounds (`requestState`) in the database.

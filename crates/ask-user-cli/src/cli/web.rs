@@ -9,9 +9,7 @@ use std::sync::Arc;
 use ask_user_web::{WebOptions, WebServer, WebSurface};
 use clap::Args;
 use pending_answer::QuestionDesk;
-use user_questions::{
-    AnswererGuard, CancellationToken, HostBindings, UserQuestions, UserQuestionsConfig,
-};
+use user_questions::{AnswererGuard, HostBindings, UserQuestions, UserQuestionsConfig};
 
 use super::desk::{Access, Picked};
 use super::{CliError, Exit};
@@ -190,33 +188,28 @@ pub(super) async fn serve_desk(
     for log in logs {
         crate::host::LogDesk::files([log])
             .map_err(|e| CliError::new(e.code(), e.to_string(), Exit::Log))?
-            .views(None)?;
+            .views(None)
+            .await?;
     }
     // No question is asked here: a seam only to check answers against (the desk checks late
     // answers again when it takes them).
     let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default())
         .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
     let (options, addr) = options_for(addr.or_else(|| super::config::current().web_addr()))?;
-    let (desk, store): (Arc<dyn QuestionDesk>, _) = match picked {
+    // The cards follow the desk's changes (the ledger, the logs); a database's desk claims the
+    // questions open elsewhere while a page looks.
+    let (desk, database): (Arc<dyn QuestionDesk>, _) = match picked {
         Picked::Logs(desk) => (Arc::new(desk), None),
-        Picked::Database(desk) => {
-            let store = desk.store().clone();
-            (Arc::new(desk), Some(store))
-        }
+        Picked::Database(desk) => (Arc::new(desk.clone()), Some(desk)),
     };
     let surface = WebSurface::new(&seam, Some(desk), options).map_err(|e| no_surface(&e))?;
     let server = bind(&surface, addr).await?;
-    // With a database: the cards follow the ledger, and questions open elsewhere are claimed
-    // while a page looks.
-    let stop = CancellationToken::new();
-    let follower = store.map(|store| super::pg::follow(store, &surface, stop.clone()));
     eprintln!("web   › answer the continued questions at {}", server.url());
     eprintln!("        (Ctrl-C to stop)");
     let _ = tokio::signal::ctrl_c().await;
-    stop.cancel();
-    if let Some(follower) = follower {
-        // It releases its claims on the way out.
-        let _ = follower.await;
+    if let Some(database) = database {
+        // Its claims are released on the way out.
+        database.close().await;
     }
     Ok(Exit::Ok)
 }

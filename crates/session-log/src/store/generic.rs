@@ -51,6 +51,12 @@ pub trait LogBackend: Send + Sync {
     /// The names of every log, sorted (byte order). A checkpoint or a sidecar is not a log.
     fn list(&self) -> Result<Vec<String>, StoreError>;
 
+    /// The byte length of the log `name` (what a change watcher compares). The default reads it
+    /// with the header ([`head`](LogBackend::head)); a backend that knows it more cheaply says so.
+    fn length(&self, name: &str) -> Result<u64, StoreError> {
+        self.head(name).map(|(_, length)| length)
+    }
+
     /// Creates the log `name` holding only `header_line` (line end included), durable before it
     /// returns; [`StoreError::Exists`] if there is one.
     fn create(&self, name: &str, header_line: &[u8]) -> Result<(), StoreError>;
@@ -531,6 +537,10 @@ where
 
     fn list(&self) -> Result<Vec<String>, StoreError> {
         LogBackend::list(self)
+    }
+
+    fn length(&self, name: &str) -> Result<u64, StoreError> {
+        LogBackend::length(self, name)
     }
 
     fn create(

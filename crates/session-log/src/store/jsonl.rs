@@ -106,6 +106,14 @@ impl LogBackend for JsonlStore {
     type Owned = FileLog<File>;
     type Reader = BufReader<File>;
 
+    fn length(&self, name: &str) -> Result<u64, StoreError> {
+        let path = self.path(name);
+        regular_file(&path)?;
+        std::fs::metadata(&path)
+            .map(|meta| meta.len())
+            .map_err(|e| StoreError::io("stat", &path, e))
+    }
+
     fn location(&self, name: &str) -> PathBuf {
         self.path(name)
     }

@@ -76,6 +76,10 @@ pub trait SessionStore: Send + Sync {
     /// (a log created under another name is read and written, but not listed).
     fn list(&self) -> Result<Vec<String>, StoreError>;
 
+    /// The byte length of the log `name`: what grows with every append, for a watcher that tells
+    /// a surface the store's logs changed.
+    fn length(&self, name: &str) -> Result<u64, StoreError>;
+
     /// Creates a new log whose only line is `session`'s header record and returns its writer
     /// ([`StoreError::Exists`] if there is one already). The header is durable before it returns.
     fn create(

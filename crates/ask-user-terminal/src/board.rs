@@ -1,9 +1,9 @@
-//! The desk: one task that owns the screen and every card on it.
+//! The board: one task that owns the screen and every card on it.
 //!
-//! Answer calls hand their card to the desk and wait for how it ended. The desk shows one card at
+//! Answer calls hand their card to the board and wait for how it ended. The board shows one card at
 //! a time (the oldest foreground card not hidden, else the oldest pending one), runs the local
 //! countdowns, and keeps a timed card on screen after its window closed, as a pending question
-//! whose answer goes to the host's late-answer sink. It takes the screen over only while it
+//! whose answer goes to the host's question desk. It takes the screen over only while it
 //! has cards, and gives it back (raw mode off, normal screen) as soon as it has none.
 
 use std::future::{Future, pending};
@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use pending_answer::{LateAnswerSink, LateSubmission};
+use pending_answer::{Accepted, LateRefusal, QuestionDesk, Submission};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 use user_questions::{
     AgentHandle, AgentId, AnswerBatch, CallId, Provenance, Question, QuestionEvent,
-    QuestionEventKind, QuestionEvents, QuestionLimits, Received, SessionId, WaitClaim,
+    QuestionEventKind, QuestionEvents, QuestionLimits, Received, WaitClaim,
 };
 
 use crate::card::{CardAction, CardState};
@@ -39,7 +39,7 @@ pub(crate) enum Waiting {
     },
 }
 
-/// A card handed to the desk by an answer call.
+/// A card handed to the board by an answer call.
 pub(crate) struct NewCard {
     pub(crate) questions: Vec<Question>,
     pub(crate) waiting: Waiting,
@@ -61,7 +61,7 @@ pub(crate) enum CardEnd {
     Unavailable,
 }
 
-/// What the answerer and the host tell the desk.
+/// What the answerer and the host tell the board.
 pub(crate) enum Command {
     Open {
         id: u64,
@@ -80,7 +80,7 @@ pub(crate) enum Command {
 /// State shared with the answerer.
 #[derive(Default)]
 pub(crate) struct Shared {
-    /// Calls whose pending question is on this desk and can still be answered.
+    /// Calls whose pending question is on this board and can still be answered.
     pub(crate) late: Mutex<Vec<CallId>>,
     /// The host's status line under every card and the reminder.
     pub(crate) status: Mutex<Option<String>>,
@@ -106,11 +106,8 @@ enum Kind {
     Late {
         call_id: CallId,
         agent: Option<AgentHandle>,
-        /// The host announced the call continued: its late answer is taken now.
-        continued: bool,
-        /// An answer submitted before that, sent once the announcement comes, or at the instant
-        /// given (a host that never announces: the sink's own check then decides).
-        held: Option<(AnswerBatch, Instant)>,
+        /// An answer is with the desk now (it may wait for the call's continuation).
+        sending: bool,
     },
 }
 
@@ -156,10 +153,8 @@ impl Card {
 
 type Settling = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// The longest a late answer given as the window closed waits for the host's announcement that
-/// its call is continued (the pending result durable; it normally follows within milliseconds).
-/// Past it the answer goes anyway, and the sink's own check decides.
-const CONTINUED_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+/// A late answer with the desk: the call it answers and what the desk did with it.
+type Sending = Pin<Box<dyn Future<Output = (CallId, Result<Accepted, LateRefusal>)> + Send>>;
 
 /// How long a card taken down by the end of its request waits for the seam's word on how the
 /// request ended (who answered), before its note says only that it was closed.
@@ -174,17 +169,19 @@ struct Closed {
     due: Instant,
 }
 
-/// The desk task's state.
-pub(crate) struct Desk {
+/// The board task's state.
+pub(crate) struct Board {
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
     pub(crate) display: Display,
     pub(crate) limits: QuestionLimits,
     pub(crate) name: String,
-    pub(crate) on_late: Option<Arc<dyn LateAnswerSink>>,
+    pub(crate) late: Option<Arc<dyn QuestionDesk>>,
     pub(crate) shared: Arc<Shared>,
     cards: Vec<Card>,
+    /// Late answers with the desk, each reported back here.
+    sending: FuturesUnordered<Sending>,
     screen: Option<OpenScreen>,
-    /// Host notes shown above the card while the desk has the screen; printed on the normal screen
+    /// Host notes shown above the card while the board has the screen; printed on the normal screen
     /// when it gives the screen back.
     notes: Vec<String>,
     /// Claims kept after their card's outcome went out, until the seam has taken it (SPEC §4.7:
@@ -197,13 +194,13 @@ pub(crate) struct Desk {
     closed: Vec<Closed>,
 }
 
-impl Desk {
+impl Board {
     pub(crate) fn new(
         commands: mpsc::UnboundedReceiver<Command>,
         display: Display,
         limits: QuestionLimits,
         name: String,
-        on_late: Option<Arc<dyn LateAnswerSink>>,
+        late: Option<Arc<dyn QuestionDesk>>,
         shared: Arc<Shared>,
     ) -> Self {
         Self {
@@ -211,9 +208,10 @@ impl Desk {
             display,
             limits,
             name,
-            on_late,
+            late,
             shared,
             cards: Vec::new(),
+            sending: FuturesUnordered::new(),
             screen: None,
             notes: Vec::new(),
             settling: FuturesUnordered::new(),
@@ -244,17 +242,6 @@ impl Desk {
                 .iter()
                 .filter_map(|c| c.countdown().and_then(|cd| cd.next_tick(now)))
                 .min();
-            let overdue = self
-                .cards
-                .iter()
-                .filter_map(|c| match &c.kind {
-                    Kind::Late {
-                        held: Some((_, due)),
-                        ..
-                    } => Some(*due),
-                    Kind::Late { .. } | Kind::Foreground { .. } => None,
-                })
-                .min();
             let unexplained = self.closed.iter().map(|c| c.due).min();
             tokio::select! {
                 biased;
@@ -265,13 +252,15 @@ impl Desk {
                 input = next_input(&mut self.screen) => self.input(input),
                 () = sleep_until_some(due) => self.expire(),
                 () = sleep_until_some(tick) => {}
-                () = sleep_until_some(overdue) => self.send_overdue(),
+                Some((call_id, outcome)) = self.sending.next(), if !self.sending.is_empty() => {
+                    self.sent(&call_id, outcome);
+                }
                 () = sleep_until_some(unexplained) => self.closed_unexplained(),
                 Some(()) = self.settling.next(), if !self.settling.is_empty() => {}
                 event = next_event(&mut self.events) => self.seam_event(event),
             }
         }
-        // Nothing can reach the desk any more: end what is left and give the screen back.
+        // Nothing can reach the board any more: end what is left and give the screen back.
         for card in std::mem::take(&mut self.cards) {
             self.discard(card);
         }
@@ -424,20 +413,8 @@ impl Desk {
     }
 
     fn submit(&mut self, at: usize, batch: AnswerBatch) {
-        if let Kind::Late {
-            continued, held, ..
-        } = &mut self.cards[at].kind
-        {
-            if *continued {
-                self.send_late(at, batch);
-            } else {
-                // The window closed a moment ago and the host has not made the pending result
-                // durable yet: the answer goes as soon as it has.
-                *held = Some((batch, Instant::now() + CONTINUED_WITHIN));
-                self.cards[at]
-                    .state
-                    .set_notice("Sending your answer as soon as the question is saved as pending…");
-            }
+        if matches!(self.cards[at].kind, Kind::Late { .. }) {
+            self.send_late(at, batch);
             return;
         }
         let card = self.cards.remove(at);
@@ -447,29 +424,65 @@ impl Desk {
         }
     }
 
-    /// Submits the late answer of the pending card at `at`: taken, the card goes; refused, it
-    /// stays and shows why.
+    /// Hands the late answer of the pending card at `at` to the desk, which takes it once the
+    /// call is continued; the card says it is sending until the desk's word comes back
+    /// ([`sent`](Self::sent)).
     fn send_late(&mut self, at: usize, batch: AnswerBatch) {
-        let Kind::Late { call_id, agent, .. } = &self.cards[at].kind else {
+        let Kind::Late {
+            call_id,
+            agent,
+            sending,
+        } = &mut self.cards[at].kind
+        else {
             return;
         };
-        let Some(on_late) = &self.on_late else {
+        let Some(desk) = self.late.clone() else {
             return;
         };
-        let late = LateSubmission {
-            call_id: call_id.clone(),
-            agent: agent.clone(),
-            answers: batch,
-            provenance: Provenance::human(self.name.clone()),
-            session: None,
+        if *sending {
+            return;
+        }
+        let Some(agent) = agent else {
+            let refusal = LateRefusal::NoAgent;
+            self.cards[at].state.set_notice(refusal.to_string());
+            return;
         };
-        match on_late.submit(late) {
+        *sending = true;
+        let call_id = call_id.clone();
+        let submission = Submission::new(
+            agent.session().id().as_str(),
+            call_id.clone(),
+            batch,
+            Provenance::human(self.name.clone()),
+        );
+        self.sending.push(Box::pin(async move {
+            let outcome = desk.submit(submission).await;
+            (call_id, outcome)
+        }));
+        self.cards[at].state.set_notice("Sending your answer…");
+    }
+
+    /// The desk's word on a late answer: taken, the card goes; refused, it stays and shows why
+    /// (the refusal's message is written for the person).
+    fn sent(&mut self, call_id: &CallId, outcome: Result<Accepted, LateRefusal>) {
+        let Some(at) = self
+            .cards
+            .iter()
+            .position(|c| c.late_call() == Some(call_id))
+        else {
+            return;
+        };
+        match outcome {
             Ok(_) => {
                 let card = self.cards.remove(at);
                 self.forget_late(&card);
             }
-            // The refusal's message is written for the person: shown as it is.
-            Err(refusal) => self.cards[at].state.set_notice(refusal.to_string()),
+            Err(refusal) => {
+                if let Kind::Late { sending, .. } = &mut self.cards[at].kind {
+                    *sending = false;
+                }
+                self.cards[at].state.set_notice(refusal.to_string());
+            }
         }
     }
 
@@ -479,18 +492,11 @@ impl Desk {
     fn seam_event(&mut self, event: Option<Received>) {
         let event = match event {
             Some(Received::Event(event)) => event,
-            Some(Received::Missed(_)) | None => {
-                if event.is_none() {
-                    self.events = None;
-                }
-                let pending: Vec<CallId> = self
-                    .cards
-                    .iter()
-                    .filter_map(|c| c.late_call().cloned())
-                    .collect();
-                for call_id in pending {
-                    self.late_continued(&call_id, None);
-                }
+            // Lost events say nothing of a pending card: its answer goes to the desk, whose own
+            // check decides.
+            Some(Received::Missed(_)) => return,
+            None => {
+                self.events = None;
                 return;
             }
         };
@@ -499,7 +505,6 @@ impl Desk {
             return;
         };
         match &event.kind {
-            QuestionEventKind::Continued => self.late_continued(call_id, event.session_id.as_ref()),
             QuestionEventKind::Answered { provenance, .. } => {
                 let shown = self
                     .cards
@@ -516,6 +521,7 @@ impl Desk {
             QuestionEventKind::Opened { .. }
             | QuestionEventKind::Claimed { .. }
             | QuestionEventKind::Pending
+            | QuestionEventKind::Continued
             | QuestionEventKind::Cancelled { .. } => {}
         }
     }
@@ -553,57 +559,6 @@ impl Desk {
         }
     }
 
-    /// The pending card of `call_id` (of `session`, when known) takes late answers now.
-    fn late_continued(&mut self, call_id: &CallId, session: Option<&SessionId>) {
-        let at = self.cards.iter().position(|card| match &card.kind {
-            Kind::Late {
-                call_id: card_call,
-                agent,
-                ..
-            } => {
-                card_call == call_id
-                    && session.is_none_or(|session| {
-                        agent
-                            .as_ref()
-                            .is_none_or(|agent| agent.session().id() == session)
-                    })
-            }
-            Kind::Foreground { .. } => false,
-        });
-        let Some(at) = at else {
-            return;
-        };
-        let held = match &mut self.cards[at].kind {
-            Kind::Late {
-                continued, held, ..
-            } => {
-                *continued = true;
-                held.take()
-            }
-            Kind::Foreground { .. } => None,
-        };
-        if let Some((batch, _)) = held {
-            self.send_late(at, batch);
-        }
-    }
-
-    /// Held answers whose announcement did not come in time go now: the sink says whether the
-    /// question still waits.
-    fn send_overdue(&mut self) {
-        let now = Instant::now();
-        while let Some(at) = self.cards.iter().position(
-            |card| matches!(&card.kind, Kind::Late { held: Some((_, due)), .. } if *due <= now),
-        ) {
-            let batch = match &mut self.cards[at].kind {
-                Kind::Late { held, .. } => held.take().map(|(batch, _)| batch),
-                Kind::Foreground { .. } => None,
-            };
-            if let Some(batch) = batch {
-                self.send_late(at, batch);
-            }
-        }
-    }
-
     /// Keeps a claim until its wait ends (the seam has taken the outcome).
     fn settle(&mut self, waiting: Waiting) {
         if let Waiting::Timed { claim, .. } = waiting {
@@ -633,14 +588,13 @@ impl Desk {
                 continue;
             };
             self.settle(waiting);
-            match (&self.on_late, call_id) {
+            match (&self.late, call_id) {
                 (Some(_), Some(call_id)) => {
                     self.shared.set_late(&call_id, true);
                     card.kind = Kind::Late {
                         call_id,
                         agent,
-                        continued: false,
-                        held: None,
+                        sending: false,
                     };
                     self.cards.push(card);
                 }
@@ -751,7 +705,7 @@ impl Desk {
     }
 }
 
-impl Drop for Desk {
+impl Drop for Board {
     fn drop(&mut self) {
         // Notes sent just before the host shut down still reach the normal screen, after the
         // screen has been given back.
