@@ -40,6 +40,7 @@ mod linked;
 mod mrtr;
 mod server;
 mod sessions;
+mod settings;
 mod state;
 mod stdio;
 mod tasks;
@@ -49,10 +50,12 @@ pub use answerer::{ASK_DECLINED, declined};
 pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};
 pub use server::{
     ANSWER_LATE_WAIT, AskUserMcp, BearerToken, BearerTokenError, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_SESSIONS, DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, HTTP_PATH, HttpLimits,
-    McpHttpOptions, McpOptions, McpSessionInfo, RequestStateKey, ServeError, ServerTls,
-    SessionHook, TlsError, default_state_dir,
+    DEFAULT_MAX_SESSIONS, DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, HTTP_PATH,
+    HomePathError, HttpLimits, McpHttpOptions, McpOptions, McpSessionInfo, RequestStateKey,
+    ServeError, ServerTls, SessionHook, TlsError, TlsFiles, TlsFilesError, default_state_dir,
+    home_path,
 };
+pub use settings::McpSettings;
 
 /// Catalog metadata of the companion tool for `cargo xtask catalog`.
 pub const CATALOG: companion::AnswerToolCatalog = companion::AnswerToolCatalog {

@@ -27,7 +27,9 @@ pub use crate::state::{
     DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, McpHttpOptions, McpOptions, McpSessionInfo,
     RequestStateKey,
 };
-pub use ask_user_http::{HttpLimits, ServerTls, TlsError};
+pub use ask_user_http::{
+    HomePathError, HttpLimits, ServerTls, TlsError, TlsFiles, TlsFilesError, home_path,
+};
 
 /// How long [`AskUserMcp::answer_late`] tries to open a session's log that another writer holds
 /// before it gives the refusal back: a person waits for the answer.
