@@ -23,7 +23,7 @@ use user_questions::sync::lock_unpoisoned;
 
 mod tls;
 
-pub use tls::{ServerTls, TlsError};
+pub use tls::{HomePathError, ServerTls, TlsError, TlsFiles, TlsFilesError, home_path};
 
 /// Limits on the connections of an HTTP server, so that slow or idle clients cannot hold it.
 ///

@@ -108,3 +108,98 @@ impl ServerTls {
         })
     }
 }
+
+/// A certificate chain file and its private key file: a settings table's `tls_cert` and
+/// `tls_key` (both or neither), checked. A leading `~/` of either stands for `$HOME/`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The PEM certificate chain.
+    pub cert: PathBuf,
+    /// The PEM private key.
+    pub key: PathBuf,
+}
+
+/// Why `tls_cert` and `tls_key` make no [`TlsFiles`]. The message names the key that is wrong
+/// ([`TlsFilesError::key`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TlsFilesError {
+    /// A path that is none ([`home_path`]).
+    #[error("`{key}` {error}")]
+    Path {
+        /// `tls_cert` or `tls_key`.
+        key: &'static str,
+        /// What is wrong with it.
+        error: HomePathError,
+    },
+    /// `tls_cert` without `tls_key`.
+    #[error("`tls_cert` needs `tls_key` beside it")]
+    CertAlone,
+    /// `tls_key` without `tls_cert`.
+    #[error("`tls_key` needs `tls_cert` beside it")]
+    KeyAlone,
+}
+
+impl TlsFilesError {
+    /// The key that is wrong: `tls_cert` or `tls_key`.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Self::Path { key, .. } => key,
+            Self::CertAlone => "tls_cert",
+            Self::KeyAlone => "tls_key",
+        }
+    }
+}
+
+impl TlsFiles {
+    /// `tls_cert` and `tls_key` as written: both, or neither (`None`).
+    pub fn pair(cert: Option<&str>, key: Option<&str>) -> Result<Option<Self>, TlsFilesError> {
+        let path = |name: &'static str, text: Option<&str>| {
+            text.map(|text| {
+                home_path(text).map_err(|error| TlsFilesError::Path { key: name, error })
+            })
+            .transpose()
+        };
+        match (path("tls_cert", cert)?, path("tls_key", key)?) {
+            (Some(cert), Some(key)) => Ok(Some(Self { cert, key })),
+            (None, None) => Ok(None),
+            (Some(_), None) => Err(TlsFilesError::CertAlone),
+            (None, Some(_)) => Err(TlsFilesError::KeyAlone),
+        }
+    }
+
+    /// The files, read and checked ([`ServerTls::from_pem_files`]).
+    pub fn load(&self) -> Result<ServerTls, TlsError> {
+        ServerTls::from_pem_files(&self.cert, &self.key)
+    }
+}
+
+/// Why a text is no path for [`home_path`]; the message follows the key's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HomePathError {
+    /// The text is empty.
+    #[error("is empty")]
+    Empty,
+    /// It starts with `~/` (or is `~`), and `HOME` is not set (or empty).
+    #[error("starts with `~/` but HOME is not set")]
+    NoHome,
+}
+
+/// `text` as a path, a leading `~/` (or `~` alone) standing for the home directory, `$HOME`.
+pub fn home_path(text: &str) -> Result<PathBuf, HomePathError> {
+    if text.is_empty() {
+        return Err(HomePathError::Empty);
+    }
+    let rest = match text {
+        "~" => Some(""),
+        _ => text.strip_prefix("~/"),
+    };
+    match rest {
+        Some(rest) => {
+            let home = std::env::var_os("HOME")
+                .filter(|home| !home.is_empty())
+                .ok_or(HomePathError::NoHome)?;
+            Ok(Path::new(&home).join(rest))
+        }
+        None => Ok(PathBuf::from(text)),
+    }
+}

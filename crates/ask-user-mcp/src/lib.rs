@@ -42,6 +42,7 @@ mod linked;
 mod mrtr;
 mod server;
 mod sessions;
+mod settings;
 mod state;
 mod stdio;
 mod tasks;
@@ -51,10 +52,11 @@ pub use answerer::{ASK_DECLINED, declined};
 pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};
 pub use server::{
     AskUserMcp, BearerToken, BearerTokenError, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
-    DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, HTTP_PATH, HttpLimits, McpHttpOptions,
-    McpOptions, McpSessionInfo, RequestStateKey, ServeError, ServerTls, SessionHook, TlsError,
-    default_state_dir,
+    DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, HTTP_PATH, HomePathError, HttpLimits,
+    McpHttpOptions, McpOptions, McpSessionInfo, RequestStateKey, ServeError, ServerTls,
+    SessionHook, TlsError, TlsFiles, TlsFilesError, default_state_dir, home_path,
 };
+pub use settings::McpSettings;
 
 /// Catalog metadata of the companion tool for `cargo xtask catalog`.
 pub const CATALOG: companion::AnswerToolCatalog = companion::AnswerToolCatalog {

@@ -27,7 +27,9 @@ pub use crate::state::{
     DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, McpHttpOptions, McpOptions, McpSessionInfo,
     RequestStateKey,
 };
-pub use ask_user_http::{HttpLimits, ServerTls, TlsError};
+pub use ask_user_http::{
+    HomePathError, HttpLimits, ServerTls, TlsError, TlsFiles, TlsFilesError, home_path,
+};
 
 /// The path under which the streamable HTTP transport serves MCP.
 pub const HTTP_PATH: &str = "/mcp";

@@ -5,7 +5,7 @@ use reqwest::header::HeaderMap;
 use reqwest::{Client, StatusCode};
 
 use crate::config::RetryPolicy;
-pub(crate) use crate::config::redacted;
+pub(crate) use crate::config::redacted_url;
 
 /// How a delivery ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,7 +13,10 @@ mod webhook;
 use std::sync::Arc;
 
 pub use backend::{Backend, Links};
-pub use config::{ConfigError, NotifyConfig, NtfyConfig, RetryPolicy, Secret, WebhookConfig};
+pub use config::{
+    ConfigError, DEFAULT_NTFY_SERVER, MAX_NOTIFY_AFTER, NotifyConfig, NotifyOverrides, NtfyConfig,
+    RetryPolicy, Secret, WebhookConfig, redacted_url,
+};
 pub use http::Delivered;
 pub use notice::{Button, Notice, NoticeKind, NoticeQuestion};
 pub use ntfy::Ntfy;

@@ -53,10 +53,10 @@ pub struct NoticeQuestion {
     /// Whether several options may be chosen (`None` when only a summary is known).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub multi_select: Option<bool>,
-    /// The question text, with `includeText` only.
+    /// The question text, with `text` (`include_text`) only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub question: Option<String>,
-    /// The supporting text, with `includeText` only.
+    /// The supporting text, with `text` (`include_text`) only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }

@@ -26,7 +26,7 @@ impl std::fmt::Debug for Ntfy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The topic is a secret on a public server.
         f.debug_struct("Ntfy")
-            .field("server", &http::redacted(&self.config.server))
+            .field("server", &http::redacted_url(&self.config.server))
             .finish_non_exhaustive()
     }
 }
@@ -123,7 +123,7 @@ impl Backend for Ntfy {
 
     async fn deliver(&self, notice: &Notice) {
         if let Delivered::No { attempts, status } = self.send(notice).await {
-            tracing::warn!(server = %http::redacted(&self.config.server), attempts, status, "an ntfy push was not delivered");
+            tracing::warn!(server = %http::redacted_url(&self.config.server), attempts, status, "an ntfy push was not delivered");
         }
     }
 }

@@ -20,7 +20,7 @@ pub struct Webhook {
 impl std::fmt::Debug for Webhook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Webhook")
-            .field("url", &http::redacted(&self.config.url))
+            .field("url", &http::redacted_url(&self.config.url))
             .field("secret", &self.config.secret)
             .finish_non_exhaustive()
     }
@@ -86,7 +86,7 @@ impl Backend for Webhook {
     async fn deliver(&self, notice: &Notice) {
         if let Delivered::No { attempts, status } = self.send(notice).await {
             tracing::warn!(
-                url = %http::redacted(&self.config.url),
+                url = %http::redacted_url(&self.config.url),
                 attempts,
                 status,
                 id = %notice.id,

@@ -39,7 +39,8 @@ use crate::lines::{Lines, PAGE_BYTES};
 #[derive(Clone, Debug)]
 pub struct PgOptions {
     /// The `PostgreSQL` schema the tables live in (created and migrated on connect): not empty, at
-    /// most 63 bytes ([`check_schema_name`](crate::check_schema_name)).
+    /// most 63 bytes ([`check_schema_name`](crate::check_schema_name)); [`DEFAULT_SCHEMA`](crate::DEFAULT_SCHEMA)
+    /// by default.
     pub schema: String,
     /// How long a writer's ownership lasts without renewal.
     pub lease: Duration,
@@ -67,7 +68,7 @@ impl PgOptions {
 impl Default for PgOptions {
     fn default() -> Self {
         Self {
-            schema: "ask_user".into(),
+            schema: crate::DEFAULT_SCHEMA.into(),
             lease: Duration::from_secs(15),
             renew_every: Duration::from_secs(5),
             migrate: true,

@@ -20,6 +20,7 @@
 use std::borrow::Cow;
 use std::error::Error as _;
 use std::fmt::Write as _;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -119,10 +120,9 @@ impl Target {
     /// apart.
     pub(crate) fn parse(conninfo: &str) -> Result<Self, PgError> {
         let mut tls = TlsParams::default();
-        let rest = if conninfo.starts_with("postgres://") || conninfo.starts_with("postgresql://") {
-            url_without_tls(conninfo, &mut tls)?
-        } else {
-            keywords_without_tls(conninfo, &mut tls)?
+        let rest = match url_scheme(conninfo) {
+            Some(scheme_len) => url_without_tls(conninfo, scheme_len, &mut tls)?,
+            None => keywords_without_tls(conninfo, &mut tls)?,
         };
         let mut config: postgres::Config = rest
             .parse()
@@ -337,21 +337,76 @@ pub(crate) fn hint(error: &postgres::Error) -> Option<&'static str> {
     }
 }
 
-/// A `postgres://` URL without its TLS query parameters (found as the client's own parser finds
-/// them: after the credentials, from the first `?`).
-fn url_without_tls(url: &str, tls: &mut TlsParams) -> Result<String, PgError> {
-    let after_credentials = url.find('@').map_or(0, |at| at + 1);
-    let Some(query) = url[after_credentials..]
+/// The length of `text`'s `postgres://` or `postgresql://` prefix (any case), when it is a URL.
+pub(crate) fn url_scheme(text: &str) -> Option<usize> {
+    ["postgres://", "postgresql://"]
+        .into_iter()
+        .find_map(|scheme| {
+            text.get(..scheme.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(scheme))
+                .then_some(scheme.len())
+        })
+}
+
+/// One parameter of a connection string: its keyword, its value as the client reads it, where
+/// its text starts (its keyword) and the byte range of the value's text (quotes included).
+pub(crate) struct Param<'a> {
+    pub(crate) key: Cow<'a, str>,
+    pub(crate) value: Cow<'a, str>,
+    pub(crate) start: usize,
+    pub(crate) span: Range<usize>,
+}
+
+/// The query of a `postgres://` URL as the client's own parser finds it (after the user info,
+/// which ends at the first `@`, from the first `?`): where it starts (its `?`), if it has one, and
+/// its parameters, percent-decoded.
+pub(crate) struct UrlQuery<'a> {
+    pub(crate) start: Option<usize>,
+    pub(crate) params: Vec<Param<'a>>,
+}
+
+/// The query of `url`, a `postgres://` URL whose scheme is `scheme_len` bytes.
+pub(crate) fn url_query(url: &str, scheme_len: usize) -> UrlQuery<'_> {
+    let after_credentials = url[scheme_len..]
+        .find('@')
+        .map_or(scheme_len, |at| scheme_len + at + 1);
+    let query = url[after_credentials..]
         .find('?')
-        .map(|q| after_credentials + q)
-    else {
+        .map(|q| after_credentials + q);
+    let mut params = Vec::new();
+    if let Some(query) = query {
+        let mut start = query + 1;
+        for pair in url[query + 1..].split('&') {
+            let (key, value_start) = match pair.find('=') {
+                Some(eq) => (&pair[..eq], start + eq + 1),
+                None => (pair, start + pair.len()),
+            };
+            let span = value_start..start + pair.len();
+            params.push(Param {
+                key: percent_decode(key),
+                value: percent_decode(&url[span.clone()]),
+                start,
+                span,
+            });
+            start += pair.len() + 1;
+        }
+    }
+    UrlQuery {
+        start: query,
+        params,
+    }
+}
+
+/// A `postgres://` URL without its TLS query parameters.
+fn url_without_tls(url: &str, scheme_len: usize, tls: &mut TlsParams) -> Result<String, PgError> {
+    let parts = url_query(url, scheme_len);
+    let Some(query) = parts.start else {
         return Ok(url.to_owned());
     };
     let mut kept = Vec::new();
-    for pair in url[query + 1..].split('&') {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        if !tls.take(&percent_decode(key), &percent_decode(value))? {
-            kept.push(pair);
+    for param in &parts.params {
+        if !tls.take(&param.key, &param.value)? {
+            kept.push(&url[param.start..param.span.end]);
         }
     }
     let mut rest = url[..query].to_owned();
@@ -388,52 +443,71 @@ fn percent_decode(text: &str) -> Cow<'_, str> {
     Cow::Owned(String::from_utf8_lossy(&out).into_owned())
 }
 
-/// A `key=value` connection string without its TLS settings, read as libpq (and the client)
-/// read it: values plain or in single quotes, a backslash escaping the next character. The
-/// settings kept are written back quoted.
-fn keywords_without_tls(conninfo: &str, tls: &mut TlsParams) -> Result<String, PgError> {
-    let mut chars = conninfo.chars().peekable();
-    let mut rest = String::new();
+/// The parameters of a `key=value` connection string, read as libpq (and the client) read
+/// them: values plain or in single quotes, a backslash escaping the next character.
+pub(crate) fn keywords(conninfo: &str) -> Result<Vec<Param<'_>>, PgError> {
+    let mut chars = conninfo.char_indices().peekable();
+    let mut params = Vec::new();
     let malformed = |why: &str| PgError::Settings(format!("the connection string {why}"));
+    let end = |chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>| {
+        chars.peek().map_or(conninfo.len(), |&(i, _)| i)
+    };
     loop {
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
-        let mut key = String::new();
-        while let Some(c) = chars.next_if(|c| !c.is_whitespace() && *c != '=') {
-            key.push(c);
-        }
+        while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+        let key_start = end(&mut chars);
+        while chars
+            .next_if(|(_, c)| !c.is_whitespace() && *c != '=')
+            .is_some()
+        {}
+        let key = &conninfo[key_start..end(&mut chars)];
         if key.is_empty() {
             if chars.peek().is_some() {
                 return Err(malformed("has a value without a keyword"));
             }
-            break;
+            return Ok(params);
         }
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
-        if chars.next() != Some('=') {
+        while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+        if chars.next().map(|(_, c)| c) != Some('=') {
             return Err(malformed(&format!("has no `=` after {key}")));
         }
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+        let value_start = end(&mut chars);
         let mut value = String::new();
-        if chars.next_if_eq(&'\'').is_some() {
+        if chars.next_if(|(_, c)| *c == '\'').is_some() {
             loop {
-                match chars.next() {
+                match chars.next().map(|(_, c)| c) {
                     Some('\'') => break,
-                    Some('\\') => value.extend(chars.next()),
+                    Some('\\') => value.extend(chars.next().map(|(_, c)| c)),
                     Some(c) => value.push(c),
                     None => return Err(malformed("has an unterminated quoted value")),
                 }
             }
         } else {
-            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+            while let Some((_, c)) = chars.next_if(|(_, c)| !c.is_whitespace()) {
                 if c == '\\' {
-                    value.extend(chars.next());
+                    value.extend(chars.next().map(|(_, c)| c));
                 } else {
                     value.push(c);
                 }
             }
         }
-        if !tls.take(&key, &value)? {
-            let quoted = value.replace('\\', "\\\\").replace('\'', "\\'");
-            let _ = write!(rest, "{key}='{quoted}' ");
+        params.push(Param {
+            key: Cow::Borrowed(key),
+            value: Cow::Owned(value),
+            start: key_start,
+            span: value_start..end(&mut chars),
+        });
+    }
+}
+
+/// A `key=value` connection string without its TLS settings; the settings kept are written back
+/// quoted.
+fn keywords_without_tls(conninfo: &str, tls: &mut TlsParams) -> Result<String, PgError> {
+    let mut rest = String::new();
+    for param in keywords(conninfo)? {
+        if !tls.take(&param.key, &param.value)? {
+            let quoted = param.value.replace('\\', "\\\\").replace('\'', "\\'");
+            let _ = write!(rest, "{}='{quoted}' ", param.key);
         }
     }
     Ok(rest)
@@ -445,10 +519,9 @@ mod tests {
 
     fn split(conninfo: &str) -> (String, Option<String>, Option<String>) {
         let mut tls = TlsParams::default();
-        let rest = if conninfo.starts_with("postgres") {
-            url_without_tls(conninfo, &mut tls)
-        } else {
-            keywords_without_tls(conninfo, &mut tls)
+        let rest = match url_scheme(conninfo) {
+            Some(scheme_len) => url_without_tls(conninfo, scheme_len, &mut tls),
+            None => keywords_without_tls(conninfo, &mut tls),
         }
         .unwrap();
         (rest, tls.mode, tls.rootcert)

@@ -7,6 +7,7 @@ mod links;
 pub mod page;
 mod routes;
 mod sessions;
+mod settings;
 mod token;
 
 use std::fmt;
@@ -19,9 +20,10 @@ use user_questions::{
     AnswererGuard, CallId, CancellationToken, Question, RegisterOptions, UserQuestions,
 };
 
-pub use ask_user_http::{HttpLimits, ServerTls, TlsError};
+pub use ask_user_http::{HttpLimits, ServerTls, TlsError, TlsFiles, TlsFilesError};
 pub use routes::TOKEN_HEADER;
 pub use sessions::WebOptions;
+pub use settings::WebSettings;
 
 use crate::hub::Hub;
 

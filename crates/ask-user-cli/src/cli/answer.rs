@@ -58,10 +58,10 @@ pub struct AnswerArgs {
     admit: bool,
 }
 
-pub(super) async fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
+pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Result<Exit, CliError> {
     let pg = args
         .pg
-        .filled(args.targets.len() == 2 || args.state_dir.is_some());
+        .filled(args.targets.len() == 2 || args.state_dir.is_some(), file);
     let (session, picked, call_id) = match args.targets.as_slice() {
         [log, call] => {
             let log = PathBuf::from(log);
@@ -74,7 +74,7 @@ pub(super) async fn run(args: &AnswerArgs) -> Result<Exit, CliError> {
         }
         [call] if pg.pg.is_none() => {
             let call_id = CallId::from(call.as_str());
-            let desk = super::desk::state_dir(args.state_dir.clone())?
+            let desk = super::desk::state_dir(args.state_dir.clone(), file)?
                 .ok_or_else(|| not_continued(&call_id))?;
             let session = session_of(&desk, &call_id).await?;
             (session, Picked::Logs(desk), call_id)

@@ -38,8 +38,8 @@ pub struct AskArgs {
 
 /// A pending result promises a late answer, which only a session log outlives `ask` for: a timed
 /// call without `--log` is refused before it is asked.
-fn needs_log(args: &AskArgs) -> Result<(), CliError> {
-    if args.tool.mode() == super::Mode::Timed && args.log.is_none() {
+fn needs_log(args: &AskArgs, file: &super::config::Config) -> Result<(), CliError> {
+    if args.tool.mode(file) == super::Mode::Timed && args.log.is_none() {
         return Err(CliError::new(
             "BAD_USAGE",
             "ask --mode timed needs --log FILE: a question whose window passes is answered late from its log, and without one the session ends with this process",
@@ -49,10 +49,10 @@ fn needs_log(args: &AskArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
-    needs_log(&args)?;
+pub(super) async fn run(args: AskArgs, file: &super::config::Config) -> Result<Exit, CliError> {
+    needs_log(&args, file)?;
     let arguments = read_input(&args.arguments)?;
-    let config = args.tool.config()?;
+    let config = args.tool.config(file)?;
     let log = args
         .log
         .clone()
@@ -62,15 +62,16 @@ pub(super) async fn run(args: AskArgs) -> Result<Exit, CliError> {
     report_resume(&resumed);
 
     let _script = register_script(&host, args.answers.as_ref())?;
-    let web = super::web::plan(&host, &args.web)?;
+    let web = super::web::plan(&host, &args.web, file)?;
     let terminal = TerminalAnswerer::new(host.seam(), TerminalOptions::new());
     let _terminal = terminal.register(host.seam());
     let interactive = crate::terminal::is_interactive_terminal();
     let web = super::web::serve_announced(web).await?;
     terminal.set_status(web.as_ref().map(super::web::WebRun::status));
     let _notifier = args.notify.start(
+        &file.notify,
         host.seam(),
-        web.as_ref().map(|w| w.links(args.web.public_url())),
+        web.as_ref().map(|w| w.links(args.web.public_url(file))),
         interactive,
     )?;
     if args.answers.is_none() && !interactive && web.is_none() {

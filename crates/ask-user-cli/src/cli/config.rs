@@ -1,554 +1,185 @@
 //! `ask-user`'s configuration file, and `ask-user config`, which prints the configuration in
-//! effect and where each value came from.
+//! effect and where each value came from. The crate README's section "The configuration file" is
+//! the file's contract: which file is read, every key with its default, the secrets and their
+//! `…_env` keys, the errors (`PATH:LINE:COL: message`) and the printout.
 //!
-//! # The configuration file
-//!
-//! One TOML file sets the surfaces once, instead of in every client's snippet. The file read is
-//!
-//! 1. the one `--config FILE` names (a global option: `ask-user --config FILE COMMAND` or
-//!    `ask-user COMMAND --config FILE`); it must exist;
-//! 2. else `$XDG_CONFIG_HOME/ask-user/config.toml`, when `XDG_CONFIG_HOME` is set to an absolute
-//!    path (an empty or relative value is ignored, as the XDG base directory specification says);
-//! 3. else `$HOME/.config/ask-user/config.toml`.
-//!
-//! A file missing at 2. or 3. is no error: the built-in defaults apply. A flag given on the
-//! command line overrides the file, and the file overrides the built-in default. A boolean flag
-//! (`--notify-text`, `--bell`, `--notify-ignore-claims`) can only turn its setting on; the webhooks
-//! of `--notify-webhook` are added to the file's.
-//!
-//! Every key is optional. A file that is not valid TOML, a key the table below does not list, a
-//! value of the wrong type or out of range are errors, reported as one line naming the file, the
-//! line and the column, with the exit status of a usage error (2):
-//!
-//! ```text
-//! error[BAD_CONFIG]: /home/me/.config/ask-user/config.toml:7:1: unknown field `bel`, expected one of `after`, `text`, `bell`, `ignore_claims`, `ntfy`, `webhooks`
-//! ```
-//!
-//! | key | value | the flag it stands for | built-in default |
-//! | --- | --- | --- | --- |
-//! | `state_dir` | a directory; a leading `~/` is `$HOME/` | `mcp --state-dir` | `$XDG_STATE_HOME/ask-user/mcp`, else `~/.local/state/ask-user/mcp` |
-//! | `mode` | `"legacy"` or `"timed"` | `--mode` | `"legacy"` |
-//! | `timeout` | the timed tool's default window, whole seconds: `-1` (wait indefinitely) or 1 to 2147483 | `--timeout` | `120` |
-//! | `[web]` `addr` | where to serve the page, `"IP:PORT"`; other than loopback serves other machines too | `--web-addr`, `serve --addr`, `inbox --addr` | 127.0.0.1 on a free port (the inbox: where it served last, else 127.0.0.1:8766) |
-//! | `[web]` `public_url` | the page's address as another device reaches it, `http://` or `https://` | `--web-public-url` | the address served |
-//! | `[web]` `tls_cert`, `tls_key` | serve the page over HTTPS with this PEM certificate chain and private key (both or neither; a leading `~/` is `$HOME/`) | | plain HTTP |
-//! | `[mcp]` `tokens` (secret) | the bearer tokens `mcp --http` takes (`Authorization: Bearer TOKEN`), a list of 32 to 512 characters each of letters, digits and `-._~+/` (e.g. `openssl rand -hex 32`); with any, every request needs one, and the server may listen beyond loopback | | no tokens: loopback only |
-//! | `[mcp]` `tls_cert`, `tls_key` | serve `mcp --http` over HTTPS with this PEM certificate chain and private key (both or neither) | `mcp --tls-cert`, `--tls-key` | plain HTTP |
-//! | `[notify]` `after` | notify when nobody has claimed or answered a question after this many seconds, 0 to 86400 (a fraction allowed) | `--notify-after` | `10` |
-//! | `[notify]` `text` | put the question text into notifications | `--notify-text` | `false` |
-//! | `[notify]` `bell` | ring the terminal's bell, with an OSC 9 desktop notification | `--bell` | `false` |
-//! | `[notify]` `ignore_claims` | notify even when a page shows the question | `--notify-ignore-claims` | `false` |
-//! | `[notify.ntfy]` `topic` (secret) | the ntfy topic to push to: 1 to 64 letters, digits, `-` or `_` | `--ntfy` | no ntfy |
-//! | `[notify.ntfy]` `server` | the ntfy server, `http://` or `https://` | `--ntfy-server` | `"https://ntfy.sh"` |
-//! | `[notify.ntfy]` `token` (secret) | an access token for a protected ntfy server, sent as `Authorization: Bearer` | | none |
-//! | `[[notify.webhooks]]` `url` | post signed notifications (Standard Webhooks) here, `http://` or `https://`; one table per webhook | `--notify-webhook` | no webhook |
-//! | `[[notify.webhooks]]` `secret` (secret) | the webhook's `whsec_…` signing secret; required | `--webhook-secret` | |
-//! | `[pg]` `url` (secret) | keep sessions in this PostgreSQL database: a libpq connection string or a `postgres://` URL; `sslmode` (`require`, `verify-full`, …) and `sslrootcert` go in it | `--pg` | log files, no database |
-//! | `[pg]` `schema` | the database schema of the tables | `--pg-schema` | `"ask_user"` |
-//!
-//! ## Secrets
-//!
-//! `secret`, `token`, `tokens`, `topic` (on a public ntfy server anyone who knows the topic reads
-//! it) and the `[pg]` `url` (it may hold a password) are secrets. Each can be written in the file,
-//! or left out of it: the key with `_env` appended (`secret_env`, `token_env`, `tokens_env`,
-//! `topic_env`, `url_env`) names an environment variable to read it from when the command starts
-//! (for `tokens_env`, one or more tokens separated by spaces or commas). The variable must be set and
-//! not empty, else the command stops with an error naming it; giving both forms of one key is an
-//! error too. No variable name is fixed: choose your own. A file holding a secret should be
-//! readable by its owner only (`chmod 600`).
-//!
-//! A secret is never printed or logged. `ask-user config` shows a webhook secret, an ntfy token,
-//! an ntfy topic and each MCP token as `********`; of a `[pg]` `url` only the password is masked: the value of a
-//! `password` keyword in a connection string, the password of a URL's user info and a `password`
-//! query parameter (a value that is neither form is masked whole). Webhook URLs and the ntfy
-//! server are shown as their scheme, host and port only, since a path or user info can carry a
-//! credential too.
-//!
-//! ## An example
-//!
-//! ```toml
-//! # ~/.config/ask-user/config.toml
-//! mode = "timed"
-//! timeout = 300
-//!
-//! [web]
-//! addr = "127.0.0.1:8766"
-//! public_url = "http://192.168.1.20:8766"
-//!
-//! [notify]
-//! after = 20
-//! bell = true
-//!
-//! [notify.ntfy]
-//! topic_env = "ASK_USER_NTFY_TOPIC"
-//!
-//! [[notify.webhooks]]
-//! url = "https://hooks.example.com/ask-user"
-//! secret_env = "ASK_USER_WEBHOOK_SECRET"
-//!
-//! [pg]
-//! url = "host=db.internal user=ask dbname=agents"
-//! schema = "ask_user"
-//!
-//! [mcp]
-//! tokens_env = "ASK_USER_MCP_TOKENS"
-//! tls_cert = "~/.config/ask-user/cert.pem"
-//! tls_key = "~/.config/ask-user/key.pem"
-//! ```
-//!
-//! # `ask-user config`
-//!
-//! Prints the configuration in effect: the file read (or why none was), then one
-//! `key = value  # from SOURCE` line per setting in the order of the table above, where
-//! SOURCE is the file and line (`/home/me/.config/ask-user/config.toml:2`), `env NAME` (a secret
-//! named by an `_env` key) or `built-in default`. A setting with no value and no default is a
-//! comment, `# key: not set (…)`. Command-line flags of the other commands do not apply to it.
+//! Each library owns its table as one serde type with its defaults and checks: [`WebSettings`]
+//! (`[web]`), [`NotifyConfig`] (`[notify]`), [`PgSettings`] (`[pg]`), [`McpSettings`] (`[mcp]`).
+//! Here is the binary's part: the top-level keys, finding the file, reading the secret an `X_env`
+//! key names into `X` (for the keys a library declares secret), where each value came from (its
+//! line or its variable), errors at the line of their key, and the printout.
 
-// The module documentation is the README's section on the file, which names PostgreSQL plainly.
-#![allow(clippy::doc_markdown)]
-
+use std::collections::BTreeMap;
 use std::env::VarError;
-use std::fmt;
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use ask_user_notify::{NotifyConfig, NtfyConfig, Secret, WebhookConfig};
+use ask_user_mcp::{McpSettings, TlsFiles, TlsFilesError};
+use ask_user_notify::{NotifyConfig, redacted_url};
+use ask_user_pg::PgSettings;
 use ask_user_terminal::sanitize::visible;
+use ask_user_web::WebSettings;
 use clap::{Args, ValueEnum};
-use serde::Deserialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 use toml::Spanned;
+use toml::de::{DeTable, DeValue};
 
 use super::{CliError, Exit, Mode};
 
 /// What `ask-user config` prints in place of a secret.
 const MASK: &str = "********";
 
-/// The file's path under a configuration directory.
-const FILE_NAME: [&str; 2] = ["ask-user", "config.toml"];
+/// Pairs of names: a key and what it is, another name and the key it stands for.
+type Names = &'static [(&'static str, &'static str)];
 
-/// The built-in defaults the table of the module documentation lists.
-const DEFAULT_NOTIFY_AFTER_SECS: f64 = 10.0;
-const DEFAULT_NTFY_SERVER: &str = "https://ntfy.sh";
-const DEFAULT_PG_SCHEMA: &str = "ask_user";
+/// The libraries' tables: each one's secret keys (paths below it with what each is, `[]` for each
+/// element of a list) and the other names its type takes beside its keys.
+const TABLES: [(&str, Names, Names); 3] = [
+    (
+        "notify",
+        NotifyConfig::SECRET_KEYS,
+        NotifyConfig::JSON_NAMES,
+    ),
+    ("pg", PgSettings::SECRET_KEYS, &[]),
+    ("mcp", McpSettings::SECRET_KEYS, &[]),
+];
 
-// --- where a value came from -------------------------------------------------------------------
-
-/// Where a setting's value came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Source {
-    /// A command-line flag (its name, such as `--web-addr`).
-    Flag(&'static str),
-    /// The configuration file, at this line (1-based).
-    File {
-        /// The file.
-        path: PathBuf,
-        /// The line of the value.
-        line: usize,
-    },
-    /// The environment variable an `…_env` key of the file names.
-    Env(String),
-    /// The built-in default.
-    Default,
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Flag(flag) => f.write_str(flag),
-            Self::File { path, line } => write!(f, "{}:{line}", path.display()),
-            Self::Env(name) => write!(f, "env {name}"),
-            Self::Default => f.write_str("built-in default"),
-        }
-    }
-}
-
-/// A value and where it came from.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Setting<T> {
-    /// The value.
-    pub(crate) value: T,
-    /// Where it came from.
-    pub(crate) source: Source,
-}
-
-#[allow(
-    dead_code,
-    reason = "the commands resolve their flags with these as they take their defaults from the file"
-)]
-impl<T: Clone> Setting<T> {
-    /// The flag's value when it was given (`flag`, named `flag_name`), else the file's.
-    pub(crate) fn pick(
-        flag: Option<T>,
-        flag_name: &'static str,
-        file: Option<&Self>,
-    ) -> Option<Self> {
-        match flag {
-            Some(value) => Some(Self {
-                value,
-                source: Source::Flag(flag_name),
-            }),
-            None => file.cloned(),
-        }
-    }
-
-    /// The flag's value when it was given, else the file's, else `default`.
-    pub(crate) fn resolve(
-        flag: Option<T>,
-        flag_name: &'static str,
-        file: Option<&Self>,
-        default: T,
-    ) -> Self {
-        Self::pick(flag, flag_name, file).unwrap_or(Self {
-            value: default,
-            source: Source::Default,
-        })
-    }
-}
-
-/// A secret text (a database URL, a token, an ntfy topic). Its `Debug` and `Display` show
-/// `********`; only [`SecretString::expose`] gives the text, to hand to a client.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct SecretString(String);
-
-impl SecretString {
-    /// The secret itself: for a client, never for a message or a log line.
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for SecretString {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(MASK)
-    }
-}
-
-impl fmt::Display for SecretString {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(MASK)
-    }
-}
-
-// --- the configuration -------------------------------------------------------------------------
-
-/// The configuration file's settings, checked; every one optional (absent: the flag's default).
-#[derive(Debug, Default)]
+/// The configuration file's settings (the built-in defaults when no file was read), and where
+/// each came from.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Config {
     /// `state_dir`: where `mcp` keeps its session logs.
-    pub(crate) state_dir: Option<Setting<PathBuf>>,
+    #[serde(default, deserialize_with = "state_dir")]
+    pub(crate) state_dir: Option<PathBuf>,
     /// `mode`: the tool definition.
-    pub(crate) mode: Option<Setting<Mode>>,
+    #[serde(default, deserialize_with = "mode")]
+    pub(crate) mode: Option<Mode>,
     /// `timeout`: the timed tool's default window in seconds (-1: indefinitely).
-    pub(crate) timeout: Option<Setting<i64>>,
-    /// `[web]`.
-    pub(crate) web: WebSection,
-    /// `[notify]`.
-    pub(crate) notify: NotifySection,
-    /// `[pg]`.
-    pub(crate) pg: PgSection,
-    /// `[mcp]`.
-    pub(crate) mcp: McpSection,
+    #[serde(default, deserialize_with = "timeout")]
+    pub(crate) timeout: Option<i64>,
+    #[serde(default)]
+    pub(crate) web: WebSettings,
+    /// `[notify]`, the base the `--notify-*` flags add to.
+    #[serde(default)]
+    pub(crate) notify: NotifyConfig,
+    #[serde(default)]
+    pub(crate) pg: PgSettings,
+    #[serde(default)]
+    pub(crate) mcp: McpSettings,
+    /// `[web]` `tls_cert` and `tls_key`, checked.
+    #[serde(skip)]
+    pub(crate) web_tls: Option<TlsFiles>,
+    /// `[mcp]` `tls_cert` and `tls_key`, checked.
+    #[serde(skip)]
+    pub(crate) mcp_tls: Option<TlsFiles>,
+    /// Every key of the file by its path (`notify.webhooks[0].url`): where it is and came from.
+    #[serde(skip)]
+    keys: BTreeMap<String, Key>,
 }
 
-/// A certificate chain and key to serve HTTPS with (`tls_cert` and `tls_key`, read when a
-/// server starts).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct TlsFiles {
-    /// `tls_cert`.
-    pub(crate) cert: Setting<PathBuf>,
-    /// `tls_key`.
-    pub(crate) key: Setting<PathBuf>,
+fn state_dir<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<PathBuf>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    let path = ask_user_mcp::home_path(&text);
+    path.map(Some)
+        .map_err(|e| D::Error::custom(format_args!("`state_dir` {e}")))
 }
 
-impl TlsFiles {
-    /// The certificate and key, read and checked.
-    pub(crate) fn load(&self) -> Result<ask_user_mcp::ServerTls, CliError> {
-        ask_user_mcp::ServerTls::from_pem_files(&self.cert.value, &self.key.value)
-            .map_err(|e| CliError::new("BAD_TLS", e.to_string(), Exit::Usage))
-    }
+fn mode<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Mode>, D::Error> {
+    Mode::from_str(&String::deserialize(deserializer)?, false)
+        .map(Some)
+        .map_err(|_| D::Error::custom("`mode` is `legacy` or `timed`"))
 }
 
-/// `[mcp]`.
-#[derive(Debug, Default)]
-pub(crate) struct McpSection {
-    /// `tokens` or `tokens_env`.
-    pub(crate) tokens: Option<Setting<Vec<ask_user_mcp::BearerToken>>>,
-    /// `tls_cert` and `tls_key`.
-    pub(crate) tls: Option<TlsFiles>,
+fn timeout<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+    let secs = i64::deserialize(deserializer)?;
+    if !tool_ask_user::is_valid_timeout(secs) {
+        return Err(D::Error::custom(format_args!(
+            "`timeout` is -1 (wait indefinitely) or 1 to {} seconds",
+            tool_ask_user::MAX_TIMEOUT_SECS
+        )));
+    }
+    Ok(Some(secs))
 }
 
-/// `[web]`.
-#[derive(Debug, Default)]
-pub(crate) struct WebSection {
-    /// `addr`: where to serve the page.
-    pub(crate) addr: Option<Setting<SocketAddr>>,
-    /// `public_url`: the page's address as another device reaches it.
-    pub(crate) public_url: Option<Setting<String>>,
-    /// `tls_cert` and `tls_key`.
-    pub(crate) tls: Option<TlsFiles>,
-}
+/// A key of the file: where the key and its value are, and where the value came from.
+#[derive(Debug)]
+struct Key(Range<usize>, Range<usize>, Source);
 
-/// `[notify]`.
-#[derive(Debug, Default)]
-pub(crate) struct NotifySection {
-    /// `after`: when to notify.
-    pub(crate) after: Option<Setting<Duration>>,
-    /// `text`: put the question text into notifications (`--notify-text`).
-    pub(crate) text: Option<Setting<bool>>,
-    /// `bell`: the terminal's bell (`--bell`).
-    pub(crate) bell: Option<Setting<bool>>,
-    /// `ignore_claims`: notify even when a page shows the question (`--notify-ignore-claims`).
-    pub(crate) ignore_claims: Option<Setting<bool>>,
-    /// `[notify.ntfy]`.
-    pub(crate) ntfy: Option<NtfySection>,
-    /// `[[notify.webhooks]]`, in file order.
-    pub(crate) webhooks: Vec<WebhookSection>,
-}
-
-/// `[notify.ntfy]`.
-pub(crate) struct NtfySection {
-    /// `topic` or `topic_env`.
-    pub(crate) topic: Setting<SecretString>,
-    /// `server`.
-    pub(crate) server: Option<Setting<String>>,
-    /// `token` or `token_env`.
-    pub(crate) token: Option<Setting<SecretString>>,
-}
-
-impl fmt::Debug for NtfySection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NtfySection")
-            .field("topic", &self.topic)
-            .field(
-                "server",
-                &self.server.as_ref().map(|s| url_origin(&s.value)),
-            )
-            .field("token", &self.token)
-            .finish()
-    }
-}
-
-/// One `[[notify.webhooks]]`.
-pub(crate) struct WebhookSection {
-    /// `url`.
-    pub(crate) url: Setting<String>,
-    /// `secret` or `secret_env`.
-    pub(crate) secret: Setting<Secret>,
-}
-
-impl fmt::Debug for WebhookSection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WebhookSection")
-            .field("url", &url_origin(&self.url.value))
-            .field("secret", &self.secret)
-            .finish()
-    }
-}
-
-/// `[pg]`.
-#[derive(Debug, Default)]
-pub(crate) struct PgSection {
-    /// `url` or `url_env`.
-    pub(crate) url: Option<Setting<SecretString>>,
-    /// `schema`.
-    pub(crate) schema: Option<Setting<String>>,
-}
-
-impl Config {
-    /// `state_dir`.
-    pub(crate) fn state_dir(&self) -> Option<&Path> {
-        self.state_dir.as_ref().map(|s| s.value.as_path())
-    }
-
-    /// `mode`.
-    pub(crate) fn mode(&self) -> Option<Mode> {
-        self.mode.as_ref().map(|s| s.value)
-    }
-
-    /// `timeout`, in seconds.
-    pub(crate) fn timeout(&self) -> Option<i64> {
-        self.timeout.as_ref().map(|s| s.value)
-    }
-
-    /// `[web]` `addr`.
-    pub(crate) fn web_addr(&self) -> Option<SocketAddr> {
-        self.web.addr.as_ref().map(|s| s.value)
-    }
-
-    /// `[web]` `public_url`.
-    pub(crate) fn web_public_url(&self) -> Option<&str> {
-        self.web.public_url.as_ref().map(|s| s.value.as_str())
-    }
-
-    /// `[web]` `tls_cert` and `tls_key`, read: the page's TLS, if it has one.
-    pub(crate) fn web_tls(&self) -> Result<Option<ask_user_mcp::ServerTls>, CliError> {
-        self.web.tls.as_ref().map(TlsFiles::load).transpose()
-    }
-
-    /// `[mcp]` `tokens`.
-    pub(crate) fn mcp_tokens(&self) -> &[ask_user_mcp::BearerToken] {
-        self.mcp.tokens.as_ref().map_or(&[], |s| s.value.as_slice())
-    }
-
-    /// `[pg]` `url`.
-    pub(crate) fn pg_url(&self) -> Option<&SecretString> {
-        self.pg.url.as_ref().map(|s| &s.value)
-    }
-
-    /// `[pg]` `schema`.
-    pub(crate) fn pg_schema(&self) -> Option<&str> {
-        self.pg.schema.as_ref().map(|s| s.value.as_str())
-    }
-
-    /// The file's notifications, the base the `--notify-*` flags add to (what
-    /// `--notify-config FILE` gives otherwise), the ntfy token included.
-    pub(crate) fn notify_config(&self) -> NotifyConfig {
-        let notify = &self.notify;
-        let flag = |s: &Option<Setting<bool>>| s.as_ref().is_some_and(|s| s.value);
-        let mut config = NotifyConfig::default();
-        if let Some(after) = &notify.after {
-            config.notify_after = after.value;
-        }
-        config.include_text = flag(&notify.text);
-        config.terminal = flag(&notify.bell);
-        config.ignore_claims = flag(&notify.ignore_claims);
-        config.ntfy = notify.ntfy.as_ref().map(|ntfy| NtfyConfig {
-            topic: ntfy.topic.value.expose().to_owned(),
-            server: ntfy
-                .server
-                .as_ref()
-                .map_or_else(|| DEFAULT_NTFY_SERVER.to_owned(), |s| s.value.clone()),
-            token: ntfy.token.as_ref().map(|t| t.value.expose().to_owned()),
-        });
-        config.webhooks = notify
-            .webhooks
-            .iter()
-            .map(|hook| WebhookConfig {
-                url: hook.url.value.clone(),
-                secret: hook.secret.value.clone(),
-            })
-            .collect();
-        config
-    }
-}
-
-/// How the file's path was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Lookup {
-    /// `--config FILE`.
-    Flag,
-    /// Under `$XDG_CONFIG_HOME`.
-    XdgConfigHome,
-    /// Under `$HOME/.config`.
-    Home,
-}
-
-impl fmt::Display for Lookup {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Flag => "--config",
-            Self::XdgConfigHome => "$XDG_CONFIG_HOME",
-            Self::Home => "$HOME",
-        })
-    }
+/// Where a value of the file came from.
+#[derive(Debug)]
+enum Source {
+    /// The file, at this line (1-based).
+    Line(usize),
+    /// The variable (its name) an `…_env` key names, for a secret (what it is).
+    Env(String, &'static str),
 }
 
 /// A loaded configuration.
 #[derive(Debug)]
 pub(crate) struct Loaded {
-    /// The settings (empty when no file was read).
+    /// The settings (the defaults when no file was read).
     pub(crate) config: Config,
     /// The file read, if one was.
     pub(crate) path: Option<PathBuf>,
-    /// Where the file was looked for, and how that place was found; `None` when neither
-    /// `XDG_CONFIG_HOME` nor `HOME` is set.
-    pub(crate) looked_at: Option<(PathBuf, Lookup)>,
+    /// Where the file was looked for, and how that place was found (`--config`,
+    /// `$XDG_CONFIG_HOME`, `$HOME`); `None` when neither `XDG_CONFIG_HOME` nor `HOME` is set.
+    pub(crate) looked_at: Option<(PathBuf, &'static str)>,
 }
 
-/// The configuration every command reads, loaded once before it runs.
-static CURRENT: std::sync::OnceLock<Loaded> = std::sync::OnceLock::new();
-
-/// Keeps `loaded` as the configuration in effect (the first one kept stays).
-pub(crate) fn install(loaded: Loaded) {
-    let _ = CURRENT.set(loaded);
+impl Loaded {
+    /// The file `--config` named, to hand to a process this one starts (an inbox).
+    pub(crate) fn explicit_path(&self) -> Option<&Path> {
+        let flagged = matches!(self.looked_at, Some((_, "--config")));
+        self.path.as_deref().filter(|_| flagged)
+    }
 }
 
-/// The configuration in effect: the one installed, else none (the built-in defaults).
-pub(crate) fn current() -> &'static Config {
-    static NONE: std::sync::OnceLock<Config> = std::sync::OnceLock::new();
-    CURRENT.get().map_or_else(
-        || NONE.get_or_init(Config::default),
-        |loaded| &loaded.config,
-    )
-}
-
-/// The file `--config` named, to hand to a process this one starts (an inbox).
-pub(crate) fn explicit_path() -> Option<&'static Path> {
-    CURRENT
-        .get()
-        .filter(|loaded| matches!(loaded.looked_at, Some((_, Lookup::Flag))))
-        .and_then(|loaded| loaded.path.as_deref())
-}
-
-/// Loads the configuration: the file `explicit` names (it must exist), else the default file
-/// when it exists (see the module documentation), else nothing (the built-in defaults). Secrets
+/// Loads the configuration: the file `explicit` names (it must exist), else
+/// `$XDG_CONFIG_HOME/ask-user/config.toml` (an absolute one), else
+/// `$HOME/.config/ask-user/config.toml`, when it exists; else the built-in defaults. Secrets
 /// named by `…_env` keys are read from the environment here.
 pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, CliError> {
-    let looked_at = match explicit {
-        Some(path) => Some((path.to_path_buf(), Lookup::Flag)),
-        None => default_path(),
-    };
-    let Some((path, how)) = &looked_at else {
-        return Ok(Loaded {
-            config: Config::default(),
-            path: None,
-            looked_at,
-        });
-    };
-    let text = match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map_err(|_| {
-            bad_config(format!(
-                "{}: the configuration file is not UTF-8 text",
-                path.display()
-            ))
-        })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && *how != Lookup::Flag => {
-            return Ok(Loaded {
-                config: Config::default(),
-                path: None,
-                looked_at,
-            });
-        }
-        Err(e) => {
-            return Err(bad_config(format!(
-                "cannot read the configuration file {}: {e}",
-                path.display()
-            )));
-        }
-    };
-    let config = parse(&text, path, &|name| std::env::var(name))?;
-    Ok(Loaded {
-        config,
-        path: Some(path.clone()),
-        looked_at,
-    })
-}
-
-/// `$XDG_CONFIG_HOME/ask-user/config.toml`, else `$HOME/.config/ask-user/config.toml`.
-fn default_path() -> Option<(PathBuf, Lookup)> {
-    let var = |name: &str| {
+    let var = |name| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    let under = |dir: PathBuf| FILE_NAME.iter().fold(dir, |dir, part| dir.join(part));
-    if let Some(dir) = var("XDG_CONFIG_HOME").filter(|dir| dir.is_absolute()) {
-        return Some((under(dir), Lookup::XdgConfigHome));
-    }
-    var("HOME").map(|home| (under(home.join(".config")), Lookup::Home))
+    let looked_at = match explicit {
+        Some(path) => Some((path.to_path_buf(), "--config")),
+        None => match var("XDG_CONFIG_HOME").filter(|dir| dir.is_absolute()) {
+            Some(dir) => Some((dir.join("ask-user/config.toml"), "$XDG_CONFIG_HOME")),
+            None => var("HOME").map(|home| (home.join(".config/ask-user/config.toml"), "$HOME")),
+        },
+    };
+    let mut loaded = Loaded {
+        config: Config::default(),
+        path: None,
+        looked_at,
+    };
+    let Some((path, how)) = &loaded.looked_at else {
+        return Ok(loaded);
+    };
+    let text = match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| {
+            let path = path.display();
+            bad_config(format!("{path}: the configuration file is not UTF-8 text"))
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && *how != "--config" => {
+            return Ok(loaded);
+        }
+        Err(e) => {
+            let path = path.display();
+            return Err(bad_config(format!(
+                "cannot read the configuration file {path}: {e}"
+            )));
+        }
+    };
+    loaded.config = parse(&text, path, &|name| std::env::var(name))?;
+    loaded.path = Some(path.clone());
+    Ok(loaded)
 }
 
 fn bad_config(message: String) -> CliError {
@@ -557,103 +188,281 @@ fn bad_config(message: String) -> CliError {
 
 // --- reading the file --------------------------------------------------------------------------
 
-// The file as TOML has it; `Config` is the checked form. No `Debug`: these hold secrets.
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawConfig {
-    state_dir: Option<Spanned<String>>,
-    mode: Option<Spanned<String>>,
-    timeout: Option<Spanned<i64>>,
-    web: Option<RawWeb>,
-    notify: Option<RawNotify>,
-    pg: Option<RawPg>,
-    mcp: Option<RawMcp>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawWeb {
-    addr: Option<Spanned<String>>,
-    public_url: Option<Spanned<String>>,
-    tls_cert: Option<Spanned<String>>,
-    tls_key: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMcp {
-    tokens: Option<Spanned<Vec<Spanned<String>>>>,
-    tokens_env: Option<Spanned<String>>,
-    tls_cert: Option<Spanned<String>>,
-    tls_key: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawNotify {
-    after: Option<Spanned<f64>>,
-    text: Option<Spanned<bool>>,
-    bell: Option<Spanned<bool>>,
-    ignore_claims: Option<Spanned<bool>>,
-    ntfy: Option<Spanned<RawNtfy>>,
-    webhooks: Option<Vec<Spanned<RawWebhook>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawNtfy {
-    topic: Option<Spanned<String>>,
-    topic_env: Option<Spanned<String>>,
-    server: Option<Spanned<String>>,
-    token: Option<Spanned<String>>,
-    token_env: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawWebhook {
-    url: Spanned<String>,
-    secret: Option<Spanned<String>>,
-    secret_env: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPg {
-    url: Option<Spanned<String>>,
-    url_env: Option<Spanned<String>>,
-    schema: Option<Spanned<String>>,
-}
-
-/// Reads the environment variable a `…_env` key names.
+/// Reads the environment variable an `…_env` key names.
 type EnvReader<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
 
 /// Parses and checks a configuration file's text; `path` names it in errors and sources, `env`
 /// reads the variables `…_env` keys name.
 pub(crate) fn parse(text: &str, path: &Path, env: EnvReader<'_>) -> Result<Config, CliError> {
-    let raw: RawConfig = toml::from_str(text).map_err(|e| {
-        let message = toml_message(e.message());
-        bad_config(match e.span() {
-            Some(span) => at(text, path, &span, &message),
-            None => format!("{}: {message}", path.display()),
-        })
+    let mut reader = Reader {
+        text,
+        path,
+        env,
+        keys: BTreeMap::new(),
+    };
+    let mut doc = DeTable::parse(text).map_err(|e| reader.toml_error(&e))?;
+    reader.walk(doc.get_mut(), "", "")?;
+    let mut config = Config::deserialize(toml::de::Deserializer::from(doc))
+        .map_err(|e| reader.toml_error(&e))?;
+    let tls = |table: &str, e: TlsFilesError| {
+        // `tls_cert` without `tls_key` is reported at its line alone, as it always was.
+        let column = e != TlsFilesError::CertAlone;
+        reader.key_error(&format!("{table}.{}", e.key()), &e.to_string(), column)
+    };
+    config.web_tls = config.web.tls().map_err(|e| tls("web", e))?;
+    config.mcp_tls = config.mcp.tls().map_err(|e| tls("mcp", e))?;
+    config.notify.check().map_err(|e| {
+        let key = e
+            .key()
+            .map_or_else(|| "notify".into(), |key| format!("notify.{key}"));
+        reader.key_error(&key, &e.to_string(), true)
     })?;
-    Reader { text, path, env }.config(raw)
+    config.keys = reader.keys;
+    Ok(config)
 }
 
-/// `PATH:LINE:COLUMN: message`, for the byte offset `span.start` of `text`.
-fn at(text: &str, path: &Path, span: &Range<usize>, message: &str) -> String {
-    let (line, column) = line_column(text, span.start);
-    format!("{}:{line}:{column}: {message}", path.display())
+/// The secret keys of the table at `pattern` (its path, `[]` for an element of an array): each
+/// key, what it is, and whether it is a list.
+fn secrets(pattern: &str) -> Vec<(String, &'static str, bool)> {
+    let all = TABLES.iter().flat_map(|(root, secrets, _)| {
+        secrets
+            .iter()
+            .map(move |(key, what)| (format!("{root}.{key}"), *what))
+    });
+    all.filter_map(|(path, what)| {
+        let (table, key) = path.rsplit_once('.')?;
+        let (key, list) = key
+            .strip_suffix("[]")
+            .map_or((key, false), |key| (key, true));
+        (table == pattern).then(|| (key.to_owned(), what, list))
+    })
+    .collect()
 }
 
-/// The 1-based line and column (in characters) of a byte offset.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
-    (line, column)
+/// The table at `path` as its header is written: `[notify.ntfy]`, `[[notify.webhooks]]`.
+fn header(path: &str) -> String {
+    match path.rsplit_once('[') {
+        Some((array, _)) => format!("[[{}]]", pattern(array)),
+        None => format!("[{path}]"),
+    }
+}
+
+/// `path` with each index of an array left out: `notify.webhooks[0]` is `notify.webhooks[]`.
+fn pattern(path: &str) -> String {
+    let mut index = false;
+    path.chars()
+        .filter(|&c| {
+            index = (index || c == '[') && c != ']';
+            !index || c == '['
+        })
+        .collect()
+}
+
+/// Reads the file: the `…_env` secrets into their keys, every key's place and source, errors at
+/// their line.
+struct Reader<'a> {
+    text: &'a str,
+    path: &'a Path,
+    env: EnvReader<'a>,
+    keys: BTreeMap<String, Key>,
+}
+
+impl Reader<'_> {
+    fn line(&self, offset: usize) -> usize {
+        let before = self.text.get(..offset).unwrap_or(self.text);
+        before.matches('\n').count() + 1
+    }
+
+    fn error(&self, span: &Range<usize>, message: &str) -> CliError {
+        let before = self.text.get(..span.start).unwrap_or(self.text);
+        let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        let (path, line) = (self.path.display(), self.line(span.start));
+        bad_config(format!("{path}:{line}:{column}: {message}"))
+    }
+
+    /// Reads the secrets the `…_env` keys of `table` (at `path`; `pattern` as [`secrets`] takes
+    /// it) name into their keys, and notes where every key is and came from.
+    fn walk(&mut self, table: &mut DeTable<'_>, path: &str, pattern: &str) -> Result<(), CliError> {
+        let join = |base: &str, key: &str| match base {
+            "" => key.to_owned(),
+            _ => format!("{base}.{key}"),
+        };
+        for (key, what, list) in secrets(pattern) {
+            let env_key = format!("{key}_env");
+            let Some((name_key, name)) = table.remove_entry(env_key.as_str()) else {
+                continue;
+            };
+            let span = name.span();
+            if table.contains_key(key.as_str()) {
+                return Err(self.error(&span, &format!("give `{key}` or `{env_key}`, not both")));
+            }
+            let (name, text) = self.variable(&env_key, name.get_ref(), &span)?;
+            let item =
+                |text: &str| Spanned::new(span.clone(), DeValue::String(text.to_owned().into()));
+            let value = if list {
+                let items = text.split(|c: char| c == ',' || c.is_whitespace());
+                let items: toml::de::DeArray<'_> =
+                    items.filter(|t| !t.is_empty()).map(item).collect();
+                if items.is_empty() {
+                    let message =
+                        format!("`{env_key}`: the environment variable {name} holds none");
+                    return Err(self.error(&span, &message));
+                }
+                DeValue::Array(items)
+            } else {
+                item(&text).into_inner()
+            };
+            let (source, key_span) = (Source::Env(name, what), name_key.span());
+            let place = Key(key_span.clone(), span.clone(), source);
+            self.keys.insert(join(path, &key), place);
+            table.insert(
+                Spanned::new(key_span, key.into()),
+                Spanned::new(span, value),
+            );
+        }
+        for (key, value) in table.iter_mut() {
+            // A value under another name of its key (`notifyAfter`) is the key's.
+            let table = TABLES.iter().find(|table| table.0 == pattern);
+            let name = (table.and_then(|t| t.2.iter().find(|n| n.0 == key.get_ref())))
+                .map_or(key.get_ref().as_ref(), |n| n.1);
+            let (path, pattern) = (join(path, name), join(pattern, name));
+            let (key, span) = (key.span(), value.span());
+            let source = Source::Line(self.line(span.start));
+            (self.keys.entry(path.clone())).or_insert(Key(key.clone(), span, source));
+            match value.get_mut() {
+                DeValue::Table(inner) => self.walk(inner, &path, &pattern)?,
+                DeValue::Array(items) => {
+                    for (i, item) in items.iter_mut().enumerate() {
+                        let (span, line) = (item.span(), self.line(item.span().start));
+                        if let DeValue::Table(inner) = item.get_mut() {
+                            let path = format!("{path}[{i}]");
+                            let place = Key(key.clone(), span, Source::Line(line));
+                            self.keys.insert(path.clone(), place);
+                            self.walk(inner, &path, &format!("{pattern}[]"))?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The variable an `…_env` key names (`name`, at `span`), and its value.
+    fn variable(
+        &self,
+        env_key: &str,
+        name: &DeValue<'_>,
+        span: &Range<usize>,
+    ) -> Result<(String, String), CliError> {
+        let name = match name {
+            DeValue::String(name)
+                if !name.is_empty()
+                    && !name.starts_with(|c: char| c.is_ascii_digit())
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                name.to_string()
+            }
+            _ => {
+                let message =
+                    format!("`{env_key}` names an environment variable: letters, digits and '_'");
+                return Err(self.error(span, &message));
+            }
+        };
+        let problem = match (self.env)(&name) {
+            Ok(value) if !value.is_empty() => return Ok((name, value)),
+            Ok(_) => "is empty",
+            Err(VarError::NotPresent) => "is not set",
+            Err(VarError::NotUnicode(_)) => "is not UTF-8",
+        };
+        let message = format!("`{env_key}`: the environment variable {name} {problem}");
+        Err(self.error(span, &message))
+    }
+
+    /// An error of the TOML reader or of a library's serde type, at its line. Its message quotes
+    /// no value; one listing a table's keys lists its `…_env` keys too; one about a secret read
+    /// from a variable names the variable.
+    fn toml_error(&self, error: &toml::de::Error) -> CliError {
+        let mut message = toml_message(error.message());
+        let Some(span) = error.span() else {
+            return bad_config(format!("{}: {message}", self.path.display()));
+        };
+        if let Some((path, _)) = self.keys.iter().find(|(_, key)| key.0 == span) {
+            let table = path.rsplit_once('.').map_or("", |(table, _)| table);
+            message = with_env_keys(&message, &pattern(table));
+        }
+        let missing = message
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.strip_suffix('`'));
+        if let Some(field) = missing {
+            let secret = |path: &String| secrets(&pattern(path)).iter().any(|s| s.0 == field);
+            let table = (self.keys.iter()).find(|(path, key)| key.1 == span && secret(path));
+            if let Some((path, _)) = table {
+                message = format!("{} needs `{field}` or `{field}_env`", header(path));
+            }
+        }
+        match self.keys.iter().find(|(_, key)| key.1 == span) {
+            Some((path, key)) => self.error(&span, &from_env(path, key, &message)),
+            None => self.error(&span, &message),
+        }
+    }
+
+    /// A library's error about the key at `path`, at the line (and `column`) of its value.
+    fn key_error(&self, path: &str, message: &str, column: bool) -> CliError {
+        match self.keys.get(path) {
+            Some(key) if column => self.error(&key.1, &from_env(path, key, message)),
+            Some(key) => {
+                let (file, line) = (self.path.display(), self.line(key.1.start));
+                bad_config(format!("{file}:{line}: {message}"))
+            }
+            None => bad_config(format!("{}: {message}", self.path.display())),
+        }
+    }
+}
+
+/// `message` about the value at `path`, naming the variable a secret was read from: in place of
+/// its key where the message names it, else in front.
+fn from_env(path: &str, key: &Key, message: &str) -> String {
+    let Source::Env(name, what) = &key.2 else {
+        return message.to_owned();
+    };
+    let key = format!("`{}`", path.rsplit('.').next().unwrap_or(path));
+    if message.contains(&key) {
+        message.replace(&key, &format!("env {name}"))
+    } else {
+        format!("{what} in {name}: {message}")
+    }
+}
+
+/// serde's `unknown field `x`, expected …` for the table at `pattern`, with the keys it takes:
+/// the other names of its type left out, each secret key's `…_env` key after it.
+fn with_env_keys(message: &str, pattern: &str) -> String {
+    let Some((head, expected)) = message.split_once(", expected ") else {
+        return message.to_owned();
+    };
+    let secrets = secrets(pattern);
+    let table = TABLES.iter().find(|table| table.0 == pattern);
+    let other = |key: &str| table.is_some_and(|table| table.2.iter().any(|name| name.0 == key));
+    let mut keys = Vec::new();
+    for key in expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|key| !other(key))
+    {
+        keys.push(format!("`{key}`"));
+        if secrets.iter().any(|s| s.0 == key) {
+            keys.push(format!("`{key}_env`"));
+        }
+    }
+    let expected = match keys.as_slice() {
+        _ if !head.starts_with("unknown field `") => return message.to_owned(),
+        [] => return message.to_owned(),
+        [one] => one.clone(),
+        [a, b] => format!("{a} or {b}"),
+        all => format!("one of {}", all.join(", ")),
+    };
+    format!("{head}, expected {expected}")
 }
 
 /// A TOML error's message, on one line, quoting no value of the file: serde's messages quote a
@@ -693,544 +502,6 @@ fn toml_message(message: &str) -> String {
     out
 }
 
-/// Checks the raw file into a [`Config`].
-struct Reader<'a> {
-    text: &'a str,
-    path: &'a Path,
-    env: EnvReader<'a>,
-}
-
-impl Reader<'_> {
-    fn source<T>(&self, value: &Spanned<T>) -> Source {
-        Source::File {
-            path: self.path.to_path_buf(),
-            line: line_column(self.text, value.span().start).0,
-        }
-    }
-
-    fn setting<T>(&self, value: Spanned<T>) -> Setting<T> {
-        let source = self.source(&value);
-        Setting {
-            value: value.into_inner(),
-            source,
-        }
-    }
-
-    fn error(&self, span: &Range<usize>, message: &str) -> CliError {
-        bad_config(at(self.text, self.path, span, message))
-    }
-
-    /// A string setting checked by `check` (which never quotes the value).
-    fn checked<T>(
-        &self,
-        value: Option<Spanned<String>>,
-        check: impl FnOnce(&str) -> Result<T, String>,
-    ) -> Result<Option<Setting<T>>, CliError> {
-        let Some(value) = value else {
-            return Ok(None);
-        };
-        let span = value.span();
-        let source = self.source(&value);
-        let value = check(value.get_ref()).map_err(|m| self.error(&span, &m))?;
-        Ok(Some(Setting { value, source }))
-    }
-
-    /// A secret given as `key` in the file or through the variable `key_env` names.
-    fn secret(
-        &self,
-        key: &str,
-        direct: Option<Spanned<String>>,
-        from_env: Option<Spanned<String>>,
-    ) -> Result<Option<Setting<String>>, CliError> {
-        match (direct, from_env) {
-            (Some(_), Some(name)) => Err(self.error(
-                &name.span(),
-                &format!("give `{key}` or `{key}_env`, not both"),
-            )),
-            (Some(value), None) => Ok(Some(self.setting(value))),
-            (None, Some(name)) => {
-                let span = name.span();
-                let name = name.into_inner();
-                let valid = !name.is_empty()
-                    && !name.starts_with(|c: char| c.is_ascii_digit())
-                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                if !valid {
-                    return Err(self.error(
-                        &span,
-                        &format!(
-                            "`{key}_env` names an environment variable: letters, digits and '_'"
-                        ),
-                    ));
-                }
-                let problem = match (self.env)(&name) {
-                    Ok(value) if !value.is_empty() => {
-                        return Ok(Some(Setting {
-                            value,
-                            source: Source::Env(name),
-                        }));
-                    }
-                    Ok(_) => "is empty",
-                    Err(VarError::NotPresent) => "is not set",
-                    Err(VarError::NotUnicode(_)) => "is not UTF-8",
-                };
-                Err(self.error(
-                    &span,
-                    &format!("`{key}_env`: the environment variable {name} {problem}"),
-                ))
-            }
-            (None, None) => Ok(None),
-        }
-    }
-
-    fn config(&self, raw: RawConfig) -> Result<Config, CliError> {
-        let state_dir = self.checked(raw.state_dir, |text| expand_home("state_dir", text))?;
-        let mode = self.checked(raw.mode, |text| {
-            Mode::from_str(text, false).map_err(|_| "`mode` is `legacy` or `timed`".to_owned())
-        })?;
-        let timeout = match raw.timeout {
-            Some(value) if !tool_ask_user::is_valid_timeout(*value.get_ref()) => {
-                return Err(self.error(
-                    &value.span(),
-                    &format!(
-                        "`timeout` is -1 (wait indefinitely) or 1 to {} seconds",
-                        tool_ask_user::MAX_TIMEOUT_SECS
-                    ),
-                ));
-            }
-            Some(value) => Some(self.setting(value)),
-            None => None,
-        };
-        Ok(Config {
-            state_dir,
-            mode,
-            timeout,
-            web: match raw.web {
-                Some(web) => self.web(web)?,
-                None => WebSection::default(),
-            },
-            notify: match raw.notify {
-                Some(notify) => self.notify(notify)?,
-                None => NotifySection::default(),
-            },
-            pg: match raw.pg {
-                Some(pg) => self.pg(pg)?,
-                None => PgSection::default(),
-            },
-            mcp: match raw.mcp {
-                Some(mcp) => self.mcp(mcp)?,
-                None => McpSection::default(),
-            },
-        })
-    }
-
-    /// `tls_cert` and `tls_key` of a table: both or neither.
-    fn tls(
-        &self,
-        cert: Option<Spanned<String>>,
-        key: Option<Spanned<String>>,
-    ) -> Result<Option<TlsFiles>, CliError> {
-        let cert = self.checked(cert, |text| expand_home("tls_cert", text))?;
-        let key_span = key.as_ref().map(Spanned::span);
-        let key = self.checked(key, |text| expand_home("tls_key", text))?;
-        match (cert, key) {
-            (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert, key })),
-            (None, None) => Ok(None),
-            (Some(cert), None) => Err(bad_config(format!(
-                "{}: `tls_cert` needs `tls_key` beside it",
-                cert.source
-            ))),
-            (None, Some(_)) => Err(self.error(
-                &key_span.unwrap_or_default(),
-                "`tls_key` needs `tls_cert` beside it",
-            )),
-        }
-    }
-
-    fn mcp(&self, raw: RawMcp) -> Result<McpSection, CliError> {
-        let check = |text: &str, what: &str| {
-            ask_user_mcp::BearerToken::new(text).map_err(|e| format!("{what}: {e}"))
-        };
-        let tokens = match (raw.tokens, raw.tokens_env) {
-            (Some(_), Some(name)) => {
-                return Err(self.error(&name.span(), "give `tokens` or `tokens_env`, not both"));
-            }
-            (Some(list), None) => {
-                let source = self.source(&list);
-                let span = list.span();
-                let list = list.into_inner();
-                if list.is_empty() {
-                    return Err(self.error(&span, "`tokens` is empty: leave it out, or give one"));
-                }
-                let tokens = list
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, token)| {
-                        check(token.get_ref(), &format!("token {} of `tokens`", i + 1))
-                            .map_err(|m| self.error(&token.span(), &m))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                Some(Setting {
-                    value: tokens,
-                    source,
-                })
-            }
-            (None, Some(name)) => {
-                let span = name.span();
-                let Some(text) = self.secret("tokens", None, Some(name))? else {
-                    return Err(self.error(&span, "`tokens_env` names no variable"));
-                };
-                let tokens = text
-                    .value
-                    .split(|c: char| c == ',' || c.is_whitespace())
-                    .filter(|t| !t.is_empty())
-                    .enumerate()
-                    .map(|(i, token)| {
-                        check(token, &format!("token {} of {}", i + 1, text.source))
-                            .map_err(|m| self.error(&span, &m))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                if tokens.is_empty() {
-                    return Err(self.error(&span, &format!("{} holds no token", text.source)));
-                }
-                Some(Setting {
-                    value: tokens,
-                    source: text.source,
-                })
-            }
-            (None, None) => None,
-        };
-        Ok(McpSection {
-            tokens,
-            tls: self.tls(raw.tls_cert, raw.tls_key)?,
-        })
-    }
-
-    fn web(&self, raw: RawWeb) -> Result<WebSection, CliError> {
-        Ok(WebSection {
-            addr: self.checked(raw.addr, |text| {
-                text.parse::<SocketAddr>().map_err(|_| {
-                    "`addr` is an IP address and a port, like `127.0.0.1:8766`".to_owned()
-                })
-            })?,
-            public_url: self.checked(raw.public_url, |text| {
-                if is_http_url(text) {
-                    Ok(text.to_owned())
-                } else {
-                    Err("`public_url` is an http:// or https:// URL".to_owned())
-                }
-            })?,
-            tls: self.tls(raw.tls_cert, raw.tls_key)?,
-        })
-    }
-
-    fn notify(&self, raw: RawNotify) -> Result<NotifySection, CliError> {
-        let after = match raw.after {
-            Some(value) => {
-                let secs = *value.get_ref();
-                if !(secs.is_finite() && (0.0..=86_400.0).contains(&secs)) {
-                    return Err(self.error(&value.span(), "`after` is 0 to 86400 seconds"));
-                }
-                let source = self.source(&value);
-                Some(Setting {
-                    value: Duration::from_secs_f64(secs),
-                    source,
-                })
-            }
-            None => None,
-        };
-        let ntfy = match raw.ntfy {
-            Some(ntfy) => Some(self.ntfy(ntfy)?),
-            None => None,
-        };
-        let webhooks = raw
-            .webhooks
-            .unwrap_or_default()
-            .into_iter()
-            .map(|hook| self.webhook(hook))
-            .collect::<Result<_, _>>()?;
-        Ok(NotifySection {
-            after,
-            text: raw.text.map(|v| self.setting(v)),
-            bell: raw.bell.map(|v| self.setting(v)),
-            ignore_claims: raw.ignore_claims.map(|v| self.setting(v)),
-            ntfy,
-            webhooks,
-        })
-    }
-
-    fn ntfy(&self, raw: Spanned<RawNtfy>) -> Result<NtfySection, CliError> {
-        let table = raw.span();
-        let raw = raw.into_inner();
-        // The notifier's own checks, one part at a time, so an error points at its line.
-        let check = |topic: &str, server: &str| {
-            let probe = NotifyConfig {
-                ntfy: Some(NtfyConfig {
-                    topic: topic.to_owned(),
-                    server: server.to_owned(),
-                    token: None,
-                }),
-                ..NotifyConfig::default()
-            };
-            probe.check().map_err(|e| e.to_string())
-        };
-        let server = self.checked(raw.server, |server| {
-            check("topic", server).map(|()| server.to_owned())
-        })?;
-        let topic_span = match (&raw.topic, &raw.topic_env) {
-            (Some(at), _) | (None, Some(at)) => at.span(),
-            (None, None) => table.clone(),
-        };
-        let topic = self
-            .secret("topic", raw.topic, raw.topic_env)?
-            .ok_or_else(|| self.error(&table, "[notify.ntfy] needs `topic` or `topic_env`"))?;
-        check(&topic.value, DEFAULT_NTFY_SERVER).map_err(|m| self.error(&topic_span, &m))?;
-        let token = self.secret("token", raw.token, raw.token_env)?;
-        Ok(NtfySection {
-            topic: secret_setting(topic),
-            server,
-            token: token.map(secret_setting),
-        })
-    }
-
-    fn webhook(&self, raw: Spanned<RawWebhook>) -> Result<WebhookSection, CliError> {
-        let table = raw.span();
-        let raw = raw.into_inner();
-        let secret_span = match (&raw.secret, &raw.secret_env) {
-            (Some(at), _) | (None, Some(at)) => at.span(),
-            (None, None) => table.clone(),
-        };
-        let secret = self
-            .secret("secret", raw.secret, raw.secret_env)?
-            .ok_or_else(|| {
-                self.error(&table, "[[notify.webhooks]] needs `secret` or `secret_env`")
-            })?;
-        let parsed = Secret::parse(&secret.value).map_err(|e| {
-            let message = match &secret.source {
-                Source::Env(name) => format!("the webhook secret in {name}: {e}"),
-                _ => e.to_string(),
-            };
-            self.error(&secret_span, &message)
-        })?;
-        let url_span = raw.url.span();
-        let url = self.setting(raw.url);
-        let probe = NotifyConfig {
-            webhooks: vec![WebhookConfig {
-                url: url.value.clone(),
-                secret: parsed.clone(),
-            }],
-            ..NotifyConfig::default()
-        };
-        probe
-            .check()
-            .map_err(|e| self.error(&url_span, &e.to_string()))?;
-        Ok(WebhookSection {
-            url,
-            secret: Setting {
-                value: parsed,
-                source: secret.source,
-            },
-        })
-    }
-
-    fn pg(&self, raw: RawPg) -> Result<PgSection, CliError> {
-        let url_span = raw.url.as_ref().or(raw.url_env.as_ref()).map(Spanned::span);
-        let url = self.secret("url", raw.url, raw.url_env)?;
-        if let (Some(url), Some(span)) = (&url, url_span)
-            && url.value.trim().is_empty()
-        {
-            return Err(self.error(&span, "`url` is empty"));
-        }
-        Ok(PgSection {
-            url: url.map(secret_setting),
-            schema: self.checked(raw.schema, |schema| {
-                if schema.is_empty() {
-                    Err("`schema` is empty".to_owned())
-                } else {
-                    Ok(schema.to_owned())
-                }
-            })?,
-        })
-    }
-}
-
-fn secret_setting(setting: Setting<String>) -> Setting<SecretString> {
-    Setting {
-        value: SecretString(setting.value),
-        source: setting.source,
-    }
-}
-
-/// A path (`key`): a leading `~/` is the home directory.
-fn expand_home(key: &str, text: &str) -> Result<PathBuf, String> {
-    if text.is_empty() {
-        return Err(format!("`{key}` is empty"));
-    }
-    let rest = match text {
-        "~" => Some(""),
-        _ => text.strip_prefix("~/"),
-    };
-    match rest {
-        Some(rest) => {
-            let home = std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .ok_or_else(|| format!("`{key}` starts with `~/` but HOME is not set"))?;
-            Ok(Path::new(&home).join(rest))
-        }
-        None => Ok(PathBuf::from(text)),
-    }
-}
-
-fn is_http_url(text: &str) -> bool {
-    ["http://", "https://"].iter().any(|scheme| {
-        text.get(..scheme.len())
-            .is_some_and(|head| head.eq_ignore_ascii_case(scheme))
-            && text.len() > scheme.len()
-    })
-}
-
-// --- masking -----------------------------------------------------------------------------------
-
-/// A URL as its scheme, host and port, with `/…` when a path, a query or a fragment follows (a
-/// path or user info may hold a credential: a Slack-style webhook path, an ntfy password).
-fn url_origin(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return MASK.to_owned();
-    };
-    let end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
-    let authority = &rest[..end];
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let tail = &rest[end..];
-    if tail.is_empty() || tail == "/" {
-        format!("{scheme}://{host}{tail}")
-    } else {
-        format!("{scheme}://{host}/…")
-    }
-}
-
-/// A PostgreSQL connection string or URL with its passwords masked: a `password` keyword's
-/// value, a URL's user-info password, a `password` query parameter. What reads as neither form
-/// is masked whole.
-fn mask_pg_url(url: &str) -> String {
-    let scheme = ["postgresql://", "postgres://"].into_iter().find(|scheme| {
-        url.get(..scheme.len())
-            .is_some_and(|head| head.eq_ignore_ascii_case(scheme))
-    });
-    let hidden = match scheme {
-        Some(scheme) => Some(uri_passwords(url, scheme.len())),
-        None => conninfo_passwords(url),
-    };
-    match hidden {
-        Some(hidden) => apply_mask(url, &hidden),
-        None => MASK.to_owned(),
-    }
-}
-
-/// The byte ranges of the passwords of a `postgres://` URL whose authority starts at `start`.
-fn uri_passwords(url: &str, start: usize) -> Vec<Range<usize>> {
-    let mut hidden = Vec::new();
-    let rest = &url[start..];
-    // The user info ends at the last `@`: a password may hold `/`, `?` or `#` unencoded (masking
-    // too much is harmless; too little is not).
-    if let Some(at) = rest.rfind('@')
-        && let Some(colon) = rest[..at].find(':')
-    {
-        hidden.push(start + colon + 1..start + at);
-    }
-    // Every `…password=` query parameter, wherever a `?` or an `&` starts one.
-    for (sep, _) in url.match_indices(['?', '&']) {
-        let key_start = sep + 1;
-        let Some(eq) = url[key_start..].find('=').map(|i| key_start + i) else {
-            continue;
-        };
-        let key = &url[key_start..eq];
-        if key.contains(['?', '&']) || !key.to_ascii_lowercase().contains("password") {
-            continue;
-        }
-        let end = url[eq + 1..].find('&').map_or(url.len(), |i| eq + 1 + i);
-        hidden.push(eq + 1..end);
-    }
-    hidden
-}
-
-/// The byte ranges of the values of the `…password` keywords of a libpq connection string
-/// (`key = value`, a value bare or single-quoted with backslash escapes); `None` when the text
-/// does not read as one.
-fn conninfo_passwords(text: &str) -> Option<Vec<Range<usize>>> {
-    let bytes = text.as_bytes();
-    let mut hidden = Vec::new();
-    let mut i = 0;
-    let skip_space = |mut i: usize| {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        i
-    };
-    loop {
-        i = skip_space(i);
-        if i == bytes.len() {
-            return Some(hidden);
-        }
-        let key_start = i;
-        while i < bytes.len() && !bytes[i].is_ascii_whitespace() && bytes[i] != b'=' {
-            i += 1;
-        }
-        let key = &text[key_start..i];
-        if key.is_empty() {
-            return None;
-        }
-        i = skip_space(i);
-        if bytes.get(i) != Some(&b'=') {
-            return None;
-        }
-        i = skip_space(i + 1);
-        let value_start = i;
-        if bytes.get(i) == Some(&b'\'') {
-            i += 1;
-            loop {
-                match bytes.get(i) {
-                    None => return None,
-                    Some(b'\\') => i += 2,
-                    Some(b'\'') => {
-                        i += 1;
-                        break;
-                    }
-                    Some(_) => i += 1,
-                }
-            }
-        } else {
-            while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
-                i += if bytes[i] == b'\\' { 2 } else { 1 };
-            }
-        }
-        let end = i.min(bytes.len());
-        if key.to_ascii_lowercase().contains("password") && end > value_start {
-            hidden.push(value_start..end);
-        }
-        i = end;
-    }
-}
-
-/// `text` with each run of hidden bytes (ranges on character boundaries) as one [`MASK`].
-fn apply_mask(text: &str, hidden: &[Range<usize>]) -> String {
-    let is_hidden = |i: usize| hidden.iter().any(|r| r.contains(&i));
-    let mut out = String::with_capacity(text.len());
-    let mut in_mask = false;
-    for (i, c) in text.char_indices() {
-        if is_hidden(i) {
-            if !in_mask {
-                out.push_str(MASK);
-                in_mask = true;
-            }
-        } else {
-            in_mask = false;
-            out.push(c);
-        }
-    }
-    out
-}
-
 // --- `ask-user config` -------------------------------------------------------------------------
 
 /// Arguments of `config`: none besides the global `--config`.
@@ -1238,9 +509,8 @@ fn apply_mask(text: &str, hidden: &[Range<usize>]) -> String {
 pub struct ConfigArgs {}
 
 /// `ask-user config`: prints the configuration in effect.
-pub(super) fn run(_args: &ConfigArgs, explicit: Option<&Path>) -> Result<Exit, CliError> {
-    let loaded = load(explicit)?;
-    let text = render(&loaded, ask_user_mcp::default_state_dir());
+pub(super) fn run(_args: &ConfigArgs, loaded: &Loaded) -> Result<Exit, CliError> {
+    let text = render(loaded, ask_user_mcp::default_state_dir());
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -1257,298 +527,157 @@ pub(super) fn run(_args: &ConfigArgs, explicit: Option<&Path>) -> Result<Exit, C
     }
 }
 
-/// One printed line.
-enum Line {
-    /// `# text`, or a blank line for an empty text.
-    Comment(String),
-    /// `[table]` or `[[table]]`.
-    Table(String),
-    /// `key = value  # from source`.
-    Value {
-        key: &'static str,
-        value: String,
-        source: String,
-    },
+/// The lines of the printout, each made safe for a terminal as it is written.
+struct Printout<'a> {
+    out: String,
+    config: &'a Config,
+    /// The file read, as a source names it.
+    file: String,
+    /// The path of the table being written.
+    table: String,
 }
 
-/// Collects the lines of the printout.
-#[derive(Default)]
-struct Printout {
-    lines: Vec<Line>,
-}
-
-impl Printout {
-    fn comment(&mut self, text: impl Into<String>) {
-        self.lines.push(Line::Comment(text.into()));
+impl Printout<'_> {
+    fn line(&mut self, text: &str) {
+        self.out.push_str(&visible(text));
+        self.out.push('\n');
     }
 
-    fn table(&mut self, name: &str) {
-        self.lines.push(Line::Comment(String::new()));
-        self.lines.push(Line::Table(name.to_owned()));
+    fn table(&mut self, path: &str) {
+        self.line("");
+        self.line(&header(path));
+        path.clone_into(&mut self.table);
     }
 
-    fn value(&mut self, key: &'static str, value: String, source: &Source) {
-        self.lines.push(Line::Value {
-            key,
-            value,
-            source: source.to_string(),
-        });
+    /// `key = value  # from SOURCE` (the `# from` at one column, past it on a longer line),
+    /// SOURCE where the file's value came from, else `built-in default`; without a value,
+    /// `# key: not set (unset)`.
+    fn entry(&mut self, key: &str, value: Option<String>, unset: &str) {
+        let Some(value) = value else {
+            return self.line(&format!("# {key}: not set ({unset})"));
+        };
+        let path = match self.table.as_str() {
+            "" => key.to_owned(),
+            table => format!("{table}.{key}"),
+        };
+        let source = match self.config.keys.get(&path).map(|key| &key.2) {
+            Some(Source::Line(line)) => format!("{}:{line}", self.file),
+            Some(Source::Env(name, _)) => format!("env {name}"),
+            None => "built-in default".to_owned(),
+        };
+        self.line(&format!(
+            "{:<40}  # from {source}",
+            format!("{key} = {value}")
+        ));
     }
 
-    /// `key`'s setting, else its default, else the `unset` comment.
-    fn setting<T>(
-        &mut self,
-        key: &'static str,
-        setting: Option<&Setting<T>>,
-        default: Option<T>,
-        unset: &str,
-        show: impl Fn(&T) -> String,
-    ) {
-        match (setting, default) {
-            (Some(setting), _) => self.value(key, show(&setting.value), &setting.source),
-            (None, Some(default)) => self.value(key, show(&default), &Source::Default),
-            (None, None) => self.comment(format!("{key}: not set ({unset})")),
+    /// `key = value` of a key that always has one (its built-in default).
+    fn set(&mut self, key: &str, value: String) {
+        self.entry(key, Some(value), "");
+    }
+
+    /// `tls_cert` and `tls_key`, or a comment saying the server serves plain HTTP.
+    fn tls(&mut self, tls: Option<&TlsFiles>) {
+        match tls {
+            Some(tls) => {
+                self.set("tls_cert", quote(&tls.cert.to_string_lossy()));
+                self.set("tls_key", quote(&tls.key.to_string_lossy()));
+            }
+            None => self.line("# tls_cert, tls_key: not set (plain HTTP)"),
         }
-    }
-
-    /// The text, each line made safe for a terminal; the `# from` comments start at one column
-    /// (past it on a longer line), the same whatever the values.
-    fn finish(self) -> String {
-        const COLUMN: usize = 40;
-        let mut out = String::new();
-        for line in self.lines {
-            let text = match line {
-                Line::Comment(text) if text.is_empty() => String::new(),
-                Line::Comment(text) => format!("# {text}"),
-                Line::Table(name) => name,
-                Line::Value { key, value, source } => {
-                    format!("{:<COLUMN$}  # from {source}", format!("{key} = {value}"))
-                }
-            };
-            out.push_str(&visible(&text));
-            out.push('\n');
-        }
-        out
     }
 }
 
 /// A TOML basic string (control characters are escaped by [`visible`] as the line prints).
 fn quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn quote_path(path: &Path) -> String {
-    quote(&path.to_string_lossy())
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// The printout of `ask-user config`; `state_default` is the built-in state directory.
 fn render(loaded: &Loaded, state_default: Option<PathBuf>) -> String {
     let config = &loaded.config;
-    let mut out = Printout::default();
-    out.comment("The configuration in effect. A command-line flag overrides it.");
-    match (&loaded.path, &loaded.looked_at) {
-        (Some(path), Some((_, how))) => {
-            out.comment(format!("file: {} (from {how})", path.display()));
+    let file = loaded.path.as_deref().unwrap_or(Path::new(""));
+    let mut out = Printout {
+        out: String::new(),
+        config,
+        file: file.display().to_string(),
+        table: String::new(),
+    };
+    out.line("# The configuration in effect. A command-line flag overrides it.");
+    out.line(&match (&loaded.path, &loaded.looked_at) {
+        (Some(path), Some((_, how))) => format!("# file: {} (from {how})", path.display()),
+        (None, Some((path, how))) => {
+            format!(
+                "# file: none ({} from {how} does not exist)",
+                path.display()
+            )
         }
-        (None, Some((path, how))) => out.comment(format!(
-            "file: none ({} from {how} does not exist)",
-            path.display()
-        )),
-        _ => out.comment("file: none (neither XDG_CONFIG_HOME nor HOME is set)"),
-    }
-    out.comment("");
-    out.setting(
+        _ => "# file: none (neither XDG_CONFIG_HOME nor HOME is set)".to_owned(),
+    });
+    out.line("");
+    let state_dir = config.state_dir.clone().or(state_default);
+    let state_dir = state_dir.map(|dir| quote(&dir.to_string_lossy()));
+    out.entry(
         "state_dir",
-        config.state_dir.as_ref(),
-        state_default,
+        state_dir,
         "neither XDG_STATE_HOME nor HOME is set",
-        |p| quote_path(p),
     );
-    out.setting(
-        "mode",
-        config.mode.as_ref(),
-        Some(Mode::Legacy),
-        "",
-        |mode| match mode {
-            Mode::Legacy => quote("legacy"),
-            Mode::Timed => quote("timed"),
-        },
-    );
-    out.setting(
-        "timeout",
-        config.timeout.as_ref(),
-        Some(tool_ask_user::DEFAULT_TIMEOUT_SECS),
-        "",
-        i64::to_string,
-    );
+    let timed = config.mode == Some(Mode::Timed);
+    out.set("mode", quote(if timed { "timed" } else { "legacy" }));
+    let timeout = config
+        .timeout
+        .unwrap_or(tool_ask_user::DEFAULT_TIMEOUT_SECS);
+    out.set("timeout", timeout.to_string());
 
-    render_web(&mut out, &config.web);
-    render_notify(&mut out, &config.notify);
-    render_pg(&mut out, &config.pg);
-    render_mcp(&mut out, &config.mcp);
-    out.finish()
-}
+    out.table("web");
+    let addr = config.web.addr.map(|addr| quote(&addr.to_string()));
+    out.entry("addr", addr, "127.0.0.1 on a free port");
+    let public_url = config.web.public_url.as_deref().map(quote);
+    out.entry("public_url", public_url, "the address served");
+    out.tls(config.web_tls.as_ref());
 
-fn render_web(out: &mut Printout, web: &WebSection) {
-    out.table("[web]");
-    match &web.addr {
-        Some(addr) => out.value("addr", quote(&addr.value.to_string()), &addr.source),
-        None => out.comment("addr: not set (127.0.0.1 on a free port)"),
-    }
-    out.setting(
-        "public_url",
-        web.public_url.as_ref(),
-        None,
-        "the address served",
-        |url| quote(url),
-    );
-    render_tls(out, web.tls.as_ref());
-}
-
-/// `tls_cert` and `tls_key`, or a comment saying the server serves plain HTTP.
-fn render_tls(out: &mut Printout, tls: Option<&TlsFiles>) {
-    match tls {
-        Some(tls) => {
-            out.value("tls_cert", quote_path(&tls.cert.value), &tls.cert.source);
-            out.value("tls_key", quote_path(&tls.key.value), &tls.key.source);
-        }
-        None => out.comment("tls_cert, tls_key: not set (plain HTTP)"),
-    }
-}
-
-fn render_mcp(out: &mut Printout, mcp: &McpSection) {
-    out.table("[mcp]");
-    match &mcp.tokens {
-        Some(tokens) => {
-            let masked = vec![quote(MASK); tokens.value.len()].join(", ");
-            out.value("tokens", format!("[{masked}]"), &tokens.source);
-        }
-        None => out.comment("tokens: not set (mcp --http serves loopback only)"),
-    }
-    render_tls(out, mcp.tls.as_ref());
-}
-
-fn render_notify(out: &mut Printout, notify: &NotifySection) {
-    out.table("[notify]");
-    out.setting(
-        "after",
-        notify.after.as_ref(),
-        Some(Duration::from_secs_f64(DEFAULT_NOTIFY_AFTER_SECS)),
-        "",
-        |after| after.as_secs_f64().to_string(),
-    );
-    for (key, setting) in [
-        ("text", &notify.text),
-        ("bell", &notify.bell),
-        ("ignore_claims", &notify.ignore_claims),
-    ] {
-        out.setting(key, setting.as_ref(), Some(false), "", bool::to_string);
-    }
+    let notify = &config.notify;
+    out.table("notify");
+    out.set("after", notify.notify_after.as_secs_f64().to_string());
+    out.set("text", notify.include_text.to_string());
+    out.set("bell", notify.terminal.to_string());
+    out.set("ignore_claims", notify.ignore_claims.to_string());
     if let Some(ntfy) = &notify.ntfy {
-        out.table("[notify.ntfy]");
-        out.value("topic", quote(MASK), &ntfy.topic.source);
-        out.setting(
-            "server",
-            ntfy.server.as_ref(),
-            Some(DEFAULT_NTFY_SERVER.to_owned()),
-            "",
-            |server| quote(&url_origin(server)),
-        );
-        out.setting("token", ntfy.token.as_ref(), None, "no token", |_| {
-            quote(MASK)
-        });
+        out.table("notify.ntfy");
+        out.set("topic", quote(MASK));
+        out.set("server", quote(&redacted_url(&ntfy.server)));
+        let token = ntfy.token.as_ref().map(|_| quote(MASK));
+        out.entry("token", token, "no token");
     } else {
-        out.comment("");
-        out.comment("[notify.ntfy]: not set (no ntfy notifications)");
+        out.line("");
+        out.line("# [notify.ntfy]: not set (no ntfy notifications)");
     }
     if notify.webhooks.is_empty() {
-        out.comment("");
-        out.comment("[[notify.webhooks]]: none");
+        out.line("");
+        out.line("# [[notify.webhooks]]: none");
     }
-    for hook in &notify.webhooks {
-        out.table("[[notify.webhooks]]");
-        out.value("url", quote(&url_origin(&hook.url.value)), &hook.url.source);
-        out.value("secret", quote(MASK), &hook.secret.source);
+    for (i, hook) in notify.webhooks.iter().enumerate() {
+        out.table(&format!("notify.webhooks[{i}]"));
+        out.set("url", quote(&redacted_url(&hook.url)));
+        out.set("secret", quote(MASK));
     }
-}
 
-fn render_pg(out: &mut Printout, pg: &PgSection) {
-    out.table("[pg]");
-    out.setting(
-        "url",
-        pg.url.as_ref(),
-        None,
-        "log files, no database",
-        |url| quote(&mask_pg_url(url.expose())),
-    );
-    out.setting(
-        "schema",
-        pg.schema.as_ref(),
-        Some(DEFAULT_PG_SCHEMA.to_owned()),
-        "",
-        |schema| quote(schema),
-    );
+    out.table("pg");
+    let url = config.pg.url.as_ref().map(|url| quote(&url.to_string()));
+    out.entry("url", url, "log files, no database");
+    out.set("schema", quote(&config.pg.schema));
+
+    out.table("mcp");
+    let tokens = vec![quote(MASK); config.mcp.tokens.len()];
+    let tokens = (!tokens.is_empty()).then(|| format!("[{}]", tokens.join(", ")));
+    out.entry("tokens", tokens, "mcp --http serves loopback only");
+    out.tls(config.mcp_tls.as_ref());
+    out.out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_pg_password_is_masked_in_every_form_and_nothing_else_is() {
-        for (url, shown) in [
-            (
-                "host=db user=ask password=hunter2 dbname=agents",
-                "host=db user=ask password=******** dbname=agents",
-            ),
-            (
-                "host=db password = 'two words \\' quote' dbname=x",
-                "host=db password = ******** dbname=x",
-            ),
-            ("host=db user=ask", "host=db user=ask"),
-            (
-                "postgres://ask:hunter2@db:5432/agents",
-                "postgres://ask:********@db:5432/agents",
-            ),
-            (
-                "postgresql://ask:pa/ss@word@db/agents",
-                "postgresql://ask:********@db/agents",
-            ),
-            (
-                "postgres://db/agents?user=ask&password=hunter2&sslmode=disable",
-                "postgres://db/agents?user=ask&password=********&sslmode=disable",
-            ),
-            ("postgres://ask@db/agents", "postgres://ask@db/agents"),
-            // Neither form: all of it.
-            ("hunter2", MASK),
-            ("host=db password='unterminated", MASK),
-        ] {
-            assert_eq!(mask_pg_url(url), shown, "{url}");
-        }
-    }
-
-    #[test]
-    fn a_url_shows_its_origin_only() {
-        assert_eq!(
-            url_origin("https://hooks.example/T0/B0/XXXX"),
-            "https://hooks.example/…"
-        );
-        assert_eq!(
-            url_origin("https://user:pw@ntfy.example:8443/"),
-            "https://ntfy.example:8443/"
-        );
-        assert_eq!(url_origin("https://ntfy.sh"), "https://ntfy.sh");
-    }
 
     #[test]
     fn a_toml_message_quotes_no_value() {
@@ -1569,19 +698,17 @@ mod tests {
     }
 
     #[test]
-    fn a_flag_overrides_the_file_and_the_file_the_default() {
-        let file = Setting {
-            value: 30,
-            source: Source::File {
-                path: PathBuf::from("c.toml"),
-                line: 2,
-            },
-        };
-        let flag = Setting::resolve(Some(5), "--timeout", Some(&file), 120);
-        assert_eq!(flag.source, Source::Flag("--timeout"));
-        assert_eq!(flag.value, 5);
-        assert_eq!(Setting::resolve(None, "--timeout", Some(&file), 120), file);
-        let default = Setting::resolve(None, "--timeout", None, 120);
-        assert_eq!((default.value, default.source), (120, Source::Default));
+    fn a_path_names_its_table_as_its_header_does() {
+        assert_eq!(pattern("notify.webhooks[12].url"), "notify.webhooks[].url");
+        assert_eq!(header("notify.webhooks[0]"), "[[notify.webhooks]]");
+        assert_eq!(header("notify.ntfy"), "[notify.ntfy]");
+        assert_eq!(
+            secrets("notify.webhooks[]"),
+            [("secret".to_owned(), "the webhook secret", false)]
+        );
+        assert_eq!(
+            secrets("mcp"),
+            [("tokens".to_owned(), "a bearer token", true)]
+        );
     }
 }

@@ -60,8 +60,8 @@ pub struct DemoArgs {
     pg: super::pg::PgArgs,
 }
 
-pub(super) async fn run(args: DemoArgs) -> Result<Exit, CliError> {
-    let demo = Demo::start(&args).await?;
+pub(super) async fn run(args: DemoArgs, file: &super::config::Config) -> Result<Exit, CliError> {
+    let demo = Demo::start(&args, file).await?;
     let outcome = demo.ask().await?;
     if demo.cancel.is_cancelled() || outcome.is_error {
         demo.host.end_turn(if demo.cancel.is_cancelled() {
@@ -158,7 +158,7 @@ struct Demo {
 }
 
 impl Demo {
-    async fn start(args: &DemoArgs) -> Result<Self, CliError> {
+    async fn start(args: &DemoArgs, file: &super::config::Config) -> Result<Self, CliError> {
         if args.window < 1 {
             return Err(CliError::new(
                 "BAD_USAGE",
@@ -182,7 +182,7 @@ impl Demo {
             })
             .transpose()?;
         let config = tool_ask_user::AskUserConfig::timed_secs(args.window);
-        let (host, path, session_arg, pg) = open_session(args, config)?;
+        let (host, path, session_arg, pg) = open_session(args, config, file)?;
         let host = Arc::new(host);
         let mut guards = Vec::new();
         if let Some(script) = script {
@@ -193,7 +193,7 @@ impl Demo {
             );
         }
         // Late answers from the card go to the session's desk, into the agent's durable inbox.
-        let web = super::web::plan(&host, &args.web)?;
+        let web = super::web::plan(&host, &args.web, file)?;
         let terminal = TerminalAnswerer::new(
             host.seam(),
             TerminalOptions::new().with_desk(crate::host::LiveDesk::of([&host])),
@@ -206,8 +206,9 @@ impl Demo {
         // The page's address stays in reach under the card, which hides the lines printed before.
         terminal.set_status(web.as_ref().map(super::web::WebRun::status));
         let notifier = args.notify.start(
+            &file.notify,
             host.seam(),
-            web.as_ref().map(|w| w.links(args.web.public_url())),
+            web.as_ref().map(|w| w.links(args.web.public_url(file))),
             interactive,
         )?;
         let cancel = CancellationToken::new();
@@ -369,13 +370,14 @@ type Session = (
 fn open_session(
     args: &DemoArgs,
     config: tool_ask_user::AskUserConfig,
+    file: &super::config::Config,
 ) -> Result<Session, CliError> {
-    let pg = args.pg.filled(false);
+    let pg = args.pg.filled(false, file);
     if let Some(url) = &pg.pg {
         let (host, name, live) =
             super::pg::live_session(url, pg.schema(), "demo", config, demo_model())?;
         // The connection string may hold a password: hints name it `<URL>`.
-        let schema = if pg.schema() == super::pg::DEFAULT_SCHEMA {
+        let schema = if pg.schema() == ask_user_pg::DEFAULT_SCHEMA {
             String::new()
         } else {
             format!(" --pg-schema {}", super::arg(pg.schema()))

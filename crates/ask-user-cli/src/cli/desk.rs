@@ -80,8 +80,11 @@ impl From<DeskError> for CliError {
 /// Every session log of a state directory (default: the one `ask-user mcp` writes), listed anew
 /// on every look, each named by its file name there; `None` when the directory does not exist
 /// (no session has been served yet).
-pub(crate) fn state_dir(given: Option<PathBuf>) -> Result<Option<LogDesk>, CliError> {
-    let dir = super::state_dir(given)
+pub(crate) fn state_dir(
+    given: Option<PathBuf>,
+    file: &super::config::Config,
+) -> Result<Option<LogDesk>, CliError> {
+    let dir = super::state_dir(given, file)
         .ok_or_else(|| {
             CliError::new(
                 "BAD_USAGE",

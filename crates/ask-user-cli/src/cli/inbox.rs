@@ -153,8 +153,8 @@ pub(crate) async fn running_url(state_dir: &Path) -> Option<String> {
     Address::load(state_dir).map(|a| a.url())
 }
 
-fn state_dir_of(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
-    super::state_dir(given).ok_or_else(|| {
+fn state_dir_of(given: Option<PathBuf>, file: &super::config::Config) -> Result<PathBuf, CliError> {
+    super::state_dir(given, file).ok_or_else(|| {
         CliError::new(
             "BAD_USAGE",
             "no state directory: set --state-dir (neither XDG_STATE_HOME nor HOME is set)",
@@ -167,14 +167,14 @@ fn io_error(code: &'static str, what: &str) -> impl Fn(std::io::Error) -> CliErr
     move |error| CliError::new(code, format!("{what}: {error}"), Exit::Failure)
 }
 
-pub(super) async fn run(args: InboxArgs) -> Result<Exit, CliError> {
-    let pg = args.pg.filled(args.state_dir.is_some());
+pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result<Exit, CliError> {
+    let pg = args.pg.filled(args.state_dir.is_some(), file);
     if pg.pg.is_some() && !args.url {
         // A database's sessions are answered through its ledger from any process: its page is
         // the one `serve --pg` serves.
-        return super::web::serve_desk(&pg, &[], args.addr).await;
+        return super::web::serve_desk(&pg, &[], args.addr, file).await;
     }
-    let state_dir = state_dir_of(args.state_dir.clone())?;
+    let state_dir = state_dir_of(args.state_dir.clone(), file)?;
     if args.url {
         if let Some(url) = running_url(&state_dir).await {
             println!("{url}");
@@ -216,7 +216,7 @@ pub(super) async fn run(args: InboxArgs) -> Result<Exit, CliError> {
     let inbox = Inbox::new(fallback)
         .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
     let saved = Address::load(&state_dir);
-    let (surface, server) = serve_page(&inbox, &args, saved.as_ref()).await?;
+    let (surface, server) = serve_page(&inbox, &args, saved.as_ref(), file).await?;
     let address = Address {
         addr: server.local_addr(),
         token: surface.token().to_owned(),
@@ -230,8 +230,9 @@ pub(super) async fn run(args: InboxArgs) -> Result<Exit, CliError> {
     let public_url = args
         .web_public_url
         .as_deref()
-        .or_else(|| super::config::current().web_public_url());
+        .or(file.web.public_url.as_deref());
     let _notifier = args.notify.start(
+        &file.notify,
         inbox.seam(),
         Some(surface.links(&server, public_url)),
         false,
@@ -265,21 +266,18 @@ async fn serve_page(
     inbox: &Inbox,
     args: &InboxArgs,
     saved: Option<&Address>,
+    file: &super::config::Config,
 ) -> Result<(WebSurface, ask_user_web::WebServer), CliError> {
     // Where it served last, on loopback: an address beyond loopback serves others only when
     // asked for each time (by the flag or the configuration file).
     let kept = saved.map(|s| SocketAddr::new(DEFAULT_ADDR.ip(), s.addr.port()));
-    let addr = args
-        .addr
-        .or_else(|| super::config::current().web_addr())
-        .or(kept)
-        .unwrap_or(DEFAULT_ADDR);
+    let addr = args.addr.or(file.web.addr).or(kept).unwrap_or(DEFAULT_ADDR);
     let options = WebOptions {
         loopback_only: addr.ip().is_loopback(),
         token: saved.map(|s| s.token.clone()),
         // Each host's own window decides: the inbox's cards show no countdown.
         countdowns: false,
-        tls: super::config::current().web_tls()?,
+        tls: super::web::load_tls(file.web_tls.as_ref())?,
         ..WebOptions::default()
     };
     let surface = WebSurface::new(inbox.seam(), Some(inbox.desk()), options)

@@ -68,12 +68,16 @@ pub struct McpArgs {
 /// replaces a log path).
 const MCP_PG_HELP: &str = "Keep the MCP sessions in this PostgreSQL database (a libpq connection string or `postgres://` URL; TLS with sslmode=require, or verify-full and sslrootcert=CA_FILE) instead of log files in the state directory: any worker resumes them, and an answer given there from anywhere reaches a question in its window";
 
-pub(super) async fn run(mut args: McpArgs) -> Result<Exit, CliError> {
+pub(super) async fn run(
+    mut args: McpArgs,
+    loaded: &super::config::Loaded,
+) -> Result<Exit, CliError> {
+    let file = &loaded.config;
     // A state directory given names where the sessions are: the file's database does not.
-    args.pg = args.pg.filled(args.state_dir.is_some());
-    let config = args.tool.config()?;
+    args.pg = args.pg.filled(args.state_dir.is_some(), file);
+    let config = args.tool.config(file)?;
     // With --pg the sessions live in the database: no state directory is needed.
-    let state_dir = match super::state_dir(args.state_dir.clone()) {
+    let state_dir = match super::state_dir(args.state_dir.clone(), file) {
         Some(dir) => dir,
         None if args.pg.pg.is_some() => PathBuf::new(),
         None => {
@@ -84,7 +88,7 @@ pub(super) async fn run(mut args: McpArgs) -> Result<Exit, CliError> {
             ));
         }
     };
-    let http = http_options(&args)?;
+    let http = http_options(&args, file)?;
     let options = McpOptions::new(&state_dir)
         .with_tool(config)
         .with_http(http.clone());
@@ -96,7 +100,7 @@ pub(super) async fn run(mut args: McpArgs) -> Result<Exit, CliError> {
             .map_err(|e| CliError::new("STATE_DIR", e.to_string(), Exit::Log))?;
         (server, state_dir.display().to_string())
     };
-    let link = link_inbox(&args, &server, &state_dir)?;
+    let link = link_inbox(&args, &server, &state_dir, loaded)?;
     match &link {
         Some(link) => {
             // Said once the inbox answers (a started one takes a moment), on stderr, which
@@ -139,26 +143,20 @@ pub(super) async fn run(mut args: McpArgs) -> Result<Exit, CliError> {
 
 /// Streamable HTTP's options: the flags', TLS from the flags or the configuration file, and the
 /// file's bearer tokens.
-fn http_options(args: &McpArgs) -> Result<McpHttpOptions, CliError> {
-    let file = super::config::current();
+fn http_options(args: &McpArgs, file: &super::config::Config) -> Result<McpHttpOptions, CliError> {
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(
             ask_user_mcp::ServerTls::from_pem_files(cert, key)
                 .map_err(|e| CliError::new("BAD_TLS", e.to_string(), Exit::Usage))?,
         ),
-        _ if args.http.is_some() => file
-            .mcp
-            .tls
-            .as_ref()
-            .map(super::config::TlsFiles::load)
-            .transpose()?,
+        _ if args.http.is_some() => super::web::load_tls(file.mcp_tls.as_ref())?,
         _ => None,
     };
     Ok(McpHttpOptions {
         allowed_origins: args.allow_origin.clone(),
         max_sessions: args.max_sessions.map_or(DEFAULT_MAX_SESSIONS, usize::from),
         tls,
-        bearer_tokens: file.mcp_tokens().to_vec(),
+        bearer_tokens: file.mcp.tokens.clone(),
         limits: HttpLimits {
             max_connections: args.max_connections.map_or(DEFAULT_MAX_CONNECTIONS, |n| {
                 usize::try_from(n).unwrap_or(usize::MAX)
@@ -209,16 +207,16 @@ fn link_inbox(
     args: &McpArgs,
     server: &AskUserMcp,
     state_dir: &std::path::Path,
+    loaded: &super::config::Loaded,
 ) -> Result<Option<ask_user_inbox::InboxLink>, CliError> {
     let flagged = args.inbox || args.web.web || args.notify.any();
     // The configuration file's page or notifications to a phone or a webhook are surfaces too
     // (its bell alone is not: a server in the background has no terminal).
-    let file = super::config::current();
-    let file_notify = file.notify_config();
-    let configured = file.web_addr().is_some()
-        || file.web_public_url().is_some()
-        || file_notify.ntfy.is_some()
-        || !file_notify.webhooks.is_empty();
+    let file = &loaded.config;
+    let configured = file.web.addr.is_some()
+        || file.web.public_url.is_some()
+        || file.notify.ntfy.is_some()
+        || !file.notify.webhooks.is_empty();
     if !(flagged || configured) {
         return Ok(None);
     }
@@ -235,10 +233,10 @@ fn link_inbox(
         ));
     }
     // What the started inbox would fail on is said here, where it is read.
-    args.notify.check()?;
+    args.notify.check(&file.notify)?;
     let mut inbox_args: Vec<std::ffi::OsString> = Vec::new();
     // The inbox reads the same configuration file.
-    if let Some(path) = super::config::explicit_path() {
+    if let Some(path) = loaded.explicit_path() {
         inbox_args.push("--config".into());
         inbox_args.push(
             std::path::absolute(path)

@@ -233,19 +233,18 @@ pub struct ToolArgs {
 }
 
 impl ToolArgs {
-    /// The mode: the flag's, else the configuration file's, else legacy.
-    pub(crate) fn mode(&self) -> Mode {
-        self.mode
-            .or_else(|| config::current().mode())
-            .unwrap_or(Mode::Legacy)
+    /// The mode: the flag's, else the configuration file's (`file`), else legacy.
+    pub(crate) fn mode(&self, file: &config::Config) -> Mode {
+        self.mode.or(file.mode).unwrap_or(Mode::Legacy)
     }
 
-    pub(crate) fn config(&self) -> Result<Option<AskUserConfig>, CliError> {
+    /// The tool's configuration: the flags', else the configuration file's (`file`).
+    pub(crate) fn config(&self, file: &config::Config) -> Result<Option<AskUserConfig>, CliError> {
         let timeout = self
             .timeout
-            .or_else(|| config::current().timeout())
+            .or(file.timeout)
             .unwrap_or(tool_ask_user::DEFAULT_TIMEOUT_SECS);
-        let config = match self.mode() {
+        let config = match self.mode(file) {
             Mode::Legacy => AskUserConfig::LEGACY,
             Mode::Timed => AskUserConfig::timed_secs(timeout),
         };
@@ -267,27 +266,26 @@ impl Drop for AbortOnDrop {
 
 /// Runs a command and reports its failure on stderr.
 pub async fn run(cli: Cli) -> Exit {
-    // Every command but `config` (which reports on the file itself) reads the file first: a
-    // malformed one stops any command.
-    if !matches!(cli.command, Command::Config(_)) {
-        match config::load(cli.config.as_deref()) {
-            Ok(loaded) => config::install(loaded),
-            Err(error) => return report(&error),
-        }
-    }
+    // Every command reads the file first, once, and is handed what it needs of it: a malformed
+    // one stops any command.
+    let loaded = match config::load(cli.config.as_deref()) {
+        Ok(loaded) => loaded,
+        Err(error) => return report(&error),
+    };
+    let file = &loaded.config;
     let result = match cli.command {
-        Command::Demo(args) => demo::run(args).await,
-        Command::Ask(args) => ask::run(args).await,
-        Command::Pending(args) => pending::run(&args).await,
-        Command::Answer(args) => answer::run(&args).await,
-        Command::Schema(args) => schema::run(&args),
-        Command::Mcp(args) => mcp::run(args).await,
-        Command::Serve(args) => web::serve(args).await,
+        Command::Demo(args) => demo::run(args, file).await,
+        Command::Ask(args) => ask::run(args, file).await,
+        Command::Pending(args) => pending::run(&args, file).await,
+        Command::Answer(args) => answer::run(&args, file).await,
+        Command::Schema(args) => schema::run(&args, file),
+        Command::Mcp(args) => mcp::run(args, &loaded).await,
+        Command::Serve(args) => web::serve(args, file).await,
         Command::Worker(args) => pg::worker(args).await,
         Command::Export(args) => pg::export(&args),
         Command::Import(args) => pg::import(&args),
-        Command::Config(args) => config::run(&args, cli.config.as_deref()),
-        Command::Inbox(args) => inbox::run(args).await,
+        Command::Config(args) => config::run(&args, &loaded),
+        Command::Inbox(args) => inbox::run(args, file).await,
     };
     match result {
         Ok(exit) => exit,
@@ -320,11 +318,11 @@ pub fn check_config_text(text: &str, path: &Path) -> Result<(), String> {
         .map_err(|error| error.message)
 }
 
-/// The state directory: the flag's, else the configuration file's, else `ask-user mcp`'s
-/// default; `None` when none can be found (neither `XDG_STATE_HOME` nor `HOME` is set).
-pub(crate) fn state_dir(given: Option<PathBuf>) -> Option<PathBuf> {
+/// The state directory: the flag's, else the configuration file's (`file`), else `ask-user
+/// mcp`'s default; `None` when none can be found (neither `XDG_STATE_HOME` nor `HOME` is set).
+pub(crate) fn state_dir(given: Option<PathBuf>, file: &config::Config) -> Option<PathBuf> {
     given
-        .or_else(|| config::current().state_dir().map(Path::to_path_buf))
+        .or_else(|| file.state_dir.clone())
         .or_else(ask_user_mcp::default_state_dir)
 }
 

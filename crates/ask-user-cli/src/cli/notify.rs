@@ -3,9 +3,11 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use ask_user_notify::{Links, Notifier, NotifyConfig, NtfyConfig, Secret, WebhookConfig, backends};
+use ask_user_notify::{
+    Links, MAX_NOTIFY_AFTER, Notifier, NotifyConfig, NotifyOverrides, Secret, WebhookConfig,
+    backends,
+};
 use clap::Args;
 use user_questions::UserQuestions;
 
@@ -14,8 +16,9 @@ use super::{CliError, Exit};
 /// The notification flags.
 #[derive(Clone, Debug, Args)]
 pub struct NotifyArgs {
-    /// Notifications from a JSON file (`{"notifyAfter","includeText","webhooks","ntfy","terminal"}`);
-    /// the flags below add to it.
+    /// Notifications from a JSON file, instead of the configuration file's `[notify]`: its keys
+    /// (`{"after","text","bell","ignore_claims","ntfy","webhooks"}`, or the older
+    /// `notifyAfter`, `includeText`, `terminal`, `ignoreClaims`); the flags below add to it.
     #[arg(long, value_name = "FILE")]
     pub notify_config: Option<PathBuf>,
     /// Post a signed JSON notification (Standard Webhooks) to URL; needs --webhook-secret (or
@@ -96,65 +99,55 @@ fn webhook_secret(given: Option<&GivenSecret>) -> Result<Option<GivenSecret>, Cl
 }
 
 impl NotifyArgs {
-    /// The configuration the flags make; `None` when they name nothing to notify.
-    fn config(&self, terminal_card: bool) -> Result<Option<NotifyConfig>, CliError> {
+    /// The configuration the flags make over the `--notify-config` file, else over `file` (the
+    /// configuration file's `[notify]`); `None` when they name nothing to notify.
+    fn config(
+        &self,
+        file: &NotifyConfig,
+        terminal_card: bool,
+    ) -> Result<Option<NotifyConfig>, CliError> {
         let bad = |message: String| CliError::new("BAD_CONFIG", message, Exit::Usage);
-        let mut config = match &self.notify_config {
+        let base = match &self.notify_config {
             Some(path) => {
                 let text = super::read_input(path)?;
                 NotifyConfig::from_json(&text).map_err(|e| bad(e.to_string()))?
             }
-            // The configuration file's `[notify]`, which the flags add to.
-            None => super::config::current().notify_config(),
+            None => file.clone(),
         };
+        let mut webhooks = Vec::new();
         if !self.notify_webhook.is_empty() {
             let secret = webhook_secret(self.webhook_secret.as_ref())?
                 .map(|given| given.secret)
                 .ok_or_else(|| bad("--notify-webhook needs --webhook-secret".to_owned()))?;
-            for url in &self.notify_webhook {
-                config.webhooks.push(WebhookConfig {
+            webhooks = (self.notify_webhook.iter())
+                .map(|url| WebhookConfig {
                     url: url.clone(),
                     secret: secret.clone(),
-                });
-            }
+                })
+                .collect();
         }
-        // Field by field: the flag's, else the file's, else the default. The file's token goes
-        // only to the file's server.
-        let file = config.ntfy.take();
-        let topic = self
-            .ntfy
-            .clone()
-            .or_else(|| file.as_ref().map(|f| f.topic.clone()));
-        if topic.is_none() && self.ntfy_server.is_some() {
-            return Err(bad(
-                "--ntfy-server needs a topic: --ntfy TOPIC, or the configuration file's [notify.ntfy] topic".to_owned(),
-            ));
-        }
-        if let Some(topic) = topic {
-            let server = self
-                .ntfy_server
-                .clone()
-                .or_else(|| file.as_ref().map(|f| f.server.clone()))
-                .unwrap_or_else(|| "https://ntfy.sh".to_owned());
-            let token = file.filter(|f| f.server == server).and_then(|f| f.token);
-            config.ntfy = Some(NtfyConfig {
-                topic,
-                server,
-                token,
-            });
-        }
-        if let Some(secs) = self.notify_after {
-            if !(secs.is_finite() && (0.0..=86_400.0).contains(&secs)) {
-                return Err(bad("--notify-after is 0 to 86400 seconds".to_owned()));
-            }
-            config.notify_after = Duration::from_secs_f64(secs);
-        }
-        config.include_text |= self.notify_text;
-        config.terminal |= self.bell;
-        // A terminal card claims every timed question as it shows it: with one on screen, a
-        // claim says nothing about whether a person is there.
-        config.ignore_claims |= self.notify_ignore_claims || terminal_card;
-        config.check().map_err(|e| bad(e.to_string()))?;
+        let notify_after = match self.notify_after {
+            Some(secs) => Some(NotifyConfig::after_secs(secs).ok_or_else(|| {
+                let max = MAX_NOTIFY_AFTER.as_secs();
+                bad(format!("--notify-after is 0 to {max} seconds"))
+            })?),
+            None => None,
+        };
+        let overrides = NotifyOverrides {
+            ntfy_topic: self.ntfy.clone(),
+            ntfy_server: self.ntfy_server.clone(),
+            webhooks,
+            notify_after,
+            include_text: self.notify_text,
+            terminal: self.bell,
+            // A terminal card claims every timed question as it shows it: with one on screen, a
+            // claim says nothing about whether a person is there.
+            ignore_claims: self.notify_ignore_claims || terminal_card,
+        };
+        let config = base.merge(overrides).map_err(|e| match e.key() {
+            Some("ntfy") => bad("--ntfy-server needs a topic: --ntfy TOPIC, or the configuration file's [notify.ntfy] topic".to_owned()),
+            _ => bad(e.to_string()),
+        })?;
         Ok((!config.is_empty()).then_some(config))
     }
 
@@ -166,10 +159,10 @@ impl NotifyArgs {
             || self.bell
     }
 
-    /// Checks what the flags and the configuration file make (for a command that hands them to
-    /// another process, which would fail where nobody reads it).
-    pub(crate) fn check(&self) -> Result<(), CliError> {
-        self.config(false).map(|_| ())
+    /// Checks what the flags make over `file` (for a command that hands them to another
+    /// process, which would fail where nobody reads it).
+    pub(crate) fn check(&self, file: &NotifyConfig) -> Result<(), CliError> {
+        self.config(file, false).map(|_| ())
     }
 
     /// The flags again, for an inbox started in the background, and the webhooks' secret to
@@ -215,15 +208,16 @@ impl NotifyArgs {
         (args, secret)
     }
 
-    /// Starts notifying about `seam`'s questions, with `links` from the page when there is one;
-    /// `terminal_card` when an interactive terminal card shows them.
+    /// Starts notifying about `seam`'s questions as the flags say over `file`, with `links` from
+    /// the page when there is one; `terminal_card` when an interactive terminal card shows them.
     pub(crate) fn start(
         &self,
+        file: &NotifyConfig,
         seam: &UserQuestions,
         links: Option<Arc<dyn Links>>,
         terminal_card: bool,
     ) -> Result<Option<Notifier>, CliError> {
-        let Some(config) = self.config(terminal_card)? else {
+        let Some(config) = self.config(file, terminal_card)? else {
             return Ok(None);
         };
         let backends = backends(&config).map_err(|e| {
@@ -234,56 +228,5 @@ impl NotifyArgs {
             )
         })?;
         Ok(Some(Notifier::start(seam, config, links, backends)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-    use clap::Parser;
-
-    use super::NotifyArgs;
-
-    #[derive(Parser)]
-    struct Flags {
-        #[command(flatten)]
-        notify: NotifyArgs,
-    }
-
-    /// The ntfy the flags make over a base that names a private server and its token.
-    fn ntfy(flags: &[&str]) -> ask_user_notify::NtfyConfig {
-        let dir = tempfile::tempdir().unwrap();
-        let base = dir.path().join("notify.json");
-        std::fs::write(
-            &base,
-            r#"{"ntfy":{"topic":"base-topic","server":"https://ntfy.example.com","token":"tk_private"}}"#,
-        )
-        .unwrap();
-        let mut argv = vec!["t", "--notify-config", base.to_str().unwrap()];
-        argv.extend_from_slice(flags);
-        let parsed = Flags::try_parse_from(argv).unwrap();
-        parsed.notify.config(false).unwrap().unwrap().ntfy.unwrap()
-    }
-
-    #[test]
-    fn a_flag_replaces_one_ntfy_field_and_the_token_goes_only_to_its_own_server() {
-        // A topic of the flag's: the base's server and its token stay.
-        let merged = ntfy(&["--ntfy", "mine"]);
-        assert_eq!(
-            (merged.topic.as_str(), merged.server.as_str()),
-            ("mine", "https://ntfy.example.com")
-        );
-        assert_eq!(merged.token.as_deref(), Some("tk_private"));
-        // Another server: the private server's token is not sent there.
-        let elsewhere = ntfy(&["--ntfy", "mine", "--ntfy-server", "https://ntfy.sh"]);
-        assert_eq!(elsewhere.server, "https://ntfy.sh");
-        assert_eq!(elsewhere.token, None);
-        // The server alone: the base's topic goes to it, without the token.
-        let moved = ntfy(&["--ntfy-server", "https://other.example.com"]);
-        assert_eq!(
-            (moved.topic.as_str(), moved.token.as_deref()),
-            ("base-topic", None)
-        );
     }
 }

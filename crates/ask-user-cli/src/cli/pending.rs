@@ -28,23 +28,26 @@ pub struct PendingArgs {
     pg: super::pg::PgArgs,
 }
 
-pub(super) async fn run(args: &PendingArgs) -> Result<Exit, CliError> {
+pub(super) async fn run(
+    args: &PendingArgs,
+    file: &super::config::Config,
+) -> Result<Exit, CliError> {
     let session = args.log.as_ref().map(|p| p.display().to_string());
     let logs: Vec<PathBuf> = args.log.iter().cloned().collect();
     let pg = args
         .pg
-        .filled(args.log.is_some() || args.state_dir.is_some());
+        .filled(args.log.is_some() || args.state_dir.is_some(), file);
     if pg.pg.is_none() && logs.is_empty() {
-        let mut questions: Vec<DeskQuestion> = match super::desk::state_dir(args.state_dir.clone())?
-        {
-            Some(desk) => desk
-                .sessions()
-                .await?
-                .into_iter()
-                .flat_map(|s| s.questions)
-                .collect(),
-            None => Vec::new(),
-        };
+        let mut questions: Vec<DeskQuestion> =
+            match super::desk::state_dir(args.state_dir.clone(), file)? {
+                Some(desk) => desk
+                    .sessions()
+                    .await?
+                    .into_iter()
+                    .flat_map(|s| s.questions)
+                    .collect(),
+                None => Vec::new(),
+            };
         // Newest first: the question a person just heard of leads.
         questions.sort_by_key(|q| std::cmp::Reverse(q.asked_at_ms));
         print_session_table(&questions, args.json, true);

@@ -30,28 +30,26 @@ pub struct PgArgs {
     pub pg_schema: Option<String>,
 }
 
-/// The schema when neither `--pg-schema` nor the configuration file names one.
-pub(crate) const DEFAULT_SCHEMA: &str = "ask_user";
-
 impl PgArgs {
     /// Fills in what the configuration file's `[pg]` gives and the flags do not: the database
     /// (only when the command line names no session log or state directory instead:
-    /// `logs_named`) and the schema.
-    pub(crate) fn filled(&self, logs_named: bool) -> Self {
-        let config = super::config::current();
+    /// `logs_named`) and the schema (`file`: the configuration file's).
+    pub(crate) fn filled(&self, logs_named: bool, file: &super::config::Config) -> Self {
         let mut filled = self.clone();
         if filled.pg.is_none() && !logs_named {
-            filled.pg = config.pg_url().map(|url| url.expose().to_owned());
+            filled.pg = file.pg.url.as_ref().map(|url| url.expose().to_owned());
         }
         if filled.pg_schema.is_none() {
-            filled.pg_schema = config.pg_schema().map(str::to_owned);
+            filled.pg_schema = Some(file.pg.schema.clone());
         }
         filled
     }
 
     /// The schema: the flag's, else the configuration file's, else `ask_user`.
     pub(crate) fn schema(&self) -> &str {
-        self.pg_schema.as_deref().unwrap_or(DEFAULT_SCHEMA)
+        self.pg_schema
+            .as_deref()
+            .unwrap_or(ask_user_pg::DEFAULT_SCHEMA)
     }
 }
 
@@ -64,7 +62,7 @@ pub struct PgRequired {
     pub pg: String,
     /// The database schema of the tables (a writing command creates or migrates it; a reading
     /// one, `pending` or `export`, only checks it).
-    #[arg(long, value_name = "SCHEMA", default_value = "ask_user")]
+    #[arg(long, value_name = "SCHEMA", default_value = ask_user_pg::DEFAULT_SCHEMA)]
     pub pg_schema: String,
 }
 

@@ -11,8 +11,8 @@ pub struct SchemaArgs {
     tool: ToolArgs,
 }
 
-pub(super) fn run(args: &SchemaArgs) -> Result<Exit, CliError> {
-    let config = args.tool.config()?.unwrap_or_default();
+pub(super) fn run(args: &SchemaArgs, file: &super::config::Config) -> Result<Exit, CliError> {
+    let config = args.tool.config(file)?.unwrap_or_default();
     let definition = tool_ask_user::definition(&config)
         .map_err(|e| CliError::new("BAD_CONFIG", e.to_string(), Exit::Usage))?;
     let text = serde_json::to_string_pretty(&definition)

@@ -33,17 +33,16 @@ pub struct WebArgs {
 }
 
 impl WebArgs {
-    /// Where to serve the page: the flag's address, else the configuration file's.
-    pub(crate) fn addr(&self) -> Option<SocketAddr> {
-        self.web_addr
-            .or_else(|| super::config::current().web_addr())
+    /// Where to serve the page: the flag's address, else the configuration file's (`file`).
+    pub(crate) fn addr(&self, file: &super::config::Config) -> Option<SocketAddr> {
+        self.web_addr.or(file.web.addr)
     }
 
-    /// The page's public URL: the flag's, else the configuration file's.
-    pub(crate) fn public_url(&self) -> Option<&str> {
+    /// The page's public URL: the flag's, else the configuration file's (`file`).
+    pub(crate) fn public_url<'a>(&'a self, file: &'a super::config::Config) -> Option<&'a str> {
         self.web_public_url
             .as_deref()
-            .or_else(|| super::config::current().web_public_url())
+            .or(file.web.public_url.as_deref())
     }
 }
 
@@ -78,15 +77,28 @@ impl WebRun {
 }
 
 /// The page's options for `addr` (default: loopback, a free port), over TLS when the
-/// configuration file gives `[web] tls_cert` and `tls_key`.
-fn options_for(addr: Option<SocketAddr>) -> Result<(WebOptions, SocketAddr), CliError> {
+/// configuration file (`file`) gives `[web] tls_cert` and `tls_key`.
+fn options_for(
+    addr: Option<SocketAddr>,
+    file: &super::config::Config,
+) -> Result<(WebOptions, SocketAddr), CliError> {
     let addr = addr.unwrap_or_else(|| SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
     let options = WebOptions {
         loopback_only: addr.ip().is_loopback(),
-        tls: super::config::current().web_tls()?,
+        tls: load_tls(file.web_tls.as_ref())?,
         ..WebOptions::default()
     };
     Ok((options, addr))
+}
+
+/// The certificate and key of `files`, read and checked.
+pub(crate) fn load_tls(
+    files: Option<&ask_user_web::TlsFiles>,
+) -> Result<Option<ask_user_web::ServerTls>, CliError> {
+    let load = |files: &ask_user_web::TlsFiles| {
+        (files.load()).map_err(|e| CliError::new("BAD_TLS", e.to_string(), Exit::Usage))
+    };
+    files.map(load).transpose()
 }
 
 async fn bind(surface: &WebSurface, addr: SocketAddr) -> Result<WebServer, CliError> {
@@ -113,11 +125,15 @@ pub(crate) struct WebPlan {
 
 /// `--web`: the surface for `host`, registered at the front of its seam's waterfall; `None`
 /// without `--web`.
-pub(crate) fn plan(host: &Arc<Host>, args: &WebArgs) -> Result<Option<WebPlan>, CliError> {
+pub(crate) fn plan(
+    host: &Arc<Host>,
+    args: &WebArgs,
+    file: &super::config::Config,
+) -> Result<Option<WebPlan>, CliError> {
     if !args.web {
         return Ok(None);
     }
-    let (options, addr) = options_for(args.addr())?;
+    let (options, addr) = options_for(args.addr(file), file)?;
     let desk: Arc<dyn QuestionDesk> = LiveDesk::of([host]);
     let surface = WebSurface::new(host.seam(), Some(desk), options).map_err(|e| no_surface(&e))?;
     let guard = surface.register(host.seam());
@@ -171,9 +187,9 @@ pub struct ServeArgs {
     addr: Option<SocketAddr>,
 }
 
-pub(super) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
-    let pg = args.pg.filled(!args.logs.is_empty());
-    serve_desk(&pg, &args.logs, args.addr).await
+pub(super) async fn serve(args: ServeArgs, file: &super::config::Config) -> Result<Exit, CliError> {
+    let pg = args.pg.filled(!args.logs.is_empty(), file);
+    serve_desk(&pg, &args.logs, args.addr, file).await
 }
 
 /// The page of `logs`' continued questions, or with `pg` of a database's sessions, until Ctrl-C.
@@ -181,6 +197,7 @@ pub(super) async fn serve_desk(
     pg: &super::pg::PgArgs,
     logs: &[PathBuf],
     addr: Option<SocketAddr>,
+    file: &super::config::Config,
 ) -> Result<Exit, CliError> {
     let picked = super::desk::pick(pg, logs, Access::Write)?;
     // Each log named must be one (as `pending` says of a file that is not): a page over files
@@ -195,7 +212,7 @@ pub(super) async fn serve_desk(
     // answers again when it takes them).
     let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default())
         .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
-    let (options, addr) = options_for(addr.or_else(|| super::config::current().web_addr()))?;
+    let (options, addr) = options_for(addr.or(file.web.addr), file)?;
     // The cards follow the desk's changes (the ledger, the logs); a database's desk claims the
     // questions open elsewhere while a page looks.
     let (desk, database): (Arc<dyn QuestionDesk>, _) = match picked {
