@@ -3,23 +3,15 @@
 
 mod inbox;
 mod link;
+mod rendezvous;
 mod wire;
 
 pub use inbox::{HOST_ANSWERER, Inbox, InboxSession, LATE_WITHIN};
 pub use link::{
     AsyncReadWrite, Connect, InboxLink, LINK_ANSWERER, LinkedHost, LinkedSession, Stream,
 };
+pub use rendezvous::{
+    ADDRESS_NAME, Address, InboxLock, LOCK_NAME, RESPAWN_EVERY, Rendezvous, SOCKET_NAME,
+    STARTED_WITHIN, Starter, connect,
+};
 pub use wire::MAX_LINE;
-
-/// The inbox's socket in a state directory.
-pub const SOCKET_NAME: &str = "inbox.sock";
-
-/// Connects to the inbox listening at `socket`.
-///
-/// # Errors
-///
-/// When nothing listens there.
-pub async fn connect(socket: &std::path::Path) -> std::io::Result<Stream> {
-    let stream = tokio::net::UnixStream::connect(socket).await?;
-    Ok(Box::new(stream))
-}

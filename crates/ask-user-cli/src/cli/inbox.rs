@@ -1,22 +1,18 @@
 //! `ask-user inbox`: one page and one notification stream for every MCP session of the machine
 //! (the sessions of one state directory). Each `ask-user mcp` with a surface configured hands
 //! its sessions' questions to it over a socket in the state directory, starting it when none
-//! runs (`ask_user_inbox`); the page also lists the continued questions of every log there.
-//!
-//! The page's address and token are kept in `inbox.json` in the state directory (mode 0600), so
-//! a bookmark keeps working across restarts; `inbox.lock` makes sure one inbox runs per
-//! directory.
+//! runs; the page also lists the continued questions of every log there. The meeting place (the
+//! socket, the lock, the kept address) is `ask_user_inbox::Rendezvous`; starting the process is
+//! this binary's.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use ask_user_inbox::{Inbox, SOCKET_NAME};
+use ask_user_inbox::{Address, Inbox, Rendezvous};
 use ask_user_web::{WebOptions, WebSurface};
 use clap::Args;
 use pending_answer::QuestionDesk;
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::notify::NotifyArgs;
@@ -53,104 +49,15 @@ pub struct InboxArgs {
     pub pg: super::pg::PgArgs,
 }
 
-/// What `inbox.json` keeps: where the page was served, its token, and the inbox's process id.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Address {
-    pub(crate) addr: SocketAddr,
-    pub(crate) token: String,
-    #[serde(default)]
-    pub(crate) pid: u32,
-    /// Whether the page is served over TLS (`https://`).
-    #[serde(default)]
-    pub(crate) tls: bool,
-}
-
-impl Address {
-    fn path(state_dir: &Path) -> PathBuf {
-        state_dir.join("inbox.json")
-    }
-
-    /// The address kept in `state_dir`, if it can be read.
-    pub(crate) fn load(state_dir: &Path) -> Option<Self> {
-        let text = std::fs::read_to_string(Self::path(state_dir)).ok()?;
-        serde_json::from_str(&text).ok()
-    }
-
-    /// `http://ADDR/`, or `https://` over TLS.
-    fn base(&self) -> String {
-        let scheme = if self.tls { "https" } else { "http" };
-        format!("{scheme}://{}/", self.addr)
-    }
-
-    /// The page's URL with its token.
-    pub(crate) fn url(&self) -> String {
-        format!("{}?token={}", self.base(), self.token)
-    }
-
-    fn save(&self, state_dir: &Path) -> std::io::Result<()> {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let path = Self::path(state_dir);
-        let temp = state_dir.join(format!(".inbox.json.{}", std::process::id()));
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(
-            serde_json::to_string(self)
-                .map_err(std::io::Error::other)?
-                .as_bytes(),
-        )?;
-        file.sync_all()?;
-        std::fs::rename(&temp, &path)
-    }
-}
-
-/// The socket of the inbox of `state_dir`.
-pub(crate) fn socket(state_dir: &Path) -> PathBuf {
-    state_dir.join(SOCKET_NAME)
+/// The URL (with its token) of the inbox that runs for `state_dir`, if one answers.
+pub(crate) async fn running_url(state_dir: &Path) -> Option<String> {
+    Rendezvous::new(state_dir).running().await.map(|a| a.url())
 }
 
 /// The page's address without its token (`http://ADDR/`), as kept in `state_dir`: what a line
 /// that may end in a log file says.
 pub(crate) fn page_address(state_dir: &Path) -> Option<String> {
-    Address::load(state_dir).map(|a| a.base())
-}
-
-/// Listens on `socket`, the owner's alone: it is bound in a fresh directory only the owner can
-/// enter, made the owner's alone, and only then moved to its place, so nobody connects to it
-/// before its mode is set. (Whoever connects can answer every question.) A socket left there
-/// is a dead inbox's: the caller holds the lock.
-fn listen_privately(state_dir: &Path, socket: &Path) -> Result<tokio::net::UnixListener, CliError> {
-    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
-    let fail = |what| io_error("INBOX_SOCKET", what);
-    let private = state_dir.join(format!(".inbox-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&private);
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&private)
-        .map_err(fail("cannot make the inbox socket's directory"))?;
-    let staged = private.join(SOCKET_NAME);
-    let bound = tokio::net::UnixListener::bind(&staged)
-        .map_err(fail("cannot listen on the inbox socket"))
-        .and_then(|listener| {
-            std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600))
-                .map_err(fail("cannot protect the inbox socket"))?;
-            let _ = std::fs::remove_file(socket);
-            std::fs::rename(&staged, socket)
-                .map_err(fail("cannot put the inbox socket in place"))?;
-            Ok(listener)
-        });
-    let _ = std::fs::remove_dir_all(&private);
-    bound
-}
-
-/// The URL of the inbox that runs for `state_dir`, if one answers on its socket.
-pub(crate) async fn running_url(state_dir: &Path) -> Option<String> {
-    ask_user_inbox::connect(&socket(state_dir)).await.ok()?;
-    Address::load(state_dir).map(|a| a.url())
+    Rendezvous::new(state_dir).address().map(|a| a.base())
 }
 
 fn state_dir_of(given: Option<PathBuf>, file: &super::config::Config) -> Result<PathBuf, CliError> {
@@ -187,15 +94,12 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
         );
         return Ok(Exit::Failure);
     }
-    std::fs::create_dir_all(&state_dir).map_err(io_error("STATE_DIR", "the state directory"))?;
+    let rendezvous = Rendezvous::new(&state_dir);
     // One inbox per state directory: the lock is held for as long as this one runs.
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(state_dir.join("inbox.lock"))
-        .map_err(io_error("STATE_DIR", "the inbox lock"))?;
-    if lock.try_lock().is_err() {
+    let Some(lock) = rendezvous
+        .lock()
+        .map_err(io_error("STATE_DIR", "the inbox lock"))?
+    else {
         // Said without the token: this may be an inbox started in the background, whose
         // stderr is a file.
         match running_url(&state_dir).await {
@@ -207,15 +111,16 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
             None => eprintln!("an inbox is starting for this state directory already"),
         }
         return Ok(Exit::Ok);
-    }
-    let socket = socket(&state_dir);
-    let listener = listen_privately(&state_dir, &socket)?;
+    };
+    let listener = rendezvous
+        .listen()
+        .map_err(io_error("INBOX_SOCKET", "the inbox socket"))?;
 
     let store = crate::store::JsonlStore::new(state_dir.clone());
     let fallback: Arc<dyn QuestionDesk> = Arc::new(LogDesk::store(Arc::new(store)));
     let inbox = Inbox::new(fallback)
         .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
-    let saved = Address::load(&state_dir);
+    let saved = rendezvous.address();
     let (surface, server) = serve_page(&inbox, &args, saved.as_ref(), file).await?;
     let address = Address {
         addr: server.local_addr(),
@@ -223,8 +128,8 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
         pid: std::process::id(),
         tls: server.base_url().starts_with("https:"),
     };
-    address
-        .save(&state_dir)
+    rendezvous
+        .keep(&address)
         .map_err(io_error("STATE_DIR", "cannot keep the page's address"))?;
     let _guard = surface.register(inbox.seam());
     let public_url = args
@@ -255,7 +160,7 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
     stop.cancel();
     let _ = serving.await;
     server.stop().await;
-    let _ = std::fs::remove_file(&socket);
+    rendezvous.remove_socket();
     drop(lock);
     Ok(Exit::Ok)
 }
@@ -316,51 +221,17 @@ async fn wait_for_stop() {
 
 /// How a host reaches the inbox of `state_dir`: its socket, and when nothing answers there, a
 /// new inbox started in the background (`ask-user inbox --state-dir DIR` with `inbox_args`, its
-/// stderr appended to `inbox.log` there), at most once every [`RESPAWN_EVERY`].
+/// stderr appended to `inbox.log` there), at most once every `RESPAWN_EVERY`.
 pub(crate) fn connector(
     state_dir: PathBuf,
     inbox_args: Vec<std::ffi::OsString>,
     secret: Option<String>,
 ) -> ask_user_inbox::Connect {
-    let last_start: Arc<std::sync::Mutex<Option<std::time::Instant>>> = Arc::default();
-    Arc::new(move || {
-        let state_dir = state_dir.clone();
-        let inbox_args = inbox_args.clone();
-        let secret = secret.clone();
-        let last_start = Arc::clone(&last_start);
-        Box::pin(async move {
-            let socket = socket(&state_dir);
-            if let Ok(stream) = ask_user_inbox::connect(&socket).await {
-                return Ok(stream);
-            }
-            let start = {
-                let mut last = user_questions::sync::lock_unpoisoned(&last_start);
-                let due = last.is_none_or(|at| at.elapsed() >= RESPAWN_EVERY);
-                if due {
-                    *last = Some(std::time::Instant::now());
-                }
-                due
-            };
-            if start {
-                start_inbox(&state_dir, &inbox_args, secret.as_deref())?;
-            }
-            // A new inbox binds its socket within moments.
-            for _ in 0..50 {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                if let Ok(stream) = ask_user_inbox::connect(&socket).await {
-                    return Ok(stream);
-                }
-            }
-            Err(std::io::Error::new(
-                std::io::ErrorKind::NotConnected,
-                format!("no inbox answers on {}", socket.display()),
-            ))
-        })
-    })
+    let rendezvous = Rendezvous::new(&state_dir);
+    rendezvous.connector(Arc::new(move || {
+        start_inbox(&state_dir, &inbox_args, secret.as_deref())
+    }))
 }
-
-/// How often a host starts an inbox at most when none answers.
-pub(crate) const RESPAWN_EVERY: Duration = Duration::from_secs(10);
 
 /// Starts `ask-user inbox` for `state_dir` in a process group of its own (it outlives this
 /// process), its stderr appended to `inbox.log` in the state directory.
