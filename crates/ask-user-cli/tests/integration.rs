@@ -231,7 +231,7 @@ async fn i2_a_reply_queued_before_a_crash_is_still_queued_after_it() {
         let (host, _, _guard) = pending_session(&log, &call).await;
         // The reply is accepted and queued durably, then the process stops before admitting it.
         host.late_answers()
-            .answer(
+            .queue(
                 &host.agent(),
                 &call,
                 batch.clone(),

@@ -480,7 +480,7 @@ struct Handed {
 
 impl Handed {
     /// The inbox's answer; `None` when its sender went (the question was taken off).
-    async fn answer(&mut self) -> Option<(AnswerBatch, Provenance)> {
+    async fn received(&mut self) -> Option<(AnswerBatch, Provenance)> {
         match self.answer.as_mut() {
             Some(rx) => rx.await.ok(),
             None => std::future::pending().await,
@@ -569,7 +569,7 @@ impl Answerer for LinkAnswerer {
         loop {
             tokio::select! {
                 biased;
-                answer = handed.answer() => {
+                answer = handed.received() => {
                     let Some((answers, provenance)) = answer else {
                         return Err(UserQuestionError::ask_aborted().into());
                     };

@@ -100,7 +100,7 @@ impl TaskEntry {
     }
 
     /// Hands a client's answer to the form; `false` when no form waits for one.
-    fn answer(&self, answer: ElicitResult) -> bool {
+    fn take_form_answer(&self, answer: ElicitResult) -> bool {
         let form = lock_unpoisoned(&self.state).form.take();
         match form {
             Some((_, reply)) => reply.send(answer).is_ok(),
@@ -216,7 +216,7 @@ impl Tasks {
             .get(FORM_KEY)
             .and_then(|value| serde_json::from_value::<ElicitResult>(value.clone()).ok())
             .ok_or(UpdateError::NoAnswer)?;
-        if task.answer(answer) {
+        if task.take_form_answer(answer) {
             Ok(())
         } else {
             Err(UpdateError::NotWaiting(id.to_owned()))

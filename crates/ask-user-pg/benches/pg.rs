@@ -1,7 +1,7 @@
 //! `PostgreSQL` figures, each beside its anchor measured in the same run on the same server
 //! (`ASK_USER_PG_URL`; without it the bench says so and stops):
 //!
-//! 1. **Answer admission** (`PgStore::answer`: the question's row held, the batch validated,
+//! 1. **Answer admission** (`PgStore::record_answer`: the question's row held, the batch validated,
 //!    the first answer inserted, committed, the workers' hint queued to the store's hint sender)
 //!    with N concurrent front ends, each on its own connection, against a bare single-row
 //!    `INSERT` committed on its own, by the same N connections: p50, p99 and throughput, the p50
@@ -168,7 +168,7 @@ fn admission(url: &str, options: &PgOptions, store: &PgStore, fronts: usize, per
         Box::new(move |i| {
             let batch = AnswerBatch::new([AnswerItem::selected("scope", ["Tool only"])]);
             store
-                .answer(
+                .record_answer(
                     &name,
                     &CallId::from(format!("c{i}")),
                     &batch,
@@ -190,7 +190,7 @@ fn admission(url: &str, options: &PgOptions, store: &PgStore, fronts: usize, per
         );
     };
     line("bare INSERT … COMMIT", &bare);
-    line("PgStore::answer", &ours);
+    line("PgStore::record_answer", &ours);
     println!(
         "  {fronts:>2} front ends  p50 ratio answer / bare: {:.2}× (goal ≤ 3×)   throughput ratio: {:.2}× (goal ≥ 0.5× at 16)",
         percentile(&ours.latencies, 0.5).as_secs_f64()

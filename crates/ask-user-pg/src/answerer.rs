@@ -1,7 +1,7 @@
 //! The ledger answerer: an answering surface of a live host whose session is in the database, so
 //! that a person on another machine answers an open question in its own window.
 //!
-//! A front end anywhere puts its answer in the ledger ([`PgStore::answer`] takes an open question
+//! A front end anywhere puts its answer in the ledger ([`PgStore::record_answer`] takes an open question
 //! too) and claims the question while its card is shown ([`PgStore::claim`]). The host that runs
 //! the call registers a [`LedgerAnswerer`] on its seam; for each of its session's questions the
 //! answerer watches the ledger (woken by the ledger's `NOTIFY`, and by a poll), races the rest of

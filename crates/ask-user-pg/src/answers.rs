@@ -88,7 +88,7 @@ pub struct LedgerQuestion {
 }
 
 impl PgStore {
-    /// Answers the question `call_id` of session `name` from any front end: the batch is
+    /// Records an answer to the question `call_id` of session `name` from any front end: the batch is
     /// validated against the stored questions, then one statement holds the question's row,
     /// checks it is still open or continued and inserts the answer unless one is there already
     /// (the first answer wins), committed on its own; then the session's workers and host are
@@ -102,7 +102,7 @@ impl PgStore {
     /// surfaces: when another surface answers first the ledger's answer is refused (the window
     /// is the host's, and the first answer there wins); when the window closes first the
     /// question is continued and the answer admitted as a late one.
-    pub fn answer(
+    pub fn record_answer(
         &self,
         name: &str,
         call_id: &CallId,
@@ -199,7 +199,7 @@ impl PgStore {
 
     /// The accepted answers of session `name` that are not admitted yet and whose question is
     /// continued, oldest first (an open question's answer is its window's: see
-    /// [`PgStore::answer`]).
+    /// [`PgStore::record_answer`]).
     pub fn unadmitted(&self, name: &str) -> Result<Vec<LedgerAnswer>, PgError> {
         if !may_exist(name) {
             return Ok(Vec::new());

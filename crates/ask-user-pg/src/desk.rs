@@ -312,7 +312,7 @@ fn record(
             compose.into_batch(questions.as_deref())
         }
     };
-    match store.answer(&session, &call_id, &answers, &provenance, limits) {
+    match store.record_answer(&session, &call_id, &answers, &provenance, limits) {
         Ok(answer_id) => Ok(Accepted::Recorded { answer_id }),
         Err(AnswerError::UnknownSession(session)) => Err(LateRefusal::UnknownSession(session)),
         Err(AnswerError::UnknownCall { .. }) => Err(LateRefusal::NotWaiting(NotWaiting::Unknown)),

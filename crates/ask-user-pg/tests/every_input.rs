@@ -170,7 +170,7 @@ fn both_stores(store: &PgStore, name: &str, case: &Case) {
     let pg_runtime = HostRuntime::new(store.clone(), None).unwrap();
     for session in [name, copy.as_str()] {
         store
-            .answer(session, &call_id, &batch, &who, &limits)
+            .record_answer(session, &call_id, &batch, &who, &limits)
             .unwrap();
         let admitted = admit_answers(&pg_runtime, store, session).unwrap();
         assert_eq!(admitted.admitted, 1, "{session}: {admitted:?}");

@@ -17,7 +17,7 @@ use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, QuestionLimits
 
 fn answer(store: &PgStore, call: &str) {
     store
-        .answer(
+        .record_answer(
             "s",
             &CallId::from(call),
             &AnswerBatch::new([AnswerItem::selected("scope", ["Tool only"])]),

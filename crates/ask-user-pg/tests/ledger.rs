@@ -34,7 +34,7 @@ fn human() -> Provenance {
 
 /// A front end's answer `label` to `call` of session `s`.
 fn answer(store: &PgStore, call: &CallId, label: &str) -> Result<String, AnswerError> {
-    store.answer(
+    store.record_answer(
         "s",
         call,
         &scope(label),
@@ -240,7 +240,7 @@ fn the_ledger_follows_the_log_and_the_first_answer_wins() {
     assert!(matches!(second, AnswerError::ReplyQueued(_)), "{second}");
     // A reply queued is said before the batch is checked (SPEC §4.8 step 3).
     let bad = store
-        .answer(
+        .record_answer(
             "s",
             &call,
             &AnswerBatch::new([AnswerItem::selected("scope", ["No such option"])]),
@@ -271,7 +271,7 @@ fn bad_answers_are_refused_and_change_nothing() {
     let call = CallId::from("ask-1");
     let cases: Vec<(Result<String, AnswerError>, &str)> = vec![
         (
-            store.answer("nobody", &call, &scope("Tool only"), &human(), &limits),
+            store.record_answer("nobody", &call, &scope("Tool only"), &human(), &limits),
             "UNKNOWN_SESSION",
         ),
         (
@@ -280,7 +280,7 @@ fn bad_answers_are_refused_and_change_nothing() {
         ),
         (answer(&store, &call, "Not an option"), "BAD_ANSWER"),
         (
-            store.answer(
+            store.record_answer(
                 "s",
                 &call,
                 &AnswerBatch::new([AnswerItem::custom("other-question", "x")]),
@@ -291,7 +291,7 @@ fn bad_answers_are_refused_and_change_nothing() {
         ),
         (
             // A huge batch: far more items than questions.
-            store.answer(
+            store.record_answer(
                 "s",
                 &call,
                 &AnswerBatch::new((0..10_000).map(|i| AnswerItem::custom(format!("q{i}"), "x"))),

@@ -105,7 +105,7 @@ fn a_session_name_no_command_could_name_is_refused() {
     assert!(!store.exists("a\0b").unwrap());
     assert!(store.questions(Some("a\0b")).unwrap().is_empty());
     let unknown = store
-        .answer(
+        .record_answer(
             "a\0b",
             &user_questions::CallId::from("ask-1"),
             &user_questions::AnswerBatch::default(),

@@ -19,7 +19,7 @@ use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, QuestionLimits
 
 fn answer(store: &PgStore, name: &str, call: &str) {
     store
-        .answer(
+        .record_answer(
             name,
             &CallId::from(call),
             &AnswerBatch::new([AnswerItem::selected("scope", ["Tool only"])]),

@@ -83,7 +83,7 @@ fn verify_full_with_the_right_ca_and_host_connects_and_the_store_works() {
     common::create_pending(&store, "s", &["ask-1"]);
     let answer = AnswerBatch::new([AnswerItem::selected("scope", ["Tool only"])]);
     store
-        .answer(
+        .record_answer(
             "s",
             &CallId::from("ask-1"),
             &answer,

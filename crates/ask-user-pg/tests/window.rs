@@ -26,7 +26,7 @@ fn pick(label: &str) -> AnswerBatch {
 
 /// `store` (another machine's front end) answers `ask-1` with `label`, as surface `who`.
 fn answer_from(store: &PgStore, label: &str, who: &str) -> Result<String, AnswerError> {
-    store.answer(
+    store.record_answer(
         "s",
         &CallId::from("ask-1"),
         &pick(label),

@@ -58,7 +58,7 @@ pub(crate) fn router(
         .route("/", get(index))
         .route("/events", get(events))
         .route("/pending", get(pending))
-        .route("/cards/{call_id}/answer", post(answer))
+        .route("/cards/{call_id}/answer", post(post_answer))
         .route("/cards/{call_id}/hold", post(hold))
         .route("/clients/{client}/bye", post(bye))
         .fallback(not_found)
@@ -499,7 +499,7 @@ fn refused(refusal: AnswerRefused) -> Response {
     }
 }
 
-async fn answer(
+async fn post_answer(
     State(app): State<App>,
     Path(call_id): Path<String>,
     RawQuery(query): RawQuery,
