@@ -1,4 +1,4 @@
-//! The server's sessions as a question desk ([`AskUserMcp::desk`]): what the machine's inbox
+//! The server's sessions as a question desk (`AskUserMcp::desk`): what the machine's inbox
 //! submits its answers to, and what lists this server's questions.
 //!
 //! Sessions are named by their log's name in the server's store. A live session (its connection
@@ -17,19 +17,26 @@ use pending_answer::{
 use user_questions::{CallId, async_trait};
 use user_questions_projection::Standing;
 
-use crate::AskUserMcp;
 use crate::late::log_of_call;
+use crate::sessions::Sessions;
+use crate::state::ServerInner;
 
 /// The server's sessions as a desk. See the [module docs](self).
 pub(crate) struct McpDesk {
-    server: AskUserMcp,
+    server: Arc<ServerInner>,
+    /// The live sessions, which take a late answer through their connection.
+    sessions: Arc<Sessions>,
     logs: LogDesk,
 }
 
 impl McpDesk {
-    pub(crate) fn new(server: AskUserMcp) -> Self {
+    pub(crate) fn new(server: Arc<ServerInner>, sessions: Arc<Sessions>) -> Self {
         let logs = LogDesk::store(Arc::clone(server.runtime().store()));
-        Self { server, logs }
+        Self {
+            server,
+            sessions,
+            logs,
+        }
     }
 }
 
@@ -84,7 +91,7 @@ impl QuestionDesk for McpDesk {
     /// log another process holds now is refused at once, and the person may answer again), else
     /// through the session's log.
     async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
-        let Some(conn) = self.server.sessions.by_log(&submission.session) else {
+        let Some(conn) = self.sessions.by_log(&submission.session) else {
             return self.logs.submit(submission).await;
         };
         let Submission {

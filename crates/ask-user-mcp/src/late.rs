@@ -1,22 +1,56 @@
 //! What the companion tool returns for a call: its late reply (admitted now, which settles the
 //! question), the reply already admitted, or the pending result again; and, asked without a call
-//! id, every late reply waiting in the session.
+//! id, every late reply waiting in the session. [`fetch_reply`] is the tool's entry in a session:
+//! one fetch at a time, in a turn of the session (shared with its calls in flight).
+
+use std::sync::Arc;
 
 use ask_user_host::{CheckpointPolicy, Host, HostRuntime, SessionOptions, load_projection};
 use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::Value;
 use session_log::{EventBody, LogVisitor, Scanned, SessionStore};
 use user_questions::CallId;
 use user_questions_projection::Standing;
 
-use crate::companion::nothing_waiting;
+use crate::companion::{nothing_waiting, read_call_id};
+use crate::session::Conn;
 use crate::state::ServerInner;
 use crate::util::error_result;
+
+/// The companion tool in session `conn`: the model fetches a late reply.
+pub(crate) fn fetch_reply(
+    conn: &Arc<Conn>,
+    arguments: Option<&serde_json::Map<String, Value>>,
+) -> CallToolResult {
+    let call_id = match read_call_id(arguments) {
+        Ok(Some(id)) => CallId::from(id),
+        Ok(None) => return fetch_all_replies(conn),
+        Err(message) => return error_result(&message),
+    };
+    let _one_at_a_time = conn.one_fetch_at_a_time();
+    if conn.owns(&call_id) {
+        return match conn.enter(true) {
+            Ok(active) => fetch(active.host(), &call_id, conn.log()),
+            Err(error) => error_result(&format!("the session log cannot be used: {error}")),
+        };
+    }
+    fetch_elsewhere(conn.server(), &call_id)
+}
+
+/// The companion without a call id: every late reply waiting in session `conn`.
+fn fetch_all_replies(conn: &Arc<Conn>) -> CallToolResult {
+    let _one_at_a_time = conn.one_fetch_at_a_time();
+    match conn.enter(true) {
+        Ok(active) => fetch_all(active.host()),
+        Err(error) => error_result(&format!("the session log cannot be used: {error}")),
+    }
+}
 
 /// The companion's result without a call id in the open session `host`, inside the current turn:
 /// every late reply waiting in the session's inbox, taken into the turn and admitted in the order
 /// they were queued (each one settles its question, as [`fetch`] admits one), one text block per
 /// reply; with none waiting, a text that says so and names the calls still pending.
-pub(crate) fn fetch_all(host: &Host) -> CallToolResult {
+fn fetch_all(host: &Host) -> CallToolResult {
     let replies = match host.late().take(None) {
         Ok(replies) => replies,
         Err(error) => return error_result(&format!("the reply could not be admitted: {error}")),
@@ -43,7 +77,7 @@ pub(crate) fn fetch_all(host: &Host) -> CallToolResult {
 /// 2. settled: the admitted reply's text again, from the log;
 /// 3. continued (no reply yet): the pending result again;
 /// 4. open (still in its foreground window), or not a question of this log: an error.
-pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult {
+fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult {
     match host.late().take(Some(call_id)) {
         Ok(replies) => {
             if let Some(reply) = replies.first() {
@@ -71,7 +105,7 @@ pub(crate) fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult 
 /// has the session opened, its queued reply admitted in a turn of its own, and given up. A call
 /// the log shows open, whose server died in its window, is continued by that open's resume
 /// repair first (another process's window still running refuses the open).
-pub(crate) fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToolResult {
+fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToolResult {
     let runtime = server.runtime();
     let store = runtime.store();
     let unknown = || {

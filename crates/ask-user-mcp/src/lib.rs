@@ -30,6 +30,8 @@
 
 mod answerer;
 mod auth;
+mod calls;
+mod cancels;
 pub mod companion;
 mod connection;
 mod desk;
@@ -40,7 +42,9 @@ mod late;
 mod limit;
 mod linked;
 mod mrtr;
+mod roots;
 mod server;
+mod session;
 mod sessions;
 mod settings;
 mod state;

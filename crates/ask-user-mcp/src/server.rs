@@ -178,7 +178,10 @@ impl AskUserMcp {
     /// refused at once), one to any other session through its log (admitted in a turn of its
     /// own). What the machine's inbox submits its answers to.
     pub fn desk(&self) -> Arc<dyn QuestionDesk> {
-        Arc::new(crate::desk::McpDesk::new(self.clone()))
+        Arc::new(crate::desk::McpDesk::new(
+            Arc::clone(&self.inner),
+            Arc::clone(&self.sessions),
+        ))
     }
 
     /// Serves one MCP session on stdin and stdout until the client goes away. A request sent

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 use user_questions::SessionId;
 use user_questions::sync::lock_unpoisoned;
 
-use crate::connection::Conn;
+use crate::session::Conn;
 
 /// Every session's connection, weakly: a session whose connection is gone is no longer listed.
 #[derive(Default)]
@@ -35,6 +35,6 @@ impl Sessions {
         lock_unpoisoned(&self.live)
             .values()
             .filter_map(Weak::upgrade)
-            .find(|conn| conn.log == log)
+            .find(|conn| conn.log() == log)
     }
 }
