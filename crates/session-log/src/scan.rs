@@ -1,19 +1,25 @@
 //! Reading a session log as a stream (SPEC §7, §9.6): the header, then one record per complete
 //! line, with `seq` assignment, findings (corrupt lines, lossy lines, seq gaps, a torn tail) and a
-//! resumable position. Generic over [`BufRead`]: it never opens a file, never seeks and keeps two
-//! chunks of input in memory (the batch being decoded and the next chunk; a line longer
-//! than a chunk grows its buffer, up to the line limit), so a store can put files, locks,
-//! torn-tail truncation and checkpoints on top.
+//! resumable position. Generic over [`BufRead`]: it never opens a file, never seeks and keeps at
+//! most three chunks of input in memory (the batch whose lines it returns, the next batch being
+//! decoded and the chunk being read; a line longer than a chunk grows its buffer, up to the line
+//! limit), so a store can put files, locks, torn-tail truncation and checkpoints on top.
 //!
-//! The complete lines of a chunk are decoded as one batch, split across two threads when the
-//! batch is large and the machine has a second core: the other thread decodes the later part
-//! while this one reads the next chunk and then decodes the earlier part. `seq` assignment, gaps
-//! and every other finding are then applied line by line in log order, so the result is exactly
-//! the sequential one; a read that fails meanwhile is reported after the lines before it.
+//! The complete lines of a chunk are decoded as one batch. Once a batch is large and the machine
+//! has a second core, the scanner decodes one batch ahead on a decoding thread of its own: while
+//! the caller goes through the lines of one batch, that thread decodes the later part of the next,
+//! and this one reads the chunk after it and decodes the earlier part. The share of each thread
+//! follows which of the two waited for the other, so neither sits idle for long whatever the
+//! caller does with each line. `seq` assignment, gaps and every other finding are then applied
+//! line by line in log order, so the result is exactly the sequential one; a read that fails
+//! meanwhile is reported after the lines before it.
 //!
 
 use std::fmt;
 use std::io::{self, BufRead, Read};
+use std::ops::Range;
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
 
 use crate::decode::{CorruptReason, DecodedRecord, decode_str};
 use crate::header::{HeaderError, SessionHeader};
@@ -189,9 +195,12 @@ pub enum Scanned<'a> {
 /// bounded memory, and reported as a corrupt line ([`CorruptReason::TooLong`]).
 pub const MAX_LINE_LEN: u64 = 64 << 20;
 
-/// How much the scanner reads at a time (4 MiB): lines are found and decoded in place in chunks
-/// of this size (the buffer grows beyond it only for a line longer than a chunk, up to the line limit).
-pub const READ_CHUNK: usize = 4 << 20;
+/// How much the scanner reads at a time (2 MiB): lines are found and decoded in place in chunks
+/// of this size (the buffer grows beyond it only for a line longer than a chunk, up to the line
+/// limit). Of the three chunks in memory at a time, two are decoded on different cores: 2 MiB
+/// read the 107 MB benchmark log faster than 4 MiB (fewer pages faulted in, data nearer the
+/// cores) and than 1 MiB (fewer hand-overs).
+pub const READ_CHUNK: usize = 2 << 20;
 
 /// Reads records line by line from a [`BufRead`].
 ///
@@ -205,10 +214,12 @@ pub struct LogScanner<R> {
     reader: R,
     /// Read bytes: `buf[start..end]` is not yet consumed.
     buf: Vec<u8>,
-    /// The bytes the lines of `decoded` lie in (a read buffer whose complete lines were moved out).
-    /// Once they are all returned it is recycled as the next read buffer, so that a chunk is not
-    /// allocated and faulted in anew.
-    cur: Vec<u8>,
+    /// The bytes the lines of `decoded` lie in (a read buffer whose complete lines were moved out),
+    /// shared with the decoding thread while it decodes some of them.
+    cur: Arc<Vec<u8>>,
+    /// A buffer whose lines were all returned, recycled as the next read buffer so that a chunk is
+    /// not allocated and faulted in anew.
+    spare: Vec<u8>,
     /// A read that failed while a batch was being decoded, reported once the lines before it are
     /// returned.
     read_error: Option<io::Error>,
@@ -219,37 +230,85 @@ pub struct LogScanner<R> {
     filled_last: bool,
     /// Lines of the buffer decoded ahead (with a placeholder `seq`), in log order.
     decoded: std::collections::VecDeque<Predecoded>,
-    /// A batch of at least this many bytes is decoded on two threads (`usize::MAX`: never).
+    /// A batch of at least this many bytes starts the decoding thread (`usize::MAX`: never).
     parallel_from: usize,
+    /// The batch after `cur`: read, its later lines handed to the decoding thread.
+    ahead: Option<Ahead>,
+    /// The decoding thread, once a batch was large enough to start it.
+    worker: Option<Worker>,
     position: ScanPosition,
     report: ScanReport,
     finished: bool,
     max_line: u64,
     /// Where the line [`LogScanner::next_line`] returned last lies in `cur` (`None`: it was not
     /// kept, or nothing was returned).
-    last: Option<std::ops::Range<usize>>,
+    last: Option<Range<usize>>,
 }
 
 /// A complete line decoded ahead of its turn: where it lies in the buffer, and its record (its
 /// `seq` still a placeholder when implicit).
 #[derive(Debug)]
 struct Predecoded {
-    range: std::ops::Range<usize>,
+    range: Range<usize>,
     decoded: Result<DecodedRecord, CorruptReason>,
     lossy: bool,
+}
+
+/// A batch read ahead of the one whose lines are returned: its earlier lines are decoded by the
+/// reading thread when the batch before it is used up, its later ones (when `sent`) by the
+/// decoding thread meanwhile.
+#[derive(Debug)]
+struct Ahead {
+    bytes: Arc<Vec<u8>>,
+    head: Vec<Range<usize>>,
+    sent: bool,
+}
+
+/// The later lines of a batch, for the decoding thread, with an empty vector to decode them into
+/// (the one the last job came back in: its allocation is reused).
+struct Job {
+    bytes: Arc<Vec<u8>>,
+    ranges: Vec<Range<usize>>,
+    out: Vec<Predecoded>,
+}
+
+/// What the decoding thread gives back for a [`Job`]: the lines decoded, the job's ranges (to be
+/// reused), and how long it had waited for that job.
+struct Done {
+    decoded: Vec<Predecoded>,
+    ranges: Vec<Range<usize>>,
+    idle: Duration,
+}
+
+/// The scanner's decoding thread: it decodes the jobs it is sent, in order, and answers each.
+/// It ends when the scanner drops its sender.
+#[derive(Debug)]
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+    done: mpsc::Receiver<Done>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// The decoding thread's share of a batch's bytes, in 64ths.
+    share: usize,
+    /// The vectors the last job came back in, emptied, for the next job.
+    out: Vec<Predecoded>,
+    ranges: Vec<Range<usize>>,
 }
 
 /// The buffer's first size.
 const FIRST_READ: usize = 64 << 10;
 
-/// By default, a batch of at least this many bytes (256 KiB) is decoded on two threads.
+/// By default, the first batch of at least this many bytes (256 KiB) starts the decoding thread.
 pub const PARALLEL_BATCH: usize = 256 << 10;
 
-/// The reading thread decodes the first `1 / READ_SHARE_DIVISOR` of a large batch (after reading
-/// the next chunk), the other thread the rest. Halves measured best on the large benchmark log:
-/// the reading thread also applies `seq`s and runs the caller's visitor, so a smaller share left it
-/// the slower of the two all the same.
-const READ_SHARE_DIVISOR: usize = 2;
+/// The decoding thread's first share of a batch, in 64ths: half. The reading thread also reads,
+/// finds line ends, applies `seq`s and runs the caller's visitor, so on a long log the share moves
+/// up by [`SHARE_STEP`] after each batch until neither thread waits for the other; a short input
+/// is over before the share has moved much, and halves split its few batches best.
+const FIRST_SHARE: usize = 32;
+/// How far the decoding thread's share moves after a batch, in 64ths.
+const SHARE_STEP: usize = 2;
+/// The least and the most of a batch the decoding thread takes, in 64ths.
+const SHARE_RANGE: (usize, usize) = (8, 60);
 
 /// Decodes one line (its `\n` excluded) with `expected_seq`; `true` when its UTF-8 was invalid
 /// and the lossy text was decoded.
@@ -263,19 +322,109 @@ fn decode_line(text: &[u8], expected_seq: u64) -> (Result<DecodedRecord, Corrupt
     }
 }
 
-/// Decodes the complete lines of `ranges` in `buf` on the calling thread.
-fn decode_ranges(buf: &[u8], ranges: Vec<std::ops::Range<usize>>) -> Vec<Predecoded> {
-    ranges
-        .into_iter()
-        .map(|range| {
-            let (decoded, lossy) = decode_line(&buf[range.start..range.end - 1], 0);
-            Predecoded {
-                range,
+/// Decodes the complete lines of `ranges` in `buf` on the calling thread, appending them to `out`.
+fn decode_ranges(buf: &[u8], ranges: &[Range<usize>], out: &mut impl Extend<Predecoded>) {
+    out.extend(ranges.iter().map(|range| {
+        let (decoded, lossy) = decode_line(&buf[range.start..range.end - 1], 0);
+        Predecoded {
+            range: range.clone(),
+            decoded,
+            lossy,
+        }
+    }));
+}
+
+/// The decoding thread's loop: each job's lines decoded and sent back, in order, until the
+/// scanner is gone.
+fn decode_jobs(jobs: &mpsc::Receiver<Job>, done: &mpsc::Sender<Done>) {
+    loop {
+        let waiting = Instant::now();
+        let Ok(Job {
+            bytes,
+            mut ranges,
+            out: mut decoded,
+        }) = jobs.recv()
+        else {
+            return;
+        };
+        let idle = waiting.elapsed();
+        decode_ranges(&bytes, &ranges, &mut decoded);
+        ranges.clear();
+        // The buffer is the scanner's alone again before it hears of this batch, so that it can
+        // recycle it.
+        drop(bytes);
+        if done
+            .send(Done {
                 decoded,
-                lossy,
-            }
+                ranges,
+                idle,
+            })
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+impl Worker {
+    /// Starts the decoding thread; `None` when no thread can be started (the batch is then
+    /// decoded here).
+    fn start() -> Option<Self> {
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let (outbox, done) = mpsc::channel::<Done>();
+        let thread = std::thread::Builder::new()
+            .name("session-log-decode".to_owned())
+            .spawn(move || decode_jobs(&inbox, &outbox))
+            .ok()?;
+        Some(Self {
+            jobs,
+            done,
+            thread: Some(thread),
+            share: FIRST_SHARE,
+            out: Vec::new(),
+            ranges: Vec::new(),
         })
-        .collect()
+    }
+
+    /// Appends the decoded lines of the oldest job sent to `into`; the share moves towards the
+    /// thread that waited for the other. A decoding thread that panicked passes its panic on here.
+    fn receive(&mut self, into: &mut impl Extend<Predecoded>) {
+        let waiting = Instant::now();
+        let done = match self.done.try_recv() {
+            Ok(done) => Ok((done, Duration::ZERO)),
+            Err(mpsc::TryRecvError::Empty) => self
+                .done
+                .recv()
+                .map(|done| (done, waiting.elapsed()))
+                .map_err(|_| ()),
+            Err(mpsc::TryRecvError::Disconnected) => Err(()),
+        };
+        let Ok((done, waited)) = done else {
+            self.fail();
+        };
+        if waited > done.idle {
+            self.share = self.share.saturating_sub(SHARE_STEP).max(SHARE_RANGE.0);
+        } else if done.idle > waited {
+            self.share = (self.share + SHARE_STEP).min(SHARE_RANGE.1);
+        }
+        let Done {
+            mut decoded,
+            ranges,
+            ..
+        } = done;
+        into.extend(decoded.drain(..));
+        self.out = decoded;
+        self.ranges = ranges;
+    }
+
+    /// The decoding thread is gone, which only a panic there does: passes it on.
+    fn fail(&mut self) -> ! {
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            // It returns only once the scanner's ends of its channels are gone.
+            _ => unreachable!("the decoding thread ends only with its scanner"),
+        }
+    }
 }
 
 /// Whether a second core is there to decode on.
@@ -342,7 +491,8 @@ impl<R: BufRead> LogScanner<R> {
         Self {
             reader,
             buf: Vec::new(),
-            cur: Vec::new(),
+            cur: Arc::default(),
+            spare: Vec::new(),
             read_error: None,
             start: 0,
             end: 0,
@@ -350,6 +500,8 @@ impl<R: BufRead> LogScanner<R> {
             filled_last: false,
             decoded: std::collections::VecDeque::new(),
             parallel_from: PARALLEL_BATCH,
+            ahead: None,
+            worker: None,
             position,
             report,
             finished: false,
@@ -368,9 +520,9 @@ impl<R: BufRead> LogScanner<R> {
         Self::resume_with_report(reader, at, report)
     }
 
-    /// Decodes a batch of lines on two threads once it has at least `bytes` bytes (default
-    /// [`PARALLEL_BATCH`]; `usize::MAX` decodes on the calling thread only). The events and
-    /// findings are the same either way.
+    /// Starts decoding on a second thread at the first batch of lines of at least `bytes` bytes
+    /// (default [`PARALLEL_BATCH`]; `usize::MAX` decodes on the calling thread only). The events
+    /// and findings are the same either way.
     #[must_use]
     pub fn with_parallel_from(mut self, bytes: usize) -> Self {
         self.parallel_from = bytes;
@@ -428,7 +580,7 @@ impl<R: BufRead> LogScanner<R> {
     /// Moves the complete lines of the read buffer out: returns the buffer with their ranges in it,
     /// and reads on in a recycled buffer that starts with the bytes after them. `None` when the
     /// buffer holds no complete line.
-    fn detach(&mut self) -> Option<(Vec<u8>, Vec<std::ops::Range<usize>>)> {
+    fn detach(&mut self) -> Option<(Vec<u8>, Vec<Range<usize>>)> {
         let window = &self.buf[self.start..self.end];
         let mut ranges = Vec::new();
         let mut from = self.start;
@@ -441,10 +593,7 @@ impl<R: BufRead> LogScanner<R> {
             return None;
         }
         let rest = self.end - from;
-        // Every line of `cur` has been returned (this runs only when none is queued), and the last
-        // one is forgotten by the `next_line` that got here: its buffer is free.
-        debug_assert!(self.decoded.is_empty());
-        let mut next = std::mem::take(&mut self.cur);
+        let mut next = std::mem::take(&mut self.spare);
         if next.len() < self.buf.len() {
             next.resize(self.buf.len(), 0);
         }
@@ -455,50 +604,107 @@ impl<R: BufRead> LogScanner<R> {
         Some((bytes, ranges))
     }
 
-    /// Makes `bytes` (a batch's buffer) the one the queued lines lie in.
-    fn take_batch(&mut self, bytes: Vec<u8>, decoded: Vec<Predecoded>) {
-        self.cur = bytes;
-        self.decoded = decoded.into();
+    /// Gives the buffer of the batch whose lines were all returned back as the spare read buffer
+    /// (called only when none is queued; the last line returned is forgotten by the `next_line`
+    /// that got here).
+    fn release(&mut self) {
+        debug_assert!(self.decoded.is_empty());
+        if self.cur.capacity() == 0 {
+            return;
+        }
+        if let Ok(bytes) = Arc::try_unwrap(std::mem::take(&mut self.cur))
+            && bytes.capacity() > self.spare.capacity()
+        {
+            self.spare = bytes;
+        }
     }
 
     /// Decodes every complete line of the buffer as one batch; `false` when there is none. A large
-    /// batch is decoded on two threads, and this one reads the next chunk first: the later half of
-    /// the batch goes to the other thread, the earlier half is decoded here after the read. A read
-    /// that fails then is kept and reported after the lines before it.
+    /// batch (or any batch once the decoding thread runs) is read ahead instead: its later lines
+    /// go to the decoding thread, and it is taken up by [`Self::advance`].
     fn batch(&mut self) -> bool {
-        let Some((bytes, mut ranges)) = self.detach() else {
+        let Some((bytes, ranges)) = self.detach() else {
             return false;
         };
-        let total = match (ranges.first(), ranges.last()) {
-            (Some(first), Some(last)) => last.end - first.start,
-            _ => 0,
-        };
-        let decoded = if total < self.parallel_from || ranges.len() < 2 || !two_cores() {
-            decode_ranges(&bytes, ranges)
+        if self.worker.is_none() {
+            let total = match (ranges.first(), ranges.last()) {
+                (Some(first), Some(last)) => last.end - first.start,
+                _ => 0,
+            };
+            if total >= self.parallel_from && ranges.len() >= 2 && two_cores() {
+                self.worker = Worker::start();
+            }
+        }
+        if self.worker.is_some() {
+            self.ahead = Some(self.dispatch(bytes, ranges));
         } else {
-            let split = ranges[0].start + total / READ_SHARE_DIVISOR;
-            let at = ranges
-                .partition_point(|r| r.end <= split)
-                .clamp(1, ranges.len() - 1);
-            let later = ranges.split_off(at);
-            let bytes = &bytes;
-            std::thread::scope(|scope| {
-                let worker = scope.spawn(move || decode_ranges(bytes, later));
-                self.read_on();
-                let mut decoded = decode_ranges(bytes, ranges);
-                match worker.join() {
-                    Ok(rest) => decoded.extend(rest),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-                decoded
-            })
-        };
-        self.take_batch(bytes, decoded);
+            decode_ranges(&bytes, &ranges, &mut self.decoded);
+            self.cur = Arc::new(bytes);
+        }
         true
     }
 
-    /// Reads the next chunk while a batch is being decoded (once, and not past the end or an
-    /// error).
+    /// Hands the later lines of a batch (the decoding thread's share of its bytes) to the decoding
+    /// thread; the earlier ones stay for this thread.
+    fn dispatch(&mut self, bytes: Vec<u8>, mut ranges: Vec<Range<usize>>) -> Ahead {
+        let bytes = Arc::new(bytes);
+        let Some(worker) = &mut self.worker else {
+            return Ahead {
+                bytes,
+                head: ranges,
+                sent: false,
+            };
+        };
+        let (Some(first), Some(last)) = (ranges.first(), ranges.last()) else {
+            return Ahead {
+                bytes,
+                head: ranges,
+                sent: false,
+            };
+        };
+        let total = last.end - first.start;
+        let split = first.start + total.saturating_mul(64 - worker.share) / 64;
+        let at = ranges.partition_point(|r| r.end <= split);
+        let sent = at < ranges.len();
+        if sent {
+            let mut tail = std::mem::take(&mut worker.ranges);
+            tail.extend(ranges.drain(at..));
+            let job = Job {
+                bytes: Arc::clone(&bytes),
+                ranges: tail,
+                out: std::mem::take(&mut worker.out),
+            };
+            if worker.jobs.send(job).is_err() {
+                worker.fail();
+            }
+        }
+        Ahead {
+            bytes,
+            head: ranges,
+            sent,
+        }
+    }
+
+    /// Makes the batch read ahead the one whose lines are returned. First the chunk after it is
+    /// read and its later lines handed to the decoding thread (which is still at the batch's own
+    /// later lines, or goes on to these), then this thread decodes the batch's earlier lines and
+    /// takes the later ones from the decoding thread.
+    fn advance(&mut self, ahead: Ahead) {
+        self.read_on();
+        self.ahead = self
+            .detach()
+            .map(|(bytes, ranges)| self.dispatch(bytes, ranges));
+        decode_ranges(&ahead.bytes, &ahead.head, &mut self.decoded);
+        if ahead.sent
+            && let Some(worker) = &mut self.worker
+        {
+            worker.receive(&mut self.decoded);
+        }
+        self.cur = ahead.bytes;
+    }
+
+    /// Reads the next chunk after a batch was moved out of the buffer (once, and not past the end
+    /// or an error); a failed read is reported after the lines before it.
     fn read_on(&mut self) {
         if self.eof || self.read_error.is_some() {
             return;
@@ -516,6 +722,11 @@ impl<R: BufRead> LogScanner<R> {
         loop {
             if !self.decoded.is_empty() {
                 return Ok(LineRead::Complete);
+            }
+            self.release();
+            if let Some(ahead) = self.ahead.take() {
+                self.advance(ahead);
+                continue;
             }
             if self.batch() {
                 continue;
