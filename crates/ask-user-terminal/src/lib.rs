@@ -79,6 +79,7 @@ mod countdown;
 mod keys;
 pub mod listing;
 mod render;
+pub mod shell;
 /// The one sanitiser for model and log text (it lives in the seam, so every surface shares it).
 pub use user_questions::sanitize;
 mod screen;

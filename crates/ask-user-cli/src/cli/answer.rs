@@ -16,12 +16,15 @@ use std::sync::{Arc, Mutex};
 
 use pending_answer::{Accepted, LateRefusal, NotWaiting, QuestionDesk as _, Queued, Submission};
 use user_questions::sync::lock_unpoisoned;
-use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, Question, UserMessage};
+use user_questions::{AnswerBatch, CallId, Provenance, Question, UserMessage};
 
 use super::desk::{Access, Picked};
 use super::{CliError, Exit, read_input};
 use crate::host::{JournalError, LogDesk};
 use ask_user_terminal::listing::model_text;
+use ask_user_terminal::shell::{
+    TypedAnswerError, answer_problems, batch_from_flags, batch_from_json, in_question_order,
+};
 
 /// The provenance name of answers given with this command.
 pub const ANSWERER: &str = user_questions::surface_names::SHELL;
@@ -80,17 +83,19 @@ pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Resu
             (session, Picked::Logs(desk), call_id)
         }
         _ => {
-            return Err(CliError::new(
-                "BAD_USAGE",
+            return Err(CliError::usage(
                 "with --pg, name the session and the call id",
-                Exit::Usage,
             ));
         }
     };
     let batch = match &args.answers {
-        Some(path) => batch_from_file(&read_input(path)?)?,
-        None => batch_from_flags(args)?,
-    };
+        Some(path) => batch_from_json(&read_input(path)?),
+        None => batch_from_flags(&args.pick, &args.custom, &args.skip),
+    }
+    .map_err(|e| match e {
+        TypedAnswerError::Usage(message) => CliError::usage(message),
+        TypedAnswerError::Input(message) => CliError::input(message),
+    })?;
     // The call's questions, as the desk read them, order the flags' items and name every problem
     // of a bad answer.
     let seen: Arc<Mutex<(Option<Vec<Question>>, AnswerBatch)>> =
@@ -139,7 +144,7 @@ pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Resu
                     let store = db.store().clone();
                     tokio::task::spawn_blocking(move || super::pg::admit_here(&store, &session))
                         .await
-                        .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
+                        .map_err(|e| CliError::failure("INTERNAL", e.to_string()))?;
                 }
                 Picked::Database(_) | Picked::Logs(_) => {
                     eprintln!("a worker (`ask-user worker --pg …`) admits it into the session");
@@ -229,181 +234,28 @@ fn refused(
         }
         LateRefusal::BadAnswer(error) => {
             // The seam names the first problem; a person fixing the command wants them all.
-            if let Some(questions) = questions
-                && let Err(every) = check_batch(call_id, questions, submitted)
-            {
-                return every;
+            if let Some(every) = questions.and_then(|q| answer_problems(call_id, q, submitted)) {
+                return CliError::new("BAD_ANSWER", every, Exit::BadAnswer);
             }
             CliError::new(error.code(), error.message(), Exit::BadAnswer)
         }
-        LateRefusal::UnknownSession(session) => CliError::new(
+        LateRefusal::UnknownSession(session) => CliError::log(
             "UNKNOWN_SESSION",
             format!(
                 "no session {session:?}{}",
                 if in_database { " in the database" } else { "" }
             ),
-            Exit::Log,
         ),
-        LateRefusal::NotLive(error) => CliError::new(error.code(), error.message(), Exit::Failure),
-        LateRefusal::NoAgent => {
-            CliError::new("INTERNAL", LateRefusal::NoAgent.to_string(), Exit::Failure)
-        }
+        LateRefusal::NotLive(error) => CliError::failure(error.code(), error.message()),
+        LateRefusal::NoAgent => CliError::failure("INTERNAL", LateRefusal::NoAgent.to_string()),
         LateRefusal::Undelivered(error) => {
             let code = error
                 .downcast_ref::<JournalError>()
                 .map_or("DELIVERY_FAILED", JournalError::code);
-            CliError::new(code, error.to_string(), Exit::Log)
+            CliError::log(code, error.to_string())
         }
         LateRefusal::Unavailable(error) => error.into(),
     }
-}
-
-/// Every problem of the batch at once (the seam reports only the first), with what would fit:
-/// the valid labels of a question whose label is wrong, the flag that skips an unanswered one.
-fn check_batch(
-    call_id: &CallId,
-    questions: &[Question],
-    batch: &AnswerBatch,
-) -> Result<(), CliError> {
-    use user_questions::AnswerViolation;
-    let limits = user_questions::QuestionLimits::default();
-    let violations = user_questions::answer_violations(questions, batch, &limits);
-    if violations.is_empty() {
-        return Ok(());
-    }
-    let options_of = |id: &str| -> String {
-        let labels: Vec<String> = questions
-            .iter()
-            .find(|q| q.id == id)
-            .map(|q| {
-                q.options()
-                    .iter()
-                    .map(|o| serde_json::to_string(&o.label).unwrap_or_default())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if labels.is_empty() {
-            "it has no options: answer it with --custom".to_owned()
-        } else {
-            format!("its options: {}", labels.join(", "))
-        }
-    };
-    let problems: Vec<String> = violations
-        .iter()
-        .map(|violation| match violation {
-            AnswerViolation::UnknownLabel { id, .. } => format!("{violation} ({})", options_of(id)),
-            AnswerViolation::Missing { id } => {
-                format!(
-                    "{violation} (or skip it with --skip {})",
-                    ask_user_terminal::listing::shell_word(id)
-                )
-            }
-            AnswerViolation::UnknownId { .. } => {
-                let ids: Vec<String> = questions
-                    .iter()
-                    .map(|q| serde_json::to_string(&q.id).unwrap_or_default())
-                    .collect();
-                format!("{violation} (the questions are {})", ids.join(", "))
-            }
-            other => other.to_string(),
-        })
-        .collect();
-    Err(CliError::new(
-        "BAD_ANSWER",
-        format!(
-            "the answer does not fit call {call_id} ({} problem{}): {}",
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" },
-            problems.join("; ")
-        ),
-        Exit::BadAnswer,
-    ))
-}
-
-/// `{"answers":[…]}` or a bare `[…]`.
-fn batch_from_file(text: &str) -> Result<AnswerBatch, CliError> {
-    let value: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| CliError::input(format!("the answers are not JSON: {e}")))?;
-    let items = if value.is_array() {
-        value
-    } else {
-        value.get("answers").cloned().ok_or_else(|| {
-            CliError::input("the answers file needs {\"answers\":[…]} or a list of answers")
-        })?
-    };
-    let answers: Vec<AnswerItem> = serde_json::from_value(items).map_err(|e| {
-        CliError::input(format!(
-            "each answer needs \"id\" and \"selected\" (and optional \"custom\"): {e}"
-        ))
-    })?;
-    Ok(AnswerBatch { answers })
-}
-
-fn split(pair: &str, flag: &str) -> Result<(String, String), CliError> {
-    pair.split_once('=')
-        .map(|(id, value)| (id.to_owned(), value.to_owned()))
-        .ok_or_else(|| {
-            CliError::new(
-                "BAD_USAGE",
-                format!("--{flag} needs ID=VALUE, got {pair:?}"),
-                Exit::Usage,
-            )
-        })
-}
-
-/// The batch of `--pick`, `--custom` and `--skip`, one item per question id, in the order the ids
-/// are first given.
-fn batch_from_flags(args: &AnswerArgs) -> Result<AnswerBatch, CliError> {
-    let mut items: Vec<AnswerItem> = Vec::new();
-    let item = |id: &str, items: &mut Vec<AnswerItem>| -> usize {
-        if let Some(at) = items.iter().position(|i| i.id == id) {
-            at
-        } else {
-            items.push(AnswerItem::skipped(id));
-            items.len() - 1
-        }
-    };
-    for pick in &args.pick {
-        let (id, label) = split(pick, "pick")?;
-        let at = item(&id, &mut items);
-        items[at].selected.push(label);
-    }
-    for custom in &args.custom {
-        let (id, text) = split(custom, "custom")?;
-        let at = item(&id, &mut items);
-        if items[at].custom.replace(text).is_some() {
-            return Err(CliError::new(
-                "BAD_USAGE",
-                format!("--custom is given twice for question {id:?}"),
-                Exit::Usage,
-            ));
-        }
-    }
-    for id in &args.skip {
-        let at = item(id, &mut items);
-        if !items[at].selected.is_empty() || items[at].custom.is_some() {
-            return Err(CliError::new(
-                "BAD_USAGE",
-                format!("question {id:?} is both skipped and answered"),
-                Exit::Usage,
-            ));
-        }
-    }
-    Ok(AnswerBatch { answers: items })
-}
-
-/// The items of `batch` in the order of the stored questions, then those of any other ids in the
-/// order given (the seam's validator names those). Questions nobody mentioned stay out, so the
-/// validator reports them as unanswered.
-fn in_question_order(batch: &AnswerBatch, questions: &[Question]) -> AnswerBatch {
-    let mut answers = batch.answers.clone();
-    answers.sort_by_key(|item| {
-        questions
-            .iter()
-            .position(|q| q.id == item.id)
-            .unwrap_or(questions.len())
-    });
-    AnswerBatch { answers }
 }
 
 /// The session of the state directory whose log has `call_id` open or continued (an answer
@@ -437,13 +289,12 @@ async fn session_of(desk: &LogDesk, call_id: &CallId) -> Result<String, CliError
 }
 
 fn not_continued(call_id: &CallId) -> CliError {
-    CliError::new(
+    CliError::log(
         "NOT_WAITING",
         format!(
             "no session of the state directory has call {} continued (`{} pending` lists them)",
             visible(call_id.as_str()),
             super::invoked()
         ),
-        Exit::Log,
     )
 }

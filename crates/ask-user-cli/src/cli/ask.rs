@@ -40,10 +40,8 @@ pub struct AskArgs {
 /// call without `--log` is refused before it is asked.
 fn needs_log(args: &AskArgs, file: &super::config::Config) -> Result<(), CliError> {
     if args.tool.mode(file) == super::Mode::Timed && args.log.is_none() {
-        return Err(CliError::new(
-            "BAD_USAGE",
+        return Err(CliError::usage(
             "ask --mode timed needs --log FILE: a question whose window passes is answered late from its log, and without one the session ends with this process",
-            Exit::Usage,
         ));
     }
     Ok(())

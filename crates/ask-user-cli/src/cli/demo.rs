@@ -160,10 +160,8 @@ struct Demo {
 impl Demo {
     async fn start(args: &DemoArgs, file: &super::config::Config) -> Result<Self, CliError> {
         if args.window < 1 {
-            return Err(CliError::new(
-                "BAD_USAGE",
+            return Err(CliError::usage(
                 "--window needs a positive number of seconds",
-                Exit::Usage,
             ));
         }
         let interactive = is_interactive_terminal();

@@ -53,10 +53,9 @@ pub(crate) fn pick(
     }
     for log in logs {
         if !log.exists() {
-            return Err(CliError::new(
+            return Err(CliError::log(
                 "LOG_IO",
                 format!("no session log at {}", log.display()),
-                Exit::Log,
             ));
         }
     }
@@ -86,11 +85,7 @@ pub(crate) fn state_dir(
 ) -> Result<Option<LogDesk>, CliError> {
     let dir = super::state_dir(given, file)
         .ok_or_else(|| {
-            CliError::new(
-                "BAD_USAGE",
-                "no state directory: name a session log, or set --state-dir (neither XDG_STATE_HOME nor HOME is set)",
-                Exit::Usage,
-            )
+            CliError::usage("no state directory: name a session log, or set --state-dir (neither XDG_STATE_HOME nor HOME is set)")
         })?;
     if !dir.is_dir() {
         return Ok(None);

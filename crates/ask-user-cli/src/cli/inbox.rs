@@ -62,16 +62,14 @@ pub(crate) fn page_address(state_dir: &Path) -> Option<String> {
 
 fn state_dir_of(given: Option<PathBuf>, file: &super::config::Config) -> Result<PathBuf, CliError> {
     super::state_dir(given, file).ok_or_else(|| {
-        CliError::new(
-            "BAD_USAGE",
+        CliError::usage(
             "no state directory: set --state-dir (neither XDG_STATE_HOME nor HOME is set)",
-            Exit::Usage,
         )
     })
 }
 
 fn io_error(code: &'static str, what: &str) -> impl Fn(std::io::Error) -> CliError {
-    move |error| CliError::new(code, format!("{what}: {error}"), Exit::Failure)
+    move |error| CliError::failure(code, format!("{what}: {error}"))
 }
 
 pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result<Exit, CliError> {
@@ -118,8 +116,7 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
 
     let store = crate::store::JsonlStore::new(state_dir.clone());
     let fallback: Arc<dyn QuestionDesk> = Arc::new(LogDesk::store(Arc::new(store)));
-    let inbox = Inbox::new(fallback)
-        .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
+    let inbox = Inbox::new(fallback).map_err(|e| CliError::failure("INTERNAL", e.to_string()))?;
     let saved = rendezvous.address();
     let (surface, server) = serve_page(&inbox, &args, saved.as_ref(), file).await?;
     let address = Address {
@@ -186,7 +183,7 @@ async fn serve_page(
         ..WebOptions::default()
     };
     let surface = WebSurface::new(inbox.seam(), Some(inbox.desk()), options)
-        .map_err(|e| CliError::new("WEB", e.to_string(), Exit::Failure))?;
+        .map_err(|e| CliError::failure("WEB", e.to_string()))?;
     match surface.bind(addr).await {
         Ok(server) => Ok((surface, server)),
         Err(error) if args.addr.is_none() => {
@@ -197,10 +194,9 @@ async fn serve_page(
                 .map_err(io_error("WEB_BIND", "cannot serve the page"))?;
             Ok((surface, server))
         }
-        Err(error) => Err(CliError::new(
+        Err(error) => Err(CliError::failure(
             "WEB_BIND",
             format!("cannot serve the page on {addr}: {error}"),
-            Exit::Failure,
         )),
     }
 }

@@ -81,10 +81,8 @@ pub(super) async fn run(
         Some(dir) => dir,
         None if args.pg.pg.is_some() => PathBuf::new(),
         None => {
-            return Err(CliError::new(
-                "BAD_USAGE",
+            return Err(CliError::usage(
                 "no state directory: set --state-dir (neither XDG_STATE_HOME nor HOME is set)",
-                Exit::Usage,
             ));
         }
     };
@@ -96,8 +94,8 @@ pub(super) async fn run(
         let server = super::pg::mcp_server(url, args.pg.schema(), options)?;
         (server, "the database".to_owned())
     } else {
-        let server = AskUserMcp::new(options)
-            .map_err(|e| CliError::new("STATE_DIR", e.to_string(), Exit::Log))?;
+        let server =
+            AskUserMcp::new(options).map_err(|e| CliError::log("STATE_DIR", e.to_string()))?;
         (server, state_dir.display().to_string())
     };
     let link = link_inbox(&args, &server, &state_dir, loaded)?;
@@ -137,7 +135,7 @@ pub(super) async fn run(
         None => server.serve_stdio().await,
         Some(addr) => serve_http(&server, addr, &http, &where_).await?,
     };
-    outcome.map_err(|e| CliError::new("MCP_TRANSPORT", e.to_string(), Exit::Failure))?;
+    outcome.map_err(|e| CliError::failure("MCP_TRANSPORT", e.to_string()))?;
     Ok(Exit::Ok)
 }
 
@@ -226,10 +224,8 @@ fn link_inbox(
             // have theirs in `ask-user inbox --pg`.
             return Ok(None);
         }
-        return Err(CliError::new(
-            "BAD_USAGE",
+        return Err(CliError::usage(
             "the inbox of a database's sessions is `ask-user inbox --pg` (answers reach them through the database's ledger); --inbox, --web and the notification flags link the sessions of a state directory",
-            Exit::Usage,
         ));
     }
     // What the started inbox would fail on is said here, where it is read.

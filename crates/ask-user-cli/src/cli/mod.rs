@@ -86,8 +86,24 @@ impl CliError {
         }
     }
 
+    /// `BAD_INPUT`: an input file is unreadable or invalid.
     pub(crate) fn input(message: impl Into<String>) -> Self {
         Self::new("BAD_INPUT", message, Exit::Input)
+    }
+
+    /// `BAD_USAGE`: the command line asks for what cannot be done.
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self::new("BAD_USAGE", message, Exit::Usage)
+    }
+
+    /// An unexpected failure.
+    pub(crate) fn failure(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(code, message, Exit::Failure)
+    }
+
+    /// The session log or database cannot be used.
+    pub(crate) fn log(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(code, message, Exit::Log)
     }
 }
 

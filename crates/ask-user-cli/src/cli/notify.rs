@@ -221,10 +221,9 @@ impl NotifyArgs {
             return Ok(None);
         };
         let backends = backends(&config).map_err(|e| {
-            CliError::new(
+            CliError::failure(
                 "NOTIFY_UNAVAILABLE",
                 format!("cannot start the notification client: {e}"),
-                Exit::Failure,
             )
         })?;
         Ok(Some(Notifier::start(seam, config, links, backends)))

@@ -115,11 +115,7 @@ pub struct WorkerArgs {
 /// `worker`: admits every accepted answer of a session nobody holds, until interrupted.
 pub(super) async fn worker(args: WorkerArgs) -> Result<Exit, CliError> {
     if !(args.lease.is_finite() && (0.3..=3600.0).contains(&args.lease)) {
-        return Err(CliError::new(
-            "BAD_USAGE",
-            "--lease takes 0.3 to 3600 seconds",
-            Exit::Usage,
-        ));
+        return Err(CliError::usage("--lease takes 0.3 to 3600 seconds"));
     }
     let lease = Duration::from_secs_f64(args.lease);
     let options = PgOptions {
@@ -189,11 +185,7 @@ pub(super) async fn worker(args: WorkerArgs) -> Result<Exit, CliError> {
         () = terminate() => stop.stop(),
         ended = &mut run => {
             // The worker never returns unless stopped: it panicked.
-            return Err(CliError::new(
-                "INTERNAL",
-                format!("the worker stopped: {ended:?}"),
-                Exit::Failure,
-            ));
+            return Err(CliError::failure("INTERNAL", format!("the worker stopped: {ended:?}")));
         }
     }
     let _ = run.await;
@@ -225,43 +217,34 @@ pub struct ExportArgs {
 /// `export`: a session as the JSONL file the file store would hold, byte for byte.
 pub(super) fn export(args: &ExportArgs) -> Result<Exit, CliError> {
     let store = connect_read_only(&args.pg.pg, &args.pg.pg_schema)?;
-    let failed =
-        |e: ask_user_pg::ExportError| CliError::new("EXPORT_FAILED", e.to_string(), Exit::Log);
+    let failed = |e: ask_user_pg::ExportError| CliError::log("EXPORT_FAILED", e.to_string());
     let Some(path) = &args.output else {
         // The log's bytes verbatim: a corrupt line may hold escape codes, which never reach a
         // terminal raw.
         if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-            return Err(CliError::new(
-                "BAD_USAGE",
+            return Err(CliError::usage(
                 "export writes the log's bytes verbatim: redirect stdout to a file, or use -o FILE",
-                Exit::Usage,
             ));
         }
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
         store.export(&args.session, &mut out).map_err(failed)?;
         out.flush()
-            .map_err(|e| CliError::new("LOG_IO", e.to_string(), Exit::Log))?;
+            .map_err(|e| CliError::log("LOG_IO", e.to_string()))?;
         return Ok(Exit::Ok);
     };
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path)
-        .map_err(|e| {
-            CliError::new(
-                "LOG_IO",
-                format!("cannot create {}: {e}", path.display()),
-                Exit::Log,
-            )
-        })?;
+        .map_err(|e| CliError::log("LOG_IO", format!("cannot create {}: {e}", path.display())))?;
     let written = store
         .export(&args.session, &mut file)
         .map_err(failed)
         .and_then(|bytes| {
             file.sync_all()
                 .map(|()| bytes)
-                .map_err(|e| CliError::new("LOG_IO", e.to_string(), Exit::Log))
+                .map_err(|e| CliError::log("LOG_IO", e.to_string()))
         });
     // No partial log is left behind (a retry would be refused by it).
     if written.is_err() {
@@ -296,20 +279,10 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
             .ok_or_else(|| CliError::input("the log path has no file name; pass --name"))?,
     };
     // A name `pending` and `answer` could not name is refused before anything is read.
-    ask_user_pg::check_session_name(&name).map_err(|e| {
-        CliError::new(
-            "BAD_USAGE",
-            format!("--name: {e}; give the session a name"),
-            Exit::Usage,
-        )
-    })?;
-    let file = std::fs::File::open(&args.log).map_err(|e| {
-        CliError::new(
-            "LOG_IO",
-            format!("cannot open {}: {e}", args.log.display()),
-            Exit::Log,
-        )
-    })?;
+    ask_user_pg::check_session_name(&name)
+        .map_err(|e| CliError::usage(format!("--name: {e}; give the session a name")))?;
+    let file = std::fs::File::open(&args.log)
+        .map_err(|e| CliError::log("LOG_IO", format!("cannot open {}: {e}", args.log.display())))?;
     let store = connect(&args.pg.pg, &args.pg.pg_schema)?;
     let report = store
         .import(&name, &mut BufReader::new(file))
@@ -320,7 +293,7 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
                 }
                 other => other.code(),
             };
-            CliError::new(code, e.to_string(), Exit::Log)
+            CliError::log(code, e.to_string())
         })?;
     eprintln!(
         "session {} imported: {} lines, {} bytes{}{}",
@@ -408,8 +381,7 @@ pub(super) fn mcp_server(
     let store = connect(url, schema)?;
     // Every instance over the database seals and opens form rounds with one key: the first
     // instance stores its own, the others read it.
-    let unavailable =
-        |e: &dyn std::fmt::Display| CliError::new("DB_UNAVAILABLE", e.to_string(), Exit::Log);
+    let unavailable = |e: &dyn std::fmt::Display| CliError::log("DB_UNAVAILABLE", e.to_string());
     let candidate = ask_user_mcp::RequestStateKey::generate().map_err(|e| unavailable(&e))?;
     let stored = store
         .shared_secret(REQUEST_STATE_SECRET, candidate.as_bytes())

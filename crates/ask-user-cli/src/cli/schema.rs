@@ -16,7 +16,7 @@ pub(super) fn run(args: &SchemaArgs, file: &super::config::Config) -> Result<Exi
     let definition = tool_ask_user::definition(&config)
         .map_err(|e| CliError::new("BAD_CONFIG", e.to_string(), Exit::Usage))?;
     let text = serde_json::to_string_pretty(&definition)
-        .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
+        .map_err(|e| CliError::failure("INTERNAL", e.to_string()))?;
     println!("{text}");
     Ok(Exit::Ok)
 }

@@ -103,16 +103,15 @@ pub(crate) fn load_tls(
 
 async fn bind(surface: &WebSurface, addr: SocketAddr) -> Result<WebServer, CliError> {
     surface.bind(addr).await.map_err(|error| {
-        CliError::new(
+        CliError::failure(
             "WEB_BIND",
             format!("cannot serve the page on {addr}: {error}"),
-            Exit::Failure,
         )
     })
 }
 
 fn no_surface(error: &std::io::Error) -> CliError {
-    CliError::new("WEB", error.to_string(), Exit::Failure)
+    CliError::failure("WEB", error.to_string())
 }
 
 /// The surface of `--web`, registered in the host's seam (at the front of the waterfall) but
@@ -204,14 +203,14 @@ pub(super) async fn serve_desk(
     // that are not logs would only ever be empty.
     for log in logs {
         crate::host::LogDesk::files([log])
-            .map_err(|e| CliError::new(e.code(), e.to_string(), Exit::Log))?
+            .map_err(|e| CliError::log(e.code(), e.to_string()))?
             .views(None)
             .await?;
     }
     // No question is asked here: a seam only to check answers against (the desk checks late
     // answers again when it takes them).
     let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default())
-        .map_err(|e| CliError::new("INTERNAL", e.to_string(), Exit::Failure))?;
+        .map_err(|e| CliError::failure("INTERNAL", e.to_string()))?;
     let (options, addr) = options_for(addr.or(file.web.addr), file)?;
     // The cards follow the desk's changes (the ledger, the logs); a database's desk claims the
     // questions open elsewhere while a page looks.

@@ -1,0 +1,274 @@
+//! The shell as an answering surface, without a card: the tables of open and continued questions
+//! a person reads (`ask-user pending`), and the answer they type back (`--pick ID=LABEL`,
+//! `--custom ID=TEXT`, `--skip ID`, or a JSON file), checked against the questions with every
+//! problem named and what would fit. [`answer_hint`](crate::listing::answer_hint) writes the
+//! command this grammar reads. Every text from a model or a log goes through the sanitiser.
+
+use std::fmt::{self, Write as _};
+
+use pending_answer::{DeskQuestion, DeskSession, DeskState};
+use user_questions::{AnswerBatch, AnswerItem, AnswerViolation, CallId, Question, QuestionLimits};
+
+use crate::listing::{format_age, question_cell, shell_word, table};
+use crate::sanitize::{json_visible, visible};
+
+/// The age of a question asked at `asked_at_ms`, at `now_ms`; `-` when unknown.
+fn age(asked_at_ms: Option<i64>, now_ms: i64) -> String {
+    asked_at_ms.map_or_else(|| "-".to_owned(), |t| format_age(now_ms.saturating_sub(t)))
+}
+
+/// The open and continued questions of one log (`None`: nothing read), at `now_ms`: a table of
+/// call id, state, age and questions (each question's labels under it, as `--pick` takes them),
+/// then `N active, M settled` (and whether a writer has the log open).
+#[must_use]
+pub fn log_table(session: Option<&DeskSession>, now_ms: i64) -> String {
+    let rows: Vec<[String; 4]> = (session.iter().flat_map(|s| &s.questions))
+        .map(|q| {
+            let state = match (q.state, q.interrupted) {
+                (DeskState::Open, true) => "open, interrupted",
+                (state, _) => state.as_str(),
+            };
+            let cells: Vec<String> = q.questions.iter().map(question_cell).collect();
+            let call = visible(q.call_id.as_str()).into_owned();
+            [
+                call,
+                state.to_owned(),
+                age(q.asked_at_ms, now_ms),
+                cells.join("\n"),
+            ]
+        })
+        .collect();
+    let mut out = table(["CALL ID", "STATE", "AGE", "QUESTIONS"], &rows);
+    let writing = session.is_some_and(|s| s.writing);
+    let _ = writeln!(
+        out,
+        "{} active, {} settled{}",
+        rows.len(),
+        session.and_then(|s| s.settled).unwrap_or(0),
+        if writing {
+            " (a writer has the log open)"
+        } else {
+            ""
+        }
+    );
+    out
+}
+
+/// The open and continued questions of several sessions (a database's, a state directory's) as
+/// a table, with an AGE column when `ages`, then `N open or continued` when there are any.
+#[must_use]
+pub fn sessions_table(questions: &[DeskQuestion], ages: bool, now_ms: i64) -> String {
+    let rows: Vec<[String; 5]> = questions
+        .iter()
+        .map(|q| {
+            let state = match (q.state, q.answered, q.interrupted) {
+                (state, true, _) => format!("{}, answered (admission waits)", state.as_str()),
+                (DeskState::Open, false, true) => "open, interrupted".to_owned(),
+                (state, false, _) => state.as_str().to_owned(),
+            };
+            let cells: Vec<String> = q.questions.iter().map(question_cell).collect();
+            [
+                visible(&q.session).into_owned(),
+                visible(q.call_id.as_str()).into_owned(),
+                state,
+                age(q.asked_at_ms, now_ms),
+                cells.join("\n"),
+            ]
+        })
+        .collect();
+    let mut out = if ages {
+        table(["SESSION", "CALL ID", "STATE", "AGE", "QUESTIONS"], &rows)
+    } else {
+        let rows: Vec<[String; 4]> = (rows.into_iter())
+            .map(|[session, call, state, _, cells]| [session, call, state, cells])
+            .collect();
+        table(["SESSION", "CALL ID", "STATE", "QUESTIONS"], &rows)
+    };
+    // An empty table says so itself, in the same words as a log's.
+    if !questions.is_empty() {
+        let _ = writeln!(out, "{} open or continued", questions.len());
+    }
+    out
+}
+
+/// The questions of several sessions as one JSON line, safe for a terminal:
+/// `{"questions":[{session, callId, state, answered, askedAtMs, questions}]}`.
+#[must_use]
+pub fn sessions_json(questions: &[DeskQuestion]) -> String {
+    let rows: Vec<serde_json::Value> = questions
+        .iter()
+        .map(|q| {
+            serde_json::json!({
+                "session": q.session,
+                "callId": q.call_id,
+                "state": q.state.as_str(),
+                "answered": q.answered,
+                "askedAtMs": q.asked_at_ms,
+                "questions": q.questions,
+            })
+        })
+        .collect();
+    json_visible(&serde_json::json!({ "questions": rows }).to_string()).into_owned()
+}
+
+/// An answer a person typed that cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TypedAnswerError {
+    /// The flags are wrong (`--pick` without `=`, `--custom` twice for a question, a question
+    /// both skipped and answered).
+    Usage(String),
+    /// The answers file is not one (`{"answers":[…]}` or `[…]` of `{id, selected, custom?}`).
+    Input(String),
+}
+
+impl fmt::Display for TypedAnswerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Usage(message) | Self::Input(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for TypedAnswerError {}
+
+/// `ID=VALUE` of `--flag`.
+fn split<'a>(pair: &'a str, flag: &str) -> Result<(&'a str, &'a str), TypedAnswerError> {
+    (pair.split_once('='))
+        .ok_or_else(|| TypedAnswerError::Usage(format!("--{flag} needs ID=VALUE, got {pair:?}")))
+}
+
+/// The batch of `--pick ID=LABEL`, `--custom ID=TEXT` and `--skip ID`: one item per question id,
+/// in the order the ids are first given.
+///
+/// # Errors
+///
+/// [`TypedAnswerError::Usage`] naming the flag that is wrong.
+pub fn batch_from_flags(
+    picks: &[String],
+    customs: &[String],
+    skips: &[String],
+) -> Result<AnswerBatch, TypedAnswerError> {
+    let usage = TypedAnswerError::Usage;
+    let mut items: Vec<AnswerItem> = Vec::new();
+    let mut item = |id: &str| -> usize {
+        items.iter().position(|i| i.id == id).unwrap_or_else(|| {
+            items.push(AnswerItem::skipped(id));
+            items.len() - 1
+        })
+    };
+    let mut order = Vec::new();
+    for pick in picks {
+        let (id, label) = split(pick, "pick")?;
+        order.push((item(id), Some(label.to_owned()), None));
+    }
+    for custom in customs {
+        let (id, text) = split(custom, "custom")?;
+        order.push((item(id), None, Some(text.to_owned())));
+    }
+    let skipped: Vec<usize> = skips.iter().map(|id| item(id)).collect();
+    for (at, label, text) in order {
+        let answer = &mut items[at];
+        answer.selected.extend(label);
+        if let Some(text) = text
+            && answer.custom.replace(text).is_some()
+        {
+            let id = &answer.id;
+            return Err(usage(format!(
+                "--custom is given twice for question {id:?}"
+            )));
+        }
+    }
+    for at in skipped {
+        let answer = &items[at];
+        if !answer.selected.is_empty() || answer.custom.is_some() {
+            let id = &answer.id;
+            return Err(usage(format!(
+                "question {id:?} is both skipped and answered"
+            )));
+        }
+    }
+    Ok(AnswerBatch { answers: items })
+}
+
+/// The batch of an answers file: `{"answers":[…]}` or a bare `[…]`.
+///
+/// # Errors
+///
+/// [`TypedAnswerError::Input`] saying what the file needs.
+pub fn batch_from_json(text: &str) -> Result<AnswerBatch, TypedAnswerError> {
+    let input = TypedAnswerError::Input;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| input(format!("the answers are not JSON: {e}")))?;
+    let items = if value.is_array() {
+        value
+    } else {
+        (value.get("answers").cloned()).ok_or_else(|| {
+            input("the answers file needs {\"answers\":[…]} or a list of answers".to_owned())
+        })?
+    };
+    let answers: Vec<AnswerItem> = serde_json::from_value(items).map_err(|e| {
+        input(format!(
+            "each answer needs \"id\" and \"selected\" (and optional \"custom\"): {e}"
+        ))
+    })?;
+    Ok(AnswerBatch { answers })
+}
+
+/// The items of `batch` in the order of the stored questions, then those of any other ids in
+/// the order given (the seam's validator names those). Questions nobody mentioned stay out, so
+/// the validator reports them as unanswered.
+#[must_use]
+pub fn in_question_order(batch: &AnswerBatch, questions: &[Question]) -> AnswerBatch {
+    let mut answers = batch.answers.clone();
+    answers.sort_by_key(|item| {
+        (questions.iter().position(|q| q.id == item.id)).unwrap_or(questions.len())
+    });
+    AnswerBatch { answers }
+}
+
+/// Every problem of `batch` as an answer to `questions` of `call_id` at once (the seam reports
+/// only the first), each with what would fit: the valid labels of a question whose label is
+/// wrong, the flag that skips an unanswered one, the ids there are. `None` when it fits.
+#[must_use]
+pub fn answer_problems(
+    call_id: &CallId,
+    questions: &[Question],
+    batch: &AnswerBatch,
+) -> Option<String> {
+    let violations =
+        user_questions::answer_violations(questions, batch, &QuestionLimits::default());
+    if violations.is_empty() {
+        return None;
+    }
+    let quoted = |text: &str| serde_json::to_string(text).unwrap_or_default();
+    let options_of = |id: &str| -> String {
+        let labels: Vec<String> = (questions.iter().find(|q| q.id == id))
+            .map(|q| q.options().iter().map(|o| quoted(&o.label)).collect())
+            .unwrap_or_default();
+        if labels.is_empty() {
+            "it has no options: answer it with --custom".to_owned()
+        } else {
+            format!("its options: {}", labels.join(", "))
+        }
+    };
+    let problems: Vec<String> = violations
+        .iter()
+        .map(|violation| match violation {
+            AnswerViolation::UnknownLabel { id, .. } => format!("{violation} ({})", options_of(id)),
+            AnswerViolation::Missing { id } => {
+                format!("{violation} (or skip it with --skip {})", shell_word(id))
+            }
+            AnswerViolation::UnknownId { .. } => {
+                let ids: Vec<String> = questions.iter().map(|q| quoted(&q.id)).collect();
+                format!("{violation} (the questions are {})", ids.join(", "))
+            }
+            other => other.to_string(),
+        })
+        .collect();
+    Some(format!(
+        "the answer does not fit call {call_id} ({} problem{}): {}",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" },
+        problems.join("; ")
+    ))
+}

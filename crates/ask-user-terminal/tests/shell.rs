@@ -1,0 +1,147 @@
+//! The shell as an answering surface: the tables `ask-user pending` prints and the answer
+//! `ask-user answer` reads, through `ask_user_terminal::shell`.
+// Test code stops at its first broken expectation: unwrap and expect are assertions here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use ask_user_terminal::shell::{
+    TypedAnswerError, answer_problems, batch_from_flags, batch_from_json, in_question_order,
+    log_table, sessions_json, sessions_table,
+};
+use pending_answer::{DeskQuestion, DeskSession, DeskState};
+use user_questions::{AnswerBatch, CallId, Question};
+
+fn questions() -> Vec<Question> {
+    serde_json::from_str(
+        r#"[{"id":"db","question":"Which database?","options":[{"label":"PostgreSQL"},{"label":"SQLite"}]},
+            {"id":"note","question":"Anything else?"}]"#,
+    )
+    .unwrap()
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn question(call: &str, state: DeskState) -> DeskQuestion {
+    DeskQuestion {
+        session: "s\u{1b}[31m1".to_owned(),
+        call_id: CallId::from(call),
+        questions: questions(),
+        state,
+        answerable: true,
+        interrupted: false,
+        answered: false,
+        asked_at_ms: Some(1_000),
+    }
+}
+
+#[test]
+fn flags_make_one_item_per_question_in_the_order_given() {
+    let batch = batch_from_flags(
+        &strings(&["db=SQLite", "db=PostgreSQL"]),
+        &strings(&["note=later"]),
+        &strings(&["other"]),
+    )
+    .unwrap();
+    let json = serde_json::to_value(&batch).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"answers":[
+            {"id":"db","selected":["SQLite","PostgreSQL"]},
+            {"id":"note","selected":[],"custom":"later"},
+            {"id":"other","selected":[]}
+        ]})
+    );
+    let ordered = in_question_order(
+        &batch_from_flags(&strings(&["x=1", "db=SQLite"]), &[], &[]).unwrap(),
+        &questions(),
+    );
+    let ids: Vec<&str> = ordered.answers.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, ["db", "x"]);
+}
+
+#[test]
+fn wrong_flags_are_usage_errors_and_a_wrong_file_an_input_error() {
+    let usage = |e: TypedAnswerError| matches!(e, TypedAnswerError::Usage(_));
+    assert!(usage(
+        batch_from_flags(&strings(&["db"]), &[], &[]).unwrap_err()
+    ));
+    let twice = batch_from_flags(&[], &strings(&["note=a", "note=b"]), &[]).unwrap_err();
+    assert_eq!(
+        twice.to_string(),
+        r#"--custom is given twice for question "note""#
+    );
+    let both = batch_from_flags(&strings(&["db=SQLite"]), &[], &strings(&["db"])).unwrap_err();
+    assert_eq!(
+        both.to_string(),
+        r#"question "db" is both skipped and answered"#
+    );
+    assert!(matches!(
+        batch_from_json("{}"),
+        Err(TypedAnswerError::Input(_))
+    ));
+    assert!(matches!(
+        batch_from_json("nope"),
+        Err(TypedAnswerError::Input(_))
+    ));
+    let bare = batch_from_json(r#"[{"id":"db","selected":["SQLite"]}]"#).unwrap();
+    let wrapped = batch_from_json(r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#).unwrap();
+    assert_eq!(bare, wrapped);
+}
+
+#[test]
+fn every_problem_of_an_answer_is_named_with_what_would_fit() {
+    let call = CallId::from("call_1");
+    let batch: AnswerBatch = batch_from_flags(&strings(&["db=MySQL", "x=1"]), &[], &[]).unwrap();
+    let problems = answer_problems(&call, &questions(), &batch).unwrap();
+    assert!(
+        problems.starts_with("the answer does not fit call call_1 (3 problems): "),
+        "{problems}"
+    );
+    assert!(
+        problems.contains(r#"its options: "PostgreSQL", "SQLite""#),
+        "{problems}"
+    );
+    assert!(problems.contains("--skip note"), "{problems}");
+    assert!(
+        problems.contains(r#"the questions are "db", "note""#),
+        "{problems}"
+    );
+    let fits = batch_from_flags(&strings(&["db=SQLite"]), &[], &strings(&["note"])).unwrap();
+    assert_eq!(answer_problems(&call, &questions(), &fits), None);
+}
+
+#[test]
+fn tables_show_no_raw_escape_from_a_log() {
+    let session = DeskSession {
+        session: "s1".to_owned(),
+        questions: vec![question("call_\u{1b}]0;x\u{7}1", DeskState::Continued)],
+        settled: Some(2),
+        writing: true,
+    };
+    let table = log_table(Some(&session), 61_000);
+    assert!(
+        !table.contains('\u{1b}') && !table.contains('\u{7}'),
+        "{table}"
+    );
+    assert!(table.contains("continued"), "{table}");
+    assert!(
+        table.ends_with("1 active, 2 settled (a writer has the log open)\n"),
+        "{table}"
+    );
+    assert!(log_table(None, 0).ends_with("0 active, 0 settled\n"));
+
+    let listed = [question("call_2", DeskState::Open)];
+    let table = sessions_table(&listed, true, 61_000);
+    assert!(
+        table.contains("AGE") && !table.contains('\u{1b}'),
+        "{table}"
+    );
+    assert!(table.ends_with("1 open or continued\n"), "{table}");
+    assert!(!sessions_table(&listed, false, 0).contains("AGE"));
+    let json = sessions_json(&listed);
+    assert!(!json.contains('\u{1b}'), "{json}");
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["questions"][0]["state"], "open");
+    assert_eq!(value["questions"][0]["session"], "s\u{1b}[31m1");
+}

@@ -1,0 +1,512 @@
+//! A TOML settings file read into any serde type, the way a person can trust it: a secret can
+//! stay out of the file (`token_env = "VAR"` reads `token` from `$VAR`), every value keeps where
+//! it came from (its line, or its variable), and every error names the file, the line and the
+//! column of its key and quotes no value (a value under the wrong key may be a secret).
+//!
+//! The caller describes its tables ([`Table`]): which keys are secret (and so take an `…_env`
+//! key) and which other names a key answers to. [`read`] does the rest:
+//!
+//! ```
+//! use settings_file::{Source, Table, read};
+//! use std::path::Path;
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Settings {
+//!     db: Db,
+//! }
+//! #[derive(serde::Deserialize)]
+//! struct Db {
+//!     url: String,
+//!     password: String,
+//! }
+//!
+//! const TABLES: &[Table] = &[Table {
+//!     path: "db",
+//!     secrets: &[("password", "the database password")],
+//!     other_names: &[],
+//! }];
+//! let text = "[db]\nurl = \"db.internal\"\npassword_env = \"DB_PASSWORD\"\n";
+//! let env = |name: &str| match name {
+//!     "DB_PASSWORD" => Ok("hunter2".to_owned()),
+//!     _ => Err(std::env::VarError::NotPresent),
+//! };
+//! let (settings, read): (Settings, _) = read(text, Path::new("app.toml"), TABLES, &env).unwrap();
+//! assert_eq!(settings.db.password, "hunter2");
+//! assert_eq!(read.source("db.url"), Some(&Source::Line(2)));
+//! assert!(matches!(read.source("db.password"), Some(Source::Env { variable, .. }) if variable == "DB_PASSWORD"));
+//! ```
+
+use std::collections::BTreeMap;
+use std::env::VarError;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use toml::Spanned;
+use toml::de::{DeArray, DeTable, DeValue};
+
+/// Pairs of names: a key and what it is, or another name and the key it stands for.
+pub type Names = &'static [(&'static str, &'static str)];
+
+/// What the reader knows of one table of the file.
+#[derive(Clone, Copy, Debug)]
+pub struct Table {
+    /// The table's path: `notify`, `notify.ntfy`, `notify.webhooks[]` (`[]`: each element of an
+    /// array of tables).
+    pub path: &'static str,
+    /// Its secret keys, each with what it is: paths below it (`("ntfy.token", "the ntfy
+    /// token")`, `("webhooks[].secret", …)` for each element); a key ending in `[]` is a list,
+    /// which its variable gives separated by commas or white space. Each takes
+    /// `KEY_env = "VARIABLE"` in its place.
+    pub secrets: Names,
+    /// Other names its serde type takes for a key (`("notifyAfter", "after")`): the value is the
+    /// key's, and a message listing the table's keys leaves them out.
+    pub other_names: Names,
+}
+
+/// Reads the environment variable an `…_env` key names.
+pub type EnvReader<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
+
+/// Where a value of the file came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The file, at this line (1-based).
+    Line(usize),
+    /// The environment variable an `…_env` key names, for a secret.
+    Env {
+        /// The variable's name.
+        variable: String,
+        /// What the secret is (its [`Table::secrets`] entry).
+        what: &'static str,
+    },
+}
+
+/// A file that cannot be used: `PATH:LINE:COL: message`, or `PATH: message` without a place.
+/// The message quotes no value of the file.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SettingsError(String);
+
+impl SettingsError {
+    /// The whole line: `PATH:LINE:COL: message`.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
+
+/// One key of the file: where its value is, and where that came from.
+#[derive(Clone, Debug)]
+struct Place {
+    key: Range<usize>,
+    value: Range<usize>,
+    /// The line and column (1-based) of the value.
+    at: (usize, usize),
+    source: Source,
+}
+
+/// What reading a file learnt besides the settings: where every key is and came from, to name a
+/// value's source ([`Read::source`]) and to report a later check's error at its key
+/// ([`Read::error_at`]).
+#[derive(Clone, Debug, Default)]
+pub struct Read {
+    path: PathBuf,
+    keys: BTreeMap<String, Place>,
+}
+
+impl Read {
+    /// Where the value at `key` (`notify.webhooks[0].url`) came from; `None` for a key the file
+    /// does not set (its default).
+    #[must_use]
+    pub fn source(&self, key: &str) -> Option<&Source> {
+        self.keys.get(key).map(|place| &place.source)
+    }
+
+    /// An error about the value at `key` found after reading (a check of the settings type): at
+    /// the line of the value, and its column when `column`; the variable a secret came from
+    /// named in place of its key. Without the key, at the file.
+    #[must_use]
+    pub fn error_at(&self, key: &str, message: &str, column: bool) -> SettingsError {
+        let file = self.path.display();
+        match self.keys.get(key) {
+            Some(place) if column => {
+                let (line, col) = place.at;
+                SettingsError(format!(
+                    "{file}:{line}:{col}: {}",
+                    from_env(key, place, message)
+                ))
+            }
+            Some(place) => SettingsError(format!("{file}:{}: {message}", place.at.0)),
+            None => SettingsError(format!("{file}: {message}")),
+        }
+    }
+}
+
+/// Reads `text`, the file at `path`, into `T`: each `KEY_env` key of a secret of `tables` is
+/// replaced by `KEY` with the value of the variable it names (read by `env`), then `T` is
+/// deserialised.
+///
+/// # Errors
+///
+/// The first problem, at its line: TOML that does not parse, a key `T` refuses (the message lists
+/// the keys it takes, with their `…_env` keys), a variable that is not set or empty, a secret
+/// given both ways.
+pub fn read<T: DeserializeOwned>(
+    text: &str,
+    path: &Path,
+    tables: &[Table],
+    env: EnvReader<'_>,
+) -> Result<(T, Read), SettingsError> {
+    let mut reader = Reader {
+        text,
+        path,
+        env,
+        tables,
+        keys: BTreeMap::new(),
+    };
+    let mut doc = DeTable::parse(text).map_err(|e| reader.toml_error(&e))?;
+    reader.walk(doc.get_mut(), "", "")?;
+    let settings =
+        T::deserialize(toml::de::Deserializer::from(doc)).map_err(|e| reader.toml_error(&e))?;
+    let read = Read {
+        path: path.to_path_buf(),
+        keys: reader.keys,
+    };
+    Ok((settings, read))
+}
+
+/// The table at `path` as its header is written: `[notify.ntfy]`, `[[notify.webhooks]]` for
+/// `notify.webhooks[0]`.
+#[must_use]
+pub fn header(path: &str) -> String {
+    match path.rsplit_once('[') {
+        Some((array, _)) => format!("[[{}]]", pattern(array)),
+        None => format!("[{path}]"),
+    }
+}
+
+/// `path` with each index of an array left out: `notify.webhooks[0]` is `notify.webhooks[]`.
+fn pattern(path: &str) -> String {
+    let mut index = false;
+    path.chars()
+        .filter(|&c| {
+            index = (index || c == '[') && c != ']';
+            !index || c == '['
+        })
+        .collect()
+}
+
+fn join(base: &str, key: &str) -> String {
+    match base {
+        "" => key.to_owned(),
+        _ => format!("{base}.{key}"),
+    }
+}
+
+/// Reads the file: the `…_env` secrets into their keys, every key's place and source, errors at
+/// their line.
+struct Reader<'a> {
+    text: &'a str,
+    path: &'a Path,
+    env: EnvReader<'a>,
+    tables: &'a [Table],
+    keys: BTreeMap<String, Place>,
+}
+
+impl Reader<'_> {
+    fn table(&self, pattern: &str) -> Option<&Table> {
+        self.tables.iter().find(|table| table.path == pattern)
+    }
+
+    /// The secret keys of the table at `pattern` (a table's own, or one below a table of
+    /// [`Table`]): each key, what it is, and whether it is a list.
+    fn secrets(&self, pattern: &str) -> Vec<(String, &'static str, bool)> {
+        let all = self.tables.iter().flat_map(|table| {
+            (table.secrets.iter()).map(|&(key, what)| (join(table.path, key), what))
+        });
+        all.filter_map(|(path, what)| {
+            let (table, key) = path.rsplit_once('.')?;
+            let (key, list) = key
+                .strip_suffix("[]")
+                .map_or((key, false), |key| (key, true));
+            (table == pattern).then(|| (key.to_owned(), what, list))
+        })
+        .collect()
+    }
+
+    /// The line and column (1-based) of `offset`.
+    fn at(&self, offset: usize) -> (usize, usize) {
+        let before = self.text.get(..offset).unwrap_or(self.text);
+        let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        (before.matches('\n').count() + 1, column)
+    }
+
+    fn place(&self, key: Range<usize>, value: Range<usize>, source: Option<Source>) -> Place {
+        let at = self.at(value.start);
+        let source = source.unwrap_or(Source::Line(at.0));
+        Place {
+            key,
+            value,
+            at,
+            source,
+        }
+    }
+
+    fn error(&self, span: &Range<usize>, message: &str) -> SettingsError {
+        let (line, column) = self.at(span.start);
+        SettingsError(format!(
+            "{}:{line}:{column}: {message}",
+            self.path.display()
+        ))
+    }
+
+    /// Reads the secrets the `…_env` keys of `table` (at `path`; `pattern` without indexes) name
+    /// into their keys, and notes where every key is and came from.
+    fn walk(
+        &mut self,
+        table: &mut DeTable<'_>,
+        path: &str,
+        pattern: &str,
+    ) -> Result<(), SettingsError> {
+        for (key, what, list) in self.secrets(pattern) {
+            let env_key = format!("{key}_env");
+            let Some((name_key, name)) = table.remove_entry(env_key.as_str()) else {
+                continue;
+            };
+            let span = name.span();
+            if table.contains_key(key.as_str()) {
+                return Err(self.error(&span, &format!("give `{key}` or `{env_key}`, not both")));
+            }
+            let (variable, text) = self.variable(&env_key, name.get_ref(), &span)?;
+            let item =
+                |text: &str| Spanned::new(span.clone(), DeValue::String(text.to_owned().into()));
+            let value = if list {
+                let items = text.split(|c: char| c == ',' || c.is_whitespace());
+                let items: DeArray<'_> = items.filter(|t| !t.is_empty()).map(item).collect();
+                if items.is_empty() {
+                    let message =
+                        format!("`{env_key}`: the environment variable {variable} holds none");
+                    return Err(self.error(&span, &message));
+                }
+                DeValue::Array(items)
+            } else {
+                item(&text).into_inner()
+            };
+            let source = Source::Env { variable, what };
+            let place = self.place(name_key.span(), span.clone(), Some(source));
+            self.keys.insert(join(path, &key), place);
+            table.insert(
+                Spanned::new(name_key.span(), key.into()),
+                Spanned::new(span, value),
+            );
+        }
+        let other_names = self
+            .table(pattern)
+            .map_or(&[][..], |table| table.other_names);
+        for (key, value) in table.iter_mut() {
+            // A value under another name of its key (`notifyAfter`) is the key's.
+            let name = (other_names.iter().find(|n| n.0 == key.get_ref()))
+                .map_or(key.get_ref().as_ref(), |n| n.1);
+            let (path, pattern) = (join(path, name), join(pattern, name));
+            let key = key.span();
+            let place = self.place(key.clone(), value.span(), None);
+            self.keys.entry(path.clone()).or_insert(place);
+            match value.get_mut() {
+                DeValue::Table(inner) => self.walk(inner, &path, &pattern)?,
+                DeValue::Array(items) => {
+                    for (i, item) in items.iter_mut().enumerate() {
+                        let place = self.place(key.clone(), item.span(), None);
+                        if let DeValue::Table(inner) = item.get_mut() {
+                            let path = format!("{path}[{i}]");
+                            self.keys.insert(path.clone(), place);
+                            self.walk(inner, &path, &format!("{pattern}[]"))?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The variable an `…_env` key names (`name`, at `span`), and its value.
+    fn variable(
+        &self,
+        env_key: &str,
+        name: &DeValue<'_>,
+        span: &Range<usize>,
+    ) -> Result<(String, String), SettingsError> {
+        let name = match name {
+            DeValue::String(name)
+                if !name.is_empty()
+                    && !name.starts_with(|c: char| c.is_ascii_digit())
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                name.to_string()
+            }
+            _ => {
+                let message =
+                    format!("`{env_key}` names an environment variable: letters, digits and '_'");
+                return Err(self.error(span, &message));
+            }
+        };
+        let problem = match (self.env)(&name) {
+            Ok(value) if !value.is_empty() => return Ok((name, value)),
+            Ok(_) => "is empty",
+            Err(VarError::NotPresent) => "is not set",
+            Err(VarError::NotUnicode(_)) => "is not UTF-8",
+        };
+        let message = format!("`{env_key}`: the environment variable {name} {problem}");
+        Err(self.error(span, &message))
+    }
+
+    /// An error of the TOML reader or of the settings type, at its line. Its message quotes no
+    /// value; one listing a table's keys lists its `…_env` keys too; one about a secret read from
+    /// a variable names the variable.
+    fn toml_error(&self, error: &toml::de::Error) -> SettingsError {
+        let mut message = toml_message(error.message());
+        let Some(span) = error.span() else {
+            return SettingsError(format!("{}: {message}", self.path.display()));
+        };
+        if let Some((path, _)) = self.keys.iter().find(|(_, place)| place.key == span) {
+            let table = path.rsplit_once('.').map_or("", |(table, _)| table);
+            message = self.with_env_keys(&message, &pattern(table));
+        }
+        let missing = message
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.strip_suffix('`'));
+        if let Some(field) = missing {
+            let secret = |path: &String| self.secrets(&pattern(path)).iter().any(|s| s.0 == field);
+            let table =
+                (self.keys.iter()).find(|(path, place)| place.value == span && secret(path));
+            if let Some((path, _)) = table {
+                message = format!("{} needs `{field}` or `{field}_env`", header(path));
+            }
+        }
+        match self.keys.iter().find(|(_, place)| place.value == span) {
+            Some((path, place)) => self.error(&span, &from_env(path, place, &message)),
+            None => self.error(&span, &message),
+        }
+    }
+
+    /// serde's `unknown field `x`, expected …` for the table at `pattern`, with the keys it
+    /// takes: its other names left out, each secret key's `…_env` key after it.
+    fn with_env_keys(&self, message: &str, pattern: &str) -> String {
+        let Some((head, expected)) = message.split_once(", expected ") else {
+            return message.to_owned();
+        };
+        let secrets = self.secrets(pattern);
+        let other_names = self
+            .table(pattern)
+            .map_or(&[][..], |table| table.other_names);
+        let other = |key: &str| other_names.iter().any(|name| name.0 == key);
+        let mut keys = Vec::new();
+        for key in (expected.split('`').skip(1).step_by(2)).filter(|key| !other(key)) {
+            keys.push(format!("`{key}`"));
+            if secrets.iter().any(|s| s.0 == key) {
+                keys.push(format!("`{key}_env`"));
+            }
+        }
+        let expected = match keys.as_slice() {
+            _ if !head.starts_with("unknown field `") => return message.to_owned(),
+            [] => return message.to_owned(),
+            [one] => one.clone(),
+            [a, b] => format!("{a} or {b}"),
+            all => format!("one of {}", all.join(", ")),
+        };
+        format!("{head}, expected {expected}")
+    }
+}
+
+/// `message` about the value at `path`, naming the variable a secret was read from: in place of
+/// its key where the message names it, else in front.
+fn from_env(path: &str, place: &Place, message: &str) -> String {
+    let Source::Env { variable, what } = &place.source else {
+        return message.to_owned();
+    };
+    let key = format!("`{}`", path.rsplit('.').next().unwrap_or(path));
+    if message.contains(&key) {
+        message.replace(&key, &format!("env {variable}"))
+    } else {
+        format!("{what} in {variable}: {message}")
+    }
+}
+
+/// A TOML error's message, on one line, quoting no value of the file: serde's messages quote a
+/// string of the wrong type (`invalid type: string "…"`), which may be a secret put under the
+/// wrong key. Key names (in backticks) stay.
+fn toml_message(message: &str) -> String {
+    let line = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    if line.contains("whsec_") {
+        return "the file is not a valid configuration (a value near a secret is wrong)".to_owned();
+    }
+    // serde writes a string it did not expect as `string "…"` (Rust's escaping inside).
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line.as_str();
+    while let Some(found) = rest.find("string \"") {
+        let open = found + "string \"".len();
+        out.push_str(&rest[..open]);
+        out.push('…');
+        let mut escaped = false;
+        let close = rest[open..].char_indices().find_map(|(i, c)| {
+            let end = !escaped && c == '"';
+            escaped = !escaped && c == '\\';
+            end.then_some(open + i)
+        });
+        if let Some(close) = close {
+            rest = &rest[close..];
+        } else {
+            out.push('"');
+            rest = "";
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+impl fmt::Display for Source {
+    /// `PATH:LINE` is the caller's to write (it knows the file's name): this writes `line N` or
+    /// `env VARIABLE`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Line(line) => write!(f, "line {line}"),
+            Self::Env { variable, .. } => write!(f, "env {variable}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_toml_message_quotes_no_value() {
+        assert_eq!(
+            toml_message("invalid type: string \"hunter2\", expected a boolean"),
+            "invalid type: string \"…\", expected a boolean"
+        );
+        assert_eq!(
+            toml_message(r#"invalid value: string "a\"b", expected x; string "c"#),
+            r#"invalid value: string "…", expected x; string "…""#
+        );
+        for kept in [
+            "unknown field `bel`, expected `bell`",
+            "invalid basic string, expected `\"`",
+        ] {
+            assert_eq!(toml_message(kept), kept);
+        }
+    }
+
+    #[test]
+    fn a_path_names_its_table_as_its_header_does() {
+        assert_eq!(pattern("notify.webhooks[12].url"), "notify.webhooks[].url");
+        assert_eq!(header("notify.webhooks[0]"), "[[notify.webhooks]]");
+        assert_eq!(header("notify.ntfy"), "[notify.ntfy]");
+    }
+}
