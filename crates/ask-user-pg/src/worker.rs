@@ -156,6 +156,30 @@ pub enum WorkerEvent<'a> {
     Unavailable(&'a PgError),
 }
 
+impl std::fmt::Display for WorkerEvent<'_> {
+    /// What a person reads of it: `session S: 2 replies admitted`, `session S: admission failed,
+    /// retried on the next pass: …`, `database unavailable, retrying: …`. The session's name is
+    /// the database's: a terminal shows it through a sanitiser.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Admitted { session, admitted } => {
+                let n = admitted.admitted;
+                let plural = if n == 1 { "y" } else { "ies" };
+                write!(f, "session {session}: {n} repl{plural} admitted")?;
+                match admitted.refused {
+                    0 => Ok(()),
+                    left => write!(f, ", {left} left (the question is not continued there)"),
+                }
+            }
+            Self::Failed { session, error } => write!(
+                f,
+                "session {session}: admission failed, retried on the next pass: {error}"
+            ),
+            Self::Unavailable(error) => write!(f, "database unavailable, retrying: {error}"),
+        }
+    }
+}
+
 /// What wakes a worker or a feed.
 pub(crate) enum Wake {
     /// A notification (or a reconnect): look at the ledger.

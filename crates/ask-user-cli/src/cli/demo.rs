@@ -372,8 +372,9 @@ fn open_session(
 ) -> Result<Session, CliError> {
     let pg = args.pg.filled(false, file);
     if let Some(url) = &pg.pg {
-        let (host, name, live) =
-            super::pg::live_session(url, pg.schema(), "demo", config, demo_model())?;
+        let store = super::pg::connect(url, pg.schema())?;
+        let live = (store.start_session(url, "demo", config, demo_model()))?;
+        let name = live.name;
         // The connection string may hold a password: hints name it `<URL>`.
         let schema = if pg.schema() == ask_user_pg::DEFAULT_SCHEMA {
             String::new()
@@ -381,12 +382,8 @@ fn open_session(
             format!(" --pg-schema {}", super::arg(pg.schema()))
         };
         let session_arg = format!("--pg '<URL>'{schema} {name}");
-        return Ok((
-            host,
-            PathBuf::from(format!("pg:{name}")),
-            session_arg,
-            Some(live),
-        ));
+        let path = PathBuf::from(format!("pg:{name}"));
+        return Ok((live.host, path, session_arg, Some((live.ledger, live.runtime))));
     }
     let path = args
         .log

@@ -9,7 +9,7 @@ use std::io::{BufReader, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ask_user_pg::{LiveLedger, PgError, PgOptions, PgStore, Worker, WorkerEvent, admit_answers};
+use ask_user_pg::{PgError, PgOptions, PgStore, Worker, WorkerEvent, admit_answers};
 use ask_user_terminal::sanitize::visible;
 use clap::Args;
 
@@ -134,36 +134,13 @@ pub(super) async fn worker(args: WorkerArgs) -> Result<Exit, CliError> {
         Duration::from_secs(args.poll.max(1)),
         Duration::from_secs(args.hold),
     );
-    let mut report = |event: &WorkerEvent<'_>| match event {
-        WorkerEvent::Admitted { session, admitted } => {
-            println!(
-                "session {}: {} repl{} admitted{}",
-                visible(session),
-                admitted.admitted,
-                if admitted.admitted == 1 { "y" } else { "ies" },
-                if admitted.refused > 0 {
-                    format!(
-                        ", {} left (the question is not continued there)",
-                        admitted.refused
-                    )
-                } else {
-                    String::new()
-                }
-            );
+    let mut report = |event: &WorkerEvent<'_>| {
+        let line = visible(&event.to_string()).into_owned();
+        if matches!(event, WorkerEvent::Admitted { .. }) {
+            println!("{line}");
             let _ = std::io::stdout().flush();
-        }
-        WorkerEvent::Failed { session, error } => {
-            eprintln!(
-                "session {}: admission failed, retried on the next pass: {}",
-                visible(session),
-                visible(&error.to_string())
-            );
-        }
-        WorkerEvent::Unavailable(error) => {
-            eprintln!(
-                "database unavailable, retrying: {}",
-                visible(&error.to_string())
-            );
+        } else {
+            eprintln!("{line}");
         }
     };
     if args.once {
@@ -233,25 +210,14 @@ pub(super) fn export(args: &ExportArgs) -> Result<Exit, CliError> {
             .map_err(|e| CliError::log("LOG_IO", e.to_string()))?;
         return Ok(Exit::Ok);
     };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| CliError::log("LOG_IO", format!("cannot create {}: {e}", path.display())))?;
-    let written = store
-        .export(&args.session, &mut file)
-        .map_err(failed)
-        .and_then(|bytes| {
-            file.sync_all()
-                .map(|()| bytes)
-                .map_err(|e| CliError::log("LOG_IO", e.to_string()))
-        });
-    // No partial log is left behind (a retry would be refused by it).
-    if written.is_err() {
-        drop(file);
-        let _ = std::fs::remove_file(path);
-    }
-    let bytes = written?;
+    let bytes = store
+        .export_to_new_file(&args.session, path)
+        .map_err(|e| match e {
+            ask_user_pg::ExportError::Io(e) => {
+                CliError::log("LOG_IO", format!("cannot write {}: {e}", path.display()))
+            }
+            e => failed(e),
+        })?;
     eprintln!("{bytes} bytes written to {}", path.display());
     Ok(Exit::Ok)
 }
@@ -295,21 +261,7 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
             };
             CliError::log(code, e.to_string())
         })?;
-    eprintln!(
-        "session {} imported: {} lines, {} bytes{}{}",
-        visible(&name),
-        report.lines,
-        report.byte_length,
-        if report.corrupt > 0 {
-            format!(", {} corrupt lines kept", report.corrupt)
-        } else {
-            String::new()
-        },
-        report
-            .torn_tail
-            .map(|n| format!(", an incomplete last line of {n} bytes left out"))
-            .unwrap_or_default()
-    );
+    eprintln!("session {} imported: {report}", visible(&name));
     if let Some(warning) = &report.open_warning {
         eprintln!(
             "warning: the session is in, but opening it failed ({}); its next open tries again",
@@ -343,32 +295,8 @@ pub(super) fn admit_here(store: &PgStore, session: &str) {
     }
 }
 
-/// A new session `PREFIX-<time>` in the database, run live by this process, with the ledger
-/// wired into it while it runs (`demo --pg`); the runtime is returned with it, so it outlives
-/// the session.
-pub(super) fn live_session(
-    url: &str,
-    schema: &str,
-    prefix: &str,
-    config: tool_ask_user::AskUserConfig,
-    model: crate::host::ModelInfo,
-) -> Result<(crate::host::Host, String, (LiveLedger, HostRuntime)), CliError> {
-    let store = connect(url, schema)?;
-    let runtime = HostRuntime::new(store.clone(), Some(config))?;
-    let name = format!("{prefix}-{}", crate::store::now_ms());
-    let host = runtime.create(
-        &name,
-        crate::host::SessionOptions::named(name.as_str()).with_model(model),
-    )?;
-    let live = store.attach_live(url, &name, &host, Duration::from_secs(1));
-    Ok((host, name, (live, runtime)))
-}
-
-/// The name of the shared secret that seals MCP form rounds (`requestState`) in the database.
-const REQUEST_STATE_SECRET: &str = "mcp-request-state";
-
 /// `mcp --pg`: an MCP server whose sessions live in the database. While a request has a
-/// session open, the ledger is wired into it (`PgStore::attach_live`): its open questions take
+/// session open, the ledger is wired into it (`PgStore::live_hook`): its open questions take
 /// answers given in the ledger from anywhere, remote claims hold their windows, and late answers
 /// go to its inbox; between requests the session's lease is free, so a worker admits its late
 /// answers and the companion tool reads them back from the log. Its form rounds are sealed with
@@ -379,25 +307,16 @@ pub(super) fn mcp_server(
     options: ask_user_mcp::McpOptions,
 ) -> Result<ask_user_mcp::AskUserMcp, CliError> {
     let store = connect(url, schema)?;
-    // Every instance over the database seals and opens form rounds with one key: the first
-    // instance stores its own, the others read it.
     let unavailable = |e: &dyn std::fmt::Display| CliError::log("DB_UNAVAILABLE", e.to_string());
     let candidate = ask_user_mcp::RequestStateKey::generate().map_err(|e| unavailable(&e))?;
-    let stored = store
-        .shared_secret(REQUEST_STATE_SECRET, candidate.as_bytes())
-        .map_err(|e| unavailable(&e))?;
+    let stored = (store.request_state_key(candidate.as_bytes())).map_err(|e| unavailable(&e))?;
     let key = ask_user_mcp::RequestStateKey::new(stored).ok_or_else(|| {
-        unavailable(&format!(
-            "the database's secret {REQUEST_STATE_SECRET:?} is shorter than a request-state key"
-        ))
+        unavailable(&"the database's request-state secret is shorter than a key")
     })?;
-    let options = options.with_request_state_key(key);
-    let (hook_store, hook_url) = (store.clone(), url.to_owned());
+    let live = store.live_hook(url);
     let hook = ask_user_mcp::SessionHook(std::sync::Arc::new(
-        move |name: &str, host: &crate::host::Host| -> Box<dyn Send> {
-            Box::new(hook_store.attach_live(&hook_url, name, host, Duration::from_secs(1)))
-        },
+        move |name: &str, host: &crate::host::Host| -> Box<dyn Send> { Box::new(live(name, host)) },
     ));
-    ask_user_mcp::AskUserMcp::with_store(options.with_session_hook(hook), store)
-        .map_err(|e| unavailable(&e))
+    let options = options.with_request_state_key(key).with_session_hook(hook);
+    ask_user_mcp::AskUserMcp::with_store(options, store).map_err(|e| unavailable(&e))
 }
