@@ -16,6 +16,8 @@
 //! * [`load_projection`]: the projection of a log from its checkpoint or by a refold.
 //! * [`LiveDesk`] and [`LogDesk`]: question desks (`pending_answer::QuestionDesk`) over the
 //!   sessions this process runs and over logs in any store.
+//! * [`demo::ScriptedModel`]: a scripted model (no LLM) that runs one exchange through a host,
+//!   the one `ask-user demo` shows (and `examples/scripted_model.rs` runs headless).
 //!
 //! It knows no terminals or processes, and files only as the path a single-session [`Host::open`]
 //! hands to the JSONL store: stores and surfaces plug in.
@@ -24,6 +26,7 @@
 
 mod agent;
 mod checkpoint;
+pub mod demo;
 mod desk;
 mod host;
 mod journal;

@@ -38,7 +38,9 @@ pub struct LiveSession {
 
 impl fmt::Debug for LiveSession {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LiveSession").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("LiveSession")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 

@@ -310,9 +310,8 @@ pub(super) fn mcp_server(
     let unavailable = |e: &dyn std::fmt::Display| CliError::log("DB_UNAVAILABLE", e.to_string());
     let candidate = ask_user_mcp::RequestStateKey::generate().map_err(|e| unavailable(&e))?;
     let stored = (store.request_state_key(candidate.as_bytes())).map_err(|e| unavailable(&e))?;
-    let key = ask_user_mcp::RequestStateKey::new(stored).ok_or_else(|| {
-        unavailable(&"the database's request-state secret is shorter than a key")
-    })?;
+    let key = ask_user_mcp::RequestStateKey::new(stored)
+        .ok_or_else(|| unavailable(&"the database's request-state secret is shorter than a key"))?;
     let live = store.live_hook(url);
     let hook = ask_user_mcp::SessionHook(std::sync::Arc::new(
         move |name: &str, host: &crate::host::Host| -> Box<dyn Send> { Box::new(live(name, host)) },
