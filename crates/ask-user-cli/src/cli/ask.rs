@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use user_questions::{CallId, CancellationToken, RegisterOptions, ScriptedAnswerer};
+use user_questions::{CallId, CancellationToken};
 
 use super::AbortOnDrop;
+use super::surfaces::{Surfaces, read_script};
 use super::{CliError, Exit, ToolArgs, read_input, report_resume};
 use crate::host::{Host, HostOptions, LogTarget};
-use crate::terminal::{TerminalAnswerer, TerminalOptions};
 use ask_user_terminal::listing::model_text;
 
 /// Arguments of `ask`.
@@ -55,23 +55,20 @@ pub(super) async fn run(args: AskArgs, file: &super::config::Config) -> Result<E
         .log
         .clone()
         .map_or(LogTarget::Memory, LogTarget::OpenOrCreate);
+    let script = read_script(args.answers.as_deref())?;
     let (host, resumed) = Host::open(HostOptions::new(config, log))?;
     let host = Arc::new(host);
     report_resume(&resumed);
-
-    let _script = register_script(&host, args.answers.as_ref())?;
-    let web = super::web::plan(&host, &args.web, file)?;
-    let terminal = TerminalAnswerer::new(host.seam(), TerminalOptions::new());
-    let _terminal = terminal.register(host.seam());
-    let interactive = crate::terminal::is_interactive_terminal();
-    let web = super::web::serve_announced(web).await?;
-    terminal.set_status(web.as_ref().map(super::web::WebRun::status));
-    let _notifier = args.notify.start(
-        &file.notify,
-        host.seam(),
-        web.as_ref().map(|w| w.links(args.web.public_url(file))),
-        interactive,
-    )?;
+    let surfaces = Surfaces::wire(&host, script, (&args.web, &args.notify), file, false).await?;
+    let (terminal, interactive) = (&surfaces.terminal, surfaces.interactive);
+    let web = &surfaces.web;
+    if let Some(web) = web {
+        // Before the call and on stderr: stdout carries only the model's text.
+        eprintln!(
+            "web › answer on the page (first answer wins): {}",
+            web.url()
+        );
+    }
     if args.answers.is_none() && !interactive && web.is_none() {
         tracing::warn!("no terminal and no --answers: nobody can answer, so the call fails closed");
     }
@@ -149,22 +146,6 @@ pub(super) async fn run(args: AskArgs, file: &super::config::Config) -> Result<E
         None if outcome.is_error => Ok(Exit::ToolError),
         _ => Ok(Exit::Ok),
     }
-}
-
-/// Registers the scripted answerer of `--answers`, if given.
-fn register_script(
-    host: &Host,
-    path: Option<&PathBuf>,
-) -> Result<Option<user_questions::AnswererGuard>, CliError> {
-    let Some(path) = path else {
-        return Ok(None);
-    };
-    let script = ScriptedAnswerer::from_path(path).map_err(|e| CliError::input(e.to_string()))?;
-    let name = script.name().to_owned();
-    Ok(Some(
-        host.seam()
-            .register(Arc::new(script), RegisterOptions::global(name)),
-    ))
 }
 
 /// Cancels `cancel` on Ctrl-C, so the call ends with `ASK_ABORTED` and its result is logged.

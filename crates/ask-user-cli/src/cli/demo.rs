@@ -9,14 +9,15 @@ use std::sync::Arc;
 
 use ask_user_terminal::listing::json_line;
 use clap::Args;
-use user_questions::{CancellationToken, RegisterOptions, ScriptedAnswerer};
+use user_questions::CancellationToken;
 
 use super::ask::interrupt_on_ctrl_c;
+use super::surfaces::{Surfaces, read_script};
 use super::{CliError, Exit};
 use crate::host::demo::{DEMO_CALL_ID, ScriptedModel, Shown};
 use crate::host::{Host, HostOptions, LogTarget};
 use crate::store::now_ms;
-use crate::terminal::{TerminalAnswerer, TerminalOptions, is_interactive_terminal};
+use crate::terminal::is_interactive_terminal;
 
 /// Arguments of `demo`.
 #[derive(Debug, Args)]
@@ -45,7 +46,7 @@ pub(super) async fn run(args: DemoArgs, file: &super::config::Config) -> Result<
     let show = |shown: Shown<'_>| demo.show(shown);
     let model = ScriptedModel::new(&demo.host, demo.cancel.clone(), &show);
     demo.say(format!("session log: {}", demo.path.display()));
-    if let Some(web) = &demo.web {
+    if let Some(web) = &demo.surfaces.web {
         demo.say(format!(
             "web   › answer on the page too (first answer wins):\n        {}",
             web.url()
@@ -90,7 +91,7 @@ pub(super) async fn run(args: DemoArgs, file: &super::config::Config) -> Result<
         ));
         return demo.finish(exit).await;
     }
-    let place = match (demo.interactive, demo.web.is_some()) {
+    let place = match (demo.surfaces.interactive, demo.surfaces.web.is_some()) {
         (true, true) => "in the card and on the page",
         (false, true) => "on the page",
         _ => "in the card",
@@ -111,23 +112,17 @@ pub(super) async fn run(args: DemoArgs, file: &super::config::Config) -> Result<
     demo.finish(exit).await
 }
 
-/// One demo run: the host, the terminal card and the Ctrl-C listener.
+/// One demo run: the host, its surfaces and the Ctrl-C listener.
 struct Demo {
     host: Arc<Host>,
-    terminal: Arc<TerminalAnswerer>,
+    surfaces: Surfaces,
     cancel: CancellationToken,
     path: PathBuf,
     /// The session as the commands name it: the log's path, or `--pg <URL> NAME`.
     session_arg: String,
-    interactive: bool,
     /// A script answers first: nobody needs time to read.
     scripted: bool,
     window: i64,
-    /// The page, with `--web`: it races the terminal card.
-    web: Option<super::web::WebRun>,
-    /// Notifications, with `--ntfy`, `--notify-webhook`, `--bell` or `--notify-config`.
-    _notifier: Option<ask_user_notify::Notifier>,
-    _guards: Vec<user_questions::AnswererGuard>,
     _interrupt: super::AbortOnDrop,
     /// With `--pg`: the ledger's answers delivered to this live session, and the runtime the
     /// session runs in.
@@ -141,77 +136,40 @@ impl Demo {
                 "--window needs a positive number of seconds",
             ));
         }
-        let interactive = is_interactive_terminal();
-        if !interactive && args.answers.is_none() && !args.web.web {
+        if !is_interactive_terminal() && args.answers.is_none() && !args.web.web {
             return Err(CliError::new(
                 "NO_TERMINAL",
                 "the demo needs a terminal to show its question card (or --web to answer on a page, or --answers FILE to run headless)",
                 Exit::Usage,
             ));
         }
-        let script = args
-            .answers
-            .as_ref()
-            .map(|path| {
-                ScriptedAnswerer::from_path(path).map_err(|e| CliError::input(e.to_string()))
-            })
-            .transpose()?;
+        let script = read_script(args.answers.as_deref())?;
         let config = tool_ask_user::AskUserConfig::timed_secs(args.window);
         let (host, path, session_arg, pg) = open_session(args, config, file)?;
         let host = Arc::new(host);
-        let mut guards = Vec::new();
-        if let Some(script) = script {
-            let name = script.name().to_owned();
-            guards.push(
-                host.seam()
-                    .register(Arc::new(script), RegisterOptions::global(name)),
-            );
-        }
-        // Late answers from the card go to the session's desk, into the agent's durable inbox.
-        let web = super::web::plan(&host, &args.web, file)?;
-        let terminal = TerminalAnswerer::new(
-            host.seam(),
-            TerminalOptions::new().with_desk(crate::host::LiveDesk::of([&host])),
-        );
-        guards.push(terminal.register(host.seam()));
-        let web = match web {
-            Some(plan) => Some(plan.serve().await?),
-            None => None,
-        };
-        // The page's address stays in reach under the card, which hides the lines printed before.
-        terminal.set_status(web.as_ref().map(super::web::WebRun::status));
-        let notifier = args.notify.start(
-            &file.notify,
-            host.seam(),
-            web.as_ref().map(|w| w.links(args.web.public_url(file))),
-            interactive,
-        )?;
+        let surfaces = Surfaces::wire(&host, script, (&args.web, &args.notify), file, true).await?;
         let cancel = CancellationToken::new();
         Ok(Self {
-            web,
-            _notifier: notifier,
             _interrupt: interrupt_on_ctrl_c(cancel.clone()),
             host,
-            terminal,
+            surfaces,
             cancel,
             path,
             session_arg,
-            interactive,
             scripted: args.answers.is_some(),
             window: args.window,
-            _guards: guards,
             _pg: pg,
         })
     }
 
     /// Whether a person can answer here: at the terminal card or on the page.
     fn answerable(&self) -> bool {
-        self.interactive || self.web.is_some()
+        self.surfaces.interactive || self.surfaces.web.is_some()
     }
 
     /// Prints a line for the person without tearing a card on screen.
     fn say(&self, line: String) {
-        self.terminal.note(line);
+        self.surfaces.terminal.note(line);
     }
 
     /// What the model shows, as a line for the person.
@@ -231,7 +189,7 @@ impl Demo {
                 self.window
             ));
         }
-        if !self.interactive || self.scripted {
+        if !self.surfaces.interactive || self.scripted {
             return;
         }
         self.say(format!(
@@ -249,7 +207,7 @@ impl Demo {
     }
 
     async fn finish(&self, exit: Exit) -> Result<Exit, CliError> {
-        if let Some(web) = &self.web {
+        if let Some(web) = &self.surfaces.web {
             web.stop().await;
         }
         self.host.checkpoint()?;

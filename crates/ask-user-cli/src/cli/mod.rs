@@ -14,6 +14,7 @@ mod notify;
 mod pending;
 mod pg;
 mod schema;
+mod surfaces;
 mod web;
 
 use std::path::{Path, PathBuf};

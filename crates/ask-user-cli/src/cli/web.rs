@@ -9,11 +9,10 @@ use std::sync::Arc;
 use ask_user_web::{WebOptions, WebServer, WebSurface};
 use clap::Args;
 use pending_answer::QuestionDesk;
-use user_questions::{AnswererGuard, HostBindings, UserQuestions, UserQuestionsConfig};
+use user_questions::{HostBindings, UserQuestions, UserQuestionsConfig};
 
 use super::desk::{Access, Picked};
 use super::{CliError, Exit};
-use crate::host::{Host, LiveDesk};
 
 /// `--web` and `--web-addr`, shared by `demo` and `ask`.
 #[derive(Clone, Debug, Args)]
@@ -46,14 +45,19 @@ impl WebArgs {
     }
 }
 
-/// The surface of a run, serving until dropped.
+/// The page of a run, serving until dropped.
 pub(crate) struct WebRun {
     surface: WebSurface,
     server: WebServer,
-    _guard: AnswererGuard,
 }
 
 impl WebRun {
+    /// The page of `surface`, served at `addr`.
+    pub(crate) async fn serve(surface: WebSurface, addr: SocketAddr) -> Result<Self, CliError> {
+        let server = bind(&surface, addr).await?;
+        Ok(Self { surface, server })
+    }
+
     /// The page's URL, with its token.
     pub(crate) fn url(&self) -> String {
         self.server.url()
@@ -78,7 +82,7 @@ impl WebRun {
 
 /// The page's options for `addr` (default: loopback, a free port), over TLS when the
 /// configuration file (`file`) gives `[web] tls_cert` and `tls_key`.
-fn options_for(
+pub(crate) fn options_for(
     addr: Option<SocketAddr>,
     file: &super::config::Config,
 ) -> Result<(WebOptions, SocketAddr), CliError> {
@@ -101,7 +105,7 @@ pub(crate) fn load_tls(
     files.map(load).transpose()
 }
 
-async fn bind(surface: &WebSurface, addr: SocketAddr) -> Result<WebServer, CliError> {
+pub(crate) async fn bind(surface: &WebSurface, addr: SocketAddr) -> Result<WebServer, CliError> {
     surface.bind(addr).await.map_err(|error| {
         CliError::failure(
             "WEB_BIND",
@@ -110,64 +114,8 @@ async fn bind(surface: &WebSurface, addr: SocketAddr) -> Result<WebServer, CliEr
     })
 }
 
-fn no_surface(error: &std::io::Error) -> CliError {
+pub(crate) fn no_surface(error: &std::io::Error) -> CliError {
     CliError::failure("WEB", error.to_string())
-}
-
-/// The surface of `--web`, registered in the host's seam (at the front of the waterfall) but
-/// not serving yet.
-pub(crate) struct WebPlan {
-    surface: WebSurface,
-    guard: AnswererGuard,
-    addr: SocketAddr,
-}
-
-/// `--web`: the surface for `host`, registered at the front of its seam's waterfall; `None`
-/// without `--web`.
-pub(crate) fn plan(
-    host: &Arc<Host>,
-    args: &WebArgs,
-    file: &super::config::Config,
-) -> Result<Option<WebPlan>, CliError> {
-    if !args.web {
-        return Ok(None);
-    }
-    let (options, addr) = options_for(args.addr(file), file)?;
-    let desk: Arc<dyn QuestionDesk> = LiveDesk::of([host]);
-    let surface = WebSurface::new(host.seam(), Some(desk), options).map_err(|e| no_surface(&e))?;
-    let guard = surface.register(host.seam());
-    Ok(Some(WebPlan {
-        surface,
-        guard,
-        addr,
-    }))
-}
-
-impl WebPlan {
-    /// Serves the page. A question answered on it is taken off a terminal card beside it too
-    /// (the card follows the seam's events).
-    pub(crate) async fn serve(self) -> Result<WebRun, CliError> {
-        let server = bind(&self.surface, self.addr).await?;
-        Ok(WebRun {
-            surface: self.surface,
-            server,
-            _guard: self.guard,
-        })
-    }
-}
-
-/// `ask --web`: serves the planned surface and prints its URL, before the call and on stderr
-/// (stdout carries only the model's text).
-pub(crate) async fn serve_announced(plan: Option<WebPlan>) -> Result<Option<WebRun>, CliError> {
-    let Some(plan) = plan else {
-        return Ok(None);
-    };
-    let web = plan.serve().await?;
-    eprintln!(
-        "web › answer on the page (first answer wins): {}",
-        web.url()
-    );
-    Ok(Some(web))
 }
 
 /// Arguments of `serve`.
