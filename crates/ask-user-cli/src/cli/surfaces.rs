@@ -50,21 +50,20 @@ impl Surfaces {
             let name = script.name().to_owned();
             guards.push(seam.register(Arc::new(script), RegisterOptions::global(name)));
         }
-        let page = match web_args.web {
-            true => {
-                let (options, addr) = super::web::options_for(web_args.addr(file), file)?;
-                let desk = LiveDesk::of([host]);
-                let surface = WebSurface::new(seam, Some(desk), options)
-                    .map_err(|e| super::web::no_surface(&e))?;
-                guards.push(surface.register(seam));
-                Some((surface, addr))
-            }
-            false => None,
-        };
+        let mut page = None;
+        if web_args.web {
+            let (options, addr) = super::web::options_for(web_args.addr(file), file)?;
+            let desk = LiveDesk::of([host]);
+            let surface = WebSurface::new(seam, Some(desk), options)
+                .map_err(|e| super::web::no_surface(&e))?;
+            guards.push(surface.register(seam));
+            page = Some((surface, addr));
+        }
         let options = TerminalOptions::new();
-        let options = match late {
-            true => options.with_desk(LiveDesk::of([host])),
-            false => options,
+        let options = if late {
+            options.with_desk(LiveDesk::of([host]))
+        } else {
+            options
         };
         let terminal = TerminalAnswerer::new(seam, options);
         guards.push(terminal.register(seam));
