@@ -470,6 +470,139 @@ fn toml_message(message: &str) -> String {
     out
 }
 
+/// Where a program's settings file is looked for, and how that place was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Located {
+    /// The file's path.
+    pub path: PathBuf,
+    /// How it was found: the caller's name for a file it was given (`--config`),
+    /// `$XDG_CONFIG_HOME` or `$HOME`.
+    pub how: &'static str,
+    /// The file was given: it must exist.
+    pub given: bool,
+}
+
+/// Where the settings file of the program `app` is: `given` (a path and how it was given), else
+/// `$XDG_CONFIG_HOME/APP/config.toml` (an absolute one), else `$HOME/.config/APP/config.toml`;
+/// `None` when neither variable is set. `var` reads the environment.
+pub fn locate(
+    app: &str,
+    given: Option<(&Path, &'static str)>,
+    var: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Option<Located> {
+    if let Some((path, how)) = given {
+        let path = path.to_path_buf();
+        return Some(Located {
+            path,
+            how,
+            given: true,
+        });
+    }
+    let var = |name| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let (dir, how) = match var("XDG_CONFIG_HOME").filter(|dir| dir.is_absolute()) {
+        Some(dir) => (dir, "$XDG_CONFIG_HOME"),
+        None => (var("HOME")?.join(".config"), "$HOME"),
+    };
+    let path = dir.join(app).join("config.toml");
+    Some(Located {
+        path,
+        how,
+        given: false,
+    })
+}
+
+impl Located {
+    /// The file's text; `None` when it does not exist and was not given.
+    ///
+    /// # Errors
+    ///
+    /// It cannot be read, is not UTF-8 text, or was given and does not exist.
+    pub fn read(&self) -> Result<Option<String>, SettingsError> {
+        let path = self.path.display();
+        match std::fs::read(&self.path) {
+            Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+                SettingsError(format!("{path}: the configuration file is not UTF-8 text"))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !self.given => Ok(None),
+            Err(e) => Err(SettingsError(format!(
+                "cannot read the configuration file {path}: {e}"
+            ))),
+        }
+    }
+}
+
+/// The settings in effect as a person reads them, each value with where it came from:
+/// `key = value  # from FILE:LINE` (or `env VARIABLE`, or `built-in default`), under the header
+/// of its table. The caller writes each key it has; each line goes through its `escape` (which
+/// makes it safe for a terminal) as it is written.
+pub struct Printout<'a> {
+    out: String,
+    read: &'a Read,
+    file: String,
+    table: String,
+    escape: &'a dyn Fn(&str) -> String,
+}
+
+impl<'a> Printout<'a> {
+    /// A printout of settings read by `read` (the default [`Read`] when no file was) from `file`.
+    #[must_use]
+    pub fn new(read: &'a Read, file: &Path, escape: &'a dyn Fn(&str) -> String) -> Self {
+        let (out, file) = (String::new(), file.display().to_string());
+        Self {
+            out,
+            read,
+            file,
+            table: String::new(),
+            escape,
+        }
+    }
+
+    /// A line.
+    pub fn line(&mut self, text: &str) {
+        self.out.push_str(&(self.escape)(text));
+        self.out.push('\n');
+    }
+
+    /// A blank line and the header of the table at `path`; the keys after it are its.
+    pub fn table(&mut self, path: &str) {
+        self.line("");
+        self.line(&header(path));
+        path.clone_into(&mut self.table);
+    }
+
+    /// `key = value  # from SOURCE` (the `# from` at one column, past it on a longer line);
+    /// without a value, `# key: not set (unset)`.
+    pub fn entry(&mut self, key: &str, value: Option<String>, unset: &str) {
+        let Some(value) = value else {
+            return self.line(&format!("# {key}: not set ({unset})"));
+        };
+        let source = match self.read.source(&join(&self.table, key)) {
+            Some(Source::Line(line)) => format!("{}:{line}", self.file),
+            Some(env) => env.to_string(),
+            None => "built-in default".to_owned(),
+        };
+        let entry = format!("{key} = {value}");
+        self.line(&format!("{entry:<40}  # from {source}"));
+    }
+
+    /// `key = value` of a key that always has one (its built-in default).
+    pub fn set(&mut self, key: &str, value: String) {
+        self.entry(key, Some(value), "");
+    }
+
+    /// The text.
+    #[must_use]
+    pub fn finish(self) -> String {
+        self.out
+    }
+}
+
+/// `text` as a TOML basic string.
+#[must_use]
+pub fn quote(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
 impl fmt::Display for Source {
     /// `PATH:LINE` is the caller's to write (it knows the file's name): this writes `line N` or
     /// `env VARIABLE`.
@@ -501,6 +634,71 @@ mod tests {
         ] {
             assert_eq!(toml_message(kept), kept);
         }
+    }
+
+    #[test]
+    fn the_file_is_the_given_one_else_xdg_else_home() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| vars.iter().find(|v| v.0 == name).map(|v| v.1.into())
+        };
+        let given = locate("app", Some((Path::new("x.toml"), "--config")), env(&[]));
+        assert_eq!(
+            given.map(|at| (at.path, at.given)),
+            Some(("x.toml".into(), true))
+        );
+        let xdg = locate(
+            "app",
+            None,
+            env(&[("XDG_CONFIG_HOME", "/x"), ("HOME", "/h")]),
+        );
+        assert_eq!(xdg.map(|at| at.path), Some("/x/app/config.toml".into()));
+        // A relative XDG_CONFIG_HOME is ignored, as the XDG specification says.
+        let home = locate(
+            "app",
+            None,
+            env(&[("XDG_CONFIG_HOME", "x"), ("HOME", "/h")]),
+        );
+        assert_eq!(
+            home.map(|at| (at.path, at.how)),
+            Some(("/h/.config/app/config.toml".into(), "$HOME"))
+        );
+        assert_eq!(locate("app", None, env(&[("HOME", "")])), None);
+    }
+
+    #[test]
+    fn a_printout_names_where_each_value_came_from() {
+        let tables = [Table {
+            path: "t",
+            secrets: &[("token", "a token")],
+            other_names: &[],
+        }];
+        let env = |_: &str| Ok("s3cret".to_owned());
+        let text = "[t]\nname = \"a\"\ntoken_env = \"TOKEN\"\n";
+        let (_, read): (toml::Table, Read) =
+            read(text, Path::new("f.toml"), &tables, &env).unwrap();
+        let escape = |line: &str| line.to_owned();
+        let mut out = Printout::new(&read, Path::new("f.toml"), &escape);
+        out.table("t");
+        out.set("name", quote("a"));
+        out.set("token", quote("***"));
+        out.set("other", "1".to_owned());
+        out.entry("unset", None, "nothing");
+        let lines: Vec<String> = out
+            .finish()
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "",
+                "[t]",
+                "name = \"a\" # from f.toml:2",
+                "token = \"***\" # from env TOKEN",
+                "other = 1 # from built-in default",
+                "# unset: not set (nothing)",
+            ]
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use ask_user_web::WebSettings;
 use clap::{Args, ValueEnum};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
-use settings_file::{EnvReader, Read, Source, Table, header};
+use settings_file::{EnvReader, Located, Printout, Read, Table, quote};
 
 use super::{CliError, Exit, Mode};
 
@@ -110,16 +110,16 @@ pub(crate) struct Loaded {
     pub(crate) config: Config,
     /// The file read, if one was.
     pub(crate) path: Option<PathBuf>,
-    /// Where the file was looked for, and how that place was found (`--config`,
-    /// `$XDG_CONFIG_HOME`, `$HOME`); `None` when neither `XDG_CONFIG_HOME` nor `HOME` is set.
-    pub(crate) looked_at: Option<(PathBuf, &'static str)>,
+    /// Where the file was looked for, and how that place was found; `None` when neither
+    /// `XDG_CONFIG_HOME` nor `HOME` is set.
+    pub(crate) looked_at: Option<Located>,
 }
 
 impl Loaded {
     /// The file `--config` named, to hand to a process this one starts (an inbox).
     pub(crate) fn explicit_path(&self) -> Option<&Path> {
-        let flagged = matches!(self.looked_at, Some((_, "--config")));
-        self.path.as_deref().filter(|_| flagged)
+        let given = self.looked_at.as_ref().is_some_and(|at| at.given);
+        self.path.as_deref().filter(|_| given)
     }
 }
 
@@ -128,43 +128,21 @@ impl Loaded {
 /// `$HOME/.config/ask-user/config.toml`, when it exists; else the built-in defaults. Secrets
 /// named by `…_env` keys are read from the environment here.
 pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, CliError> {
-    let var = |name| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let looked_at = match explicit {
-        Some(path) => Some((path.to_path_buf(), "--config")),
-        None => match var("XDG_CONFIG_HOME").filter(|dir| dir.is_absolute()) {
-            Some(dir) => Some((dir.join("ask-user/config.toml"), "$XDG_CONFIG_HOME")),
-            None => var("HOME").map(|home| (home.join(".config/ask-user/config.toml"), "$HOME")),
-        },
-    };
+    let given = explicit.map(|path| (path, "--config"));
+    let looked_at = settings_file::locate("ask-user", given, |name| std::env::var_os(name));
     let mut loaded = Loaded {
         config: Config::default(),
         path: None,
         looked_at,
     };
-    let Some((path, how)) = &loaded.looked_at else {
+    let Some(at) = &loaded.looked_at else {
         return Ok(loaded);
     };
-    let text = match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map_err(|_| {
-            let path = path.display();
-            bad_config(format!("{path}: the configuration file is not UTF-8 text"))
-        })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && *how != "--config" => {
-            return Ok(loaded);
-        }
-        Err(e) => {
-            let path = path.display();
-            return Err(bad_config(format!(
-                "cannot read the configuration file {path}: {e}"
-            )));
-        }
+    let Some(text) = at.read().map_err(|e| bad_config(e.to_string()))? else {
+        return Ok(loaded);
     };
-    loaded.config = parse(&text, path, &|name| std::env::var(name))?;
-    loaded.path = Some(path.clone());
+    loaded.config = parse(&text, &at.path, &|name| std::env::var(name))?;
+    loaded.path = Some(at.path.clone());
     Ok(loaded)
 }
 
@@ -219,89 +197,31 @@ pub(super) fn run(_args: &ConfigArgs, loaded: &Loaded) -> Result<Exit, CliError>
     }
 }
 
-/// The lines of the printout, each made safe for a terminal as it is written.
-struct Printout<'a> {
-    out: String,
-    config: &'a Config,
-    /// The file read, as a source names it.
-    file: String,
-    /// The path of the table being written.
-    table: String,
-}
-
-impl Printout<'_> {
-    fn line(&mut self, text: &str) {
-        self.out.push_str(&visible(text));
-        self.out.push('\n');
-    }
-
-    fn table(&mut self, path: &str) {
-        self.line("");
-        self.line(&header(path));
-        path.clone_into(&mut self.table);
-    }
-
-    /// `key = value  # from SOURCE` (the `# from` at one column, past it on a longer line),
-    /// SOURCE where the file's value came from, else `built-in default`; without a value,
-    /// `# key: not set (unset)`.
-    fn entry(&mut self, key: &str, value: Option<String>, unset: &str) {
-        let Some(value) = value else {
-            return self.line(&format!("# {key}: not set ({unset})"));
-        };
-        let path = match self.table.as_str() {
-            "" => key.to_owned(),
-            table => format!("{table}.{key}"),
-        };
-        let source = match self.config.read.source(&path) {
-            Some(Source::Line(line)) => format!("{}:{line}", self.file),
-            Some(env) => env.to_string(),
-            None => "built-in default".to_owned(),
-        };
-        self.line(&format!(
-            "{:<40}  # from {source}",
-            format!("{key} = {value}")
-        ));
-    }
-
-    /// `key = value` of a key that always has one (its built-in default).
-    fn set(&mut self, key: &str, value: String) {
-        self.entry(key, Some(value), "");
-    }
-
-    /// `tls_cert` and `tls_key`, or a comment saying the server serves plain HTTP.
-    fn tls(&mut self, tls: Option<&TlsFiles>) {
-        match tls {
-            Some(tls) => {
-                self.set("tls_cert", quote(&tls.cert.to_string_lossy()));
-                self.set("tls_key", quote(&tls.key.to_string_lossy()));
-            }
-            None => self.line("# tls_cert, tls_key: not set (plain HTTP)"),
+/// `tls_cert` and `tls_key`, or a comment saying the server serves plain HTTP.
+fn tls(out: &mut Printout<'_>, tls: Option<&TlsFiles>) {
+    match tls {
+        Some(tls) => {
+            out.set("tls_cert", quote(&tls.cert.to_string_lossy()));
+            out.set("tls_key", quote(&tls.key.to_string_lossy()));
         }
+        None => out.line("# tls_cert, tls_key: not set (plain HTTP)"),
     }
-}
-
-/// A TOML basic string (control characters are escaped by [`visible`] as the line prints).
-fn quote(text: &str) -> String {
-    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// The printout of `ask-user config`; `state_default` is the built-in state directory.
 fn render(loaded: &Loaded, state_default: Option<PathBuf>) -> String {
     let config = &loaded.config;
     let file = loaded.path.as_deref().unwrap_or(Path::new(""));
-    let mut out = Printout {
-        out: String::new(),
-        config,
-        file: file.display().to_string(),
-        table: String::new(),
-    };
+    let escape = |line: &str| visible(line).into_owned();
+    let mut out = Printout::new(&config.read, file, &escape);
     out.line("# The configuration in effect. A command-line flag overrides it.");
     out.line(&match (&loaded.path, &loaded.looked_at) {
-        (Some(path), Some((_, how))) => format!("# file: {} (from {how})", path.display()),
-        (None, Some((path, how))) => {
+        (Some(path), Some(at)) => format!("# file: {} (from {})", path.display(), at.how),
+        (None, Some(at)) => {
             format!(
-                "# file: none ({} from {how} does not exist)",
-                path.display()
+                "# file: none ({} from {} does not exist)",
+                at.path.display(),
+                at.how
             )
         }
         _ => "# file: none (neither XDG_CONFIG_HOME nor HOME is set)".to_owned(),
@@ -326,7 +246,7 @@ fn render(loaded: &Loaded, state_default: Option<PathBuf>) -> String {
     out.entry("addr", addr, "127.0.0.1 on a free port");
     let public_url = config.web.public_url.as_deref().map(quote);
     out.entry("public_url", public_url, "the address served");
-    out.tls(config.web_tls.as_ref());
+    tls(&mut out, config.web_tls.as_ref());
 
     let notify = &config.notify;
     out.table("notify");
@@ -363,6 +283,6 @@ fn render(loaded: &Loaded, state_default: Option<PathBuf>) -> String {
     let tokens = vec![quote(MASK); config.mcp.tokens.len()];
     let tokens = (!tokens.is_empty()).then(|| format!("[{}]", tokens.join(", ")));
     out.entry("tokens", tokens, "mcp --http serves loopback only");
-    out.tls(config.mcp_tls.as_ref());
-    out.out
+    tls(&mut out, config.mcp_tls.as_ref());
+    out.finish()
 }
