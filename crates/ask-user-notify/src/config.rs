@@ -38,7 +38,34 @@ impl Secret {
     pub(crate) fn key(&self) -> &[u8] {
         &self.key
     }
+
+    /// The secret of [`WEBHOOK_SECRET_ENV`], when it is set and not empty.
+    ///
+    /// # Errors
+    ///
+    /// It is not a secret (the message names the variable, never the value).
+    pub fn from_env() -> Result<Option<Self>, ConfigError> {
+        match std::env::var(WEBHOOK_SECRET_ENV) {
+            Ok(text) if !text.is_empty() => Self::parse(&text)
+                .map(Some)
+                .map_err(|e| ConfigError::new(format!("{WEBHOOK_SECRET_ENV}: {e}"))),
+            _ => Ok(None),
+        }
+    }
+
+    /// The secret as `whsec_<base64>` again, to hand to a process this one starts through its
+    /// environment ([`WEBHOOK_SECRET_ENV`]), never its command line, which the process list
+    /// shows.
+    #[must_use]
+    pub fn expose(&self) -> String {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&self.key);
+        format!("whsec_{encoded}")
+    }
 }
+
+/// The environment variable a webhook secret may come from instead of a flag: how an inbox
+/// started in the background is handed it.
+pub const WEBHOOK_SECRET_ENV: &str = "ASK_USER_WEBHOOK_SECRET";
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -432,6 +459,14 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn an_exposed_secret_reads_back_as_itself() {
+        let secret = Secret::parse("whsec_c3VwZXItc2VjcmV0LWtleS0x").unwrap();
+        assert_eq!(secret.expose(), "whsec_c3VwZXItc2VjcmV0LWtleS0x");
+        assert_eq!(Secret::parse(&secret.expose()).unwrap(), secret);
+        assert!(!format!("{secret} {secret:?}").contains("c3VwZXI"));
+    }
 
     fn base() -> NotifyConfig {
         NotifyConfig::from_json(

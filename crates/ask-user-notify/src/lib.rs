@@ -15,7 +15,7 @@ use std::sync::Arc;
 pub use backend::{Backend, Links};
 pub use config::{
     ConfigError, DEFAULT_NTFY_SERVER, MAX_NOTIFY_AFTER, NotifyConfig, NotifyOverrides, NtfyConfig,
-    RetryPolicy, Secret, WebhookConfig, redacted_url,
+    RetryPolicy, Secret, WEBHOOK_SECRET_ENV, WebhookConfig, redacted_url,
 };
 pub use http::Delivered;
 pub use notice::{Button, Notice, NoticeKind, NoticeQuestion};

@@ -257,7 +257,7 @@ fn start_inbox(
         .stderr(log)
         .process_group(0);
     if let Some(secret) = secret {
-        command.env(super::notify::WEBHOOK_SECRET_ENV, secret);
+        command.env(ask_user_notify::WEBHOOK_SECRET_ENV, secret);
     }
     let mut child = command.spawn()?;
     tracing::info!(pid = child.id(), "started the inbox");

@@ -28,8 +28,8 @@ pub struct NotifyArgs {
     /// The `whsec_…` secret the webhooks are signed with (never printed; a file via
     /// --notify-config, or `ASK_USER_WEBHOOK_SECRET`, keeps it out of the shell's history and
     /// the process list).
-    #[arg(long, value_name = "SECRET", value_parser = parse_secret)]
-    pub webhook_secret: Option<GivenSecret>,
+    #[arg(long, value_name = "SECRET", value_parser = Secret::parse)]
+    pub webhook_secret: Option<Secret>,
     /// Push to this ntfy topic (with answer buttons when --web serves the question).
     #[arg(long, value_name = "TOPIC")]
     pub ntfy: Option<String>,
@@ -54,47 +54,13 @@ pub struct NotifyArgs {
     pub notify_ignore_claims: bool,
 }
 
-/// The environment variable the webhooks' secret may come from instead of `--webhook-secret`
-/// (how an inbox started in the background is handed it: never on a command line, where the
-/// process list shows it).
-pub(crate) const WEBHOOK_SECRET_ENV: &str = "ASK_USER_WEBHOOK_SECRET";
-
-/// A webhook secret as given, kept as text too so a started inbox can be handed it (through
-/// its environment, never its command line). Its `Debug` never shows it.
-#[derive(Clone)]
-pub struct GivenSecret {
-    text: String,
-    secret: Secret,
-}
-
-impl std::fmt::Debug for GivenSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&self.secret, f)
-    }
-}
-
-fn parse_secret(text: &str) -> Result<GivenSecret, String> {
-    let secret = Secret::parse(text).map_err(|e| e.to_string())?;
-    Ok(GivenSecret {
-        text: text.to_owned(),
-        secret,
-    })
-}
-
 /// The webhooks' secret: the flag's, else the environment's.
-fn webhook_secret(given: Option<&GivenSecret>) -> Result<Option<GivenSecret>, CliError> {
-    if let Some(given) = given {
-        return Ok(Some(given.clone()));
-    }
-    match std::env::var(WEBHOOK_SECRET_ENV) {
-        Ok(text) if !text.is_empty() => parse_secret(&text).map(Some).map_err(|message| {
-            CliError::new(
-                "BAD_CONFIG",
-                format!("{WEBHOOK_SECRET_ENV}: {message}"),
-                Exit::Usage,
-            )
-        }),
-        _ => Ok(None),
+fn webhook_secret(given: Option<&Secret>) -> Result<Option<Secret>, CliError> {
+    match given {
+        Some(given) => Ok(Some(given.clone())),
+        None => {
+            Secret::from_env().map_err(|e| CliError::new("BAD_CONFIG", e.to_string(), Exit::Usage))
+        }
     }
 }
 
@@ -117,7 +83,6 @@ impl NotifyArgs {
         let mut webhooks = Vec::new();
         if !self.notify_webhook.is_empty() {
             let secret = webhook_secret(self.webhook_secret.as_ref())?
-                .map(|given| given.secret)
                 .ok_or_else(|| bad("--notify-webhook needs --webhook-secret".to_owned()))?;
             webhooks = (self.notify_webhook.iter())
                 .map(|url| WebhookConfig {
@@ -204,7 +169,7 @@ impl NotifyArgs {
         let secret = webhook_secret(self.webhook_secret.as_ref())
             .ok()
             .flatten()
-            .map(|given| given.text);
+            .map(|secret| secret.expose());
         (args, secret)
     }
 
