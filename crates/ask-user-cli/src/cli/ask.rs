@@ -8,7 +8,6 @@ use std::sync::Arc;
 use clap::Args;
 use user_questions::{CallId, CancellationToken};
 
-use super::AbortOnDrop;
 use super::surfaces::{Surfaces, read_script};
 use super::{CliError, Exit, ToolArgs, read_input, report_resume};
 use crate::host::{Host, HostOptions, LogTarget};
@@ -85,7 +84,7 @@ pub(super) async fn run(args: AskArgs, file: &super::config::Config) -> Result<E
         );
     }
     let cancel = CancellationToken::new();
-    let _interrupt = interrupt_on_ctrl_c(cancel.clone());
+    let _interrupt = super::cancel_on_ctrl_c(cancel.clone());
 
     // Like any turn of an agent loop, this one admits what was queued for it first (a late reply
     // a crashed session had accepted, for example), so nothing stays stuck in the inbox: the
@@ -146,16 +145,6 @@ pub(super) async fn run(args: AskArgs, file: &super::config::Config) -> Result<E
         None if outcome.is_error => Ok(Exit::ToolError),
         _ => Ok(Exit::Ok),
     }
-}
-
-/// Cancels `cancel` on Ctrl-C, so the call ends with `ASK_ABORTED` and its result is logged.
-/// The listener stops when the returned guard is dropped.
-pub(super) fn interrupt_on_ctrl_c(cancel: CancellationToken) -> AbortOnDrop {
-    AbortOnDrop(tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            cancel.cancel();
-        }
-    }))
 }
 
 /// How to answer a pending call later, from a shell: the command with a placeholder for every

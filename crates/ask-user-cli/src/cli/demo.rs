@@ -11,7 +11,6 @@ use ask_user_terminal::listing::json_line;
 use clap::Args;
 use user_questions::CancellationToken;
 
-use super::ask::interrupt_on_ctrl_c;
 use super::surfaces::{Surfaces, read_script};
 use super::{CliError, Exit};
 use crate::host::demo::{DEMO_CALL_ID, ScriptedModel, Shown};
@@ -123,7 +122,7 @@ struct Demo {
     /// A script answers first: nobody needs time to read.
     scripted: bool,
     window: i64,
-    _interrupt: super::AbortOnDrop,
+    _interrupt: tokio_util::task::AbortOnDropHandle<()>,
     /// With `--pg`: the ledger's answers delivered to this live session, and the runtime the
     /// session runs in.
     _pg: Option<(ask_user_pg::LiveLedger, crate::host::HostRuntime)>,
@@ -150,7 +149,7 @@ impl Demo {
         let surfaces = Surfaces::wire(&host, script, (&args.web, &args.notify), file, true).await?;
         let cancel = CancellationToken::new();
         Ok(Self {
-            _interrupt: interrupt_on_ctrl_c(cancel.clone()),
+            _interrupt: super::cancel_on_ctrl_c(cancel.clone()),
             host,
             surfaces,
             cancel,

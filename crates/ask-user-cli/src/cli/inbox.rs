@@ -153,7 +153,7 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
         super::visible(&state_dir.display().to_string())
     );
     println!("{}", address.url());
-    wait_for_stop().await;
+    super::stopped().await;
     stop.cancel();
     let _ = serving.await;
     server.stop().await;
@@ -198,20 +198,6 @@ async fn serve_page(
             "WEB_BIND",
             format!("cannot serve the page on {addr}: {error}"),
         )),
-    }
-}
-
-/// Ctrl-C or `SIGTERM`.
-async fn wait_for_stop() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = async {
-            match term.as_mut() {
-                Some(term) => { term.recv().await; }
-                None => std::future::pending().await,
-            }
-        } => {}
     }
 }
 

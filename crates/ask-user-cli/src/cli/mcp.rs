@@ -190,12 +190,7 @@ async fn serve_http(
     };
     eprintln!("serving MCP at {scheme}://{local}{HTTP_PATH} (logs in {where_}{auth})");
     let cancel = CancellationToken::new();
-    let stop = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop.cancel();
-        }
-    });
+    let _stop = super::cancel_on_ctrl_c(cancel.clone());
     Ok(server.serve_http(listener, cancel).await)
 }
 

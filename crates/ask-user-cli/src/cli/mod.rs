@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use ask_user_terminal::listing::shell_word;
 use ask_user_terminal::sanitize::visible;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 use tool_ask_user::AskUserConfig;
 
 /// Exit statuses of `ask-user`.
@@ -272,12 +274,28 @@ impl ToolArgs {
     }
 }
 
-/// Owns a spawned task and aborts it when dropped.
-pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+/// Cancels `cancel` on Ctrl-C (a call then ends with `ASK_ABORTED`, its result logged), until
+/// the returned guard is dropped.
+pub(crate) fn cancel_on_ctrl_c(cancel: CancellationToken) -> AbortOnDropHandle<()> {
+    AbortOnDropHandle::new(tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    }))
+}
 
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
+/// Resolves on Ctrl-C or `SIGTERM`: how a server in the foreground or the background is stopped.
+pub(crate) async fn stopped() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let term = async {
+        match term.as_mut() {
+            Some(term) => term.recv().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
     }
 }
 

@@ -158,8 +158,7 @@ pub(super) async fn worker(args: WorkerArgs) -> Result<Exit, CliError> {
     let stop = worker.stopper();
     let mut run = tokio::task::spawn_blocking(move || worker.run(&mut report));
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => stop.stop(),
-        () = terminate() => stop.stop(),
+        () = super::stopped() => stop.stop(),
         ended = &mut run => {
             // The worker never returns unless stopped: it panicked.
             return Err(CliError::failure("INTERNAL", format!("the worker stopped: {ended:?}")));
@@ -167,16 +166,6 @@ pub(super) async fn worker(args: WorkerArgs) -> Result<Exit, CliError> {
     }
     let _ = run.await;
     Ok(Exit::Interrupted)
-}
-
-/// Resolves on SIGTERM.
-async fn terminate() {
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut signal) => {
-            signal.recv().await;
-        }
-        Err(_) => std::future::pending().await,
-    }
 }
 
 /// Arguments of `export`.
