@@ -14,12 +14,21 @@ use serde_json::json;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use user_questions::{
-    AgentHandle, AnswerRequest, CallId, Provenance, Question, QuestionLimits, WaitClaim, WaitKey,
+    AgentHandle, AnswerBatch, AnswerRequest, CallId, Provenance, Question, QuestionLimits,
+    WaitClaim, WaitKey,
 };
 
-use super::post::Submitted;
-use super::{Hub, State, lock};
+use super::{AnswerRefused, Hub, State, lock};
 use crate::sessions::CardKey;
+
+/// An answer from a page for a card in its foreground window, with the acknowledgement the
+/// answerer sends once the answer is the one it returns.
+pub(crate) struct Submitted {
+    pub(crate) batch: AnswerBatch,
+    /// The provenance name, when it is not the surface's registration name (a button's).
+    pub(crate) answerer: Option<String>,
+    pub(crate) ack: oneshot::Sender<()>,
+}
 
 pub(crate) struct Card {
     pub(super) order: u64,
@@ -293,7 +302,7 @@ impl Hub {
             return None;
         }
         state.cards.remove(key);
-        Some(super::clients::take_claims_on(&mut state, key))
+        Some(state.take_claims_on(key))
     }
 
     /// The window closed with the question pending (`durable`: the host announced the call
@@ -316,7 +325,7 @@ impl Hub {
             card.phase = Phase::Continued {
                 durable: durable || already,
             };
-            (was_open, super::clients::take_claims_on(&mut state, key))
+            (was_open, state.take_claims_on(key))
         };
         drop(released);
         if was_open {
@@ -382,4 +391,24 @@ impl Hub {
         }
         json!({ "cards": views })
     }
+}
+
+/// The key of the card of `call_id` (in `session`, when given). `open_only`: continued cards
+/// do not count.
+pub(super) fn find_key(
+    cards: &std::collections::BTreeMap<CardKey, Card>,
+    call_id: &CallId,
+    session: Option<&str>,
+    open_only: bool,
+) -> Result<CardKey, AnswerRefused> {
+    let mut matching = cards.iter().filter(|(key, card)| {
+        &key.call_id == call_id
+            && session.is_none_or(|s| s == key.session)
+            && (!open_only || matches!(card.phase, Phase::Open { .. }))
+    });
+    let (key, _) = matching.next().ok_or(AnswerRefused::NotWaiting)?;
+    if matching.next().is_some() {
+        return Err(AnswerRefused::Ambiguous);
+    }
+    Ok(key.clone())
 }

@@ -11,9 +11,8 @@ use std::collections::HashMap;
 use tokio::task::AbortHandle;
 use user_questions::{CallId, WaitClaim};
 
-use super::card::{Card, Phase};
-use super::post::AnswerRefused;
-use super::{Hub, State, lock};
+use super::card::{Card, Phase, find_key};
+use super::{AnswerRefused, Hub, State, lock};
 use crate::sessions::CardKey;
 
 /// The most clients (pages) one surface serves at once.
@@ -35,6 +34,19 @@ pub(crate) struct Client {
 }
 
 impl Client {
+    /// Takes this client's claim and hold on `key`.
+    pub(super) fn release(&mut self, key: &CardKey) -> impl Iterator<Item = WaitClaim> {
+        self.claims
+            .remove(key)
+            .into_iter()
+            .chain(self.holds.remove(key))
+    }
+
+    /// No stream, no grace, no claim, no hold: the client can be forgotten.
+    pub(super) fn idle(&self) -> bool {
+        !self.looking() && self.claims.is_empty() && self.holds.is_empty()
+    }
+
     fn looking(&self) -> bool {
         !self.gone && (self.streams > 0 || self.grace.is_some())
     }
@@ -45,40 +57,6 @@ impl Client {
 pub(crate) enum ConnectRefused {
     TooManyClients,
     TooManyStreams,
-}
-
-/// Takes every claim and hold on `key` from every client, and forgets the clients that are
-/// left with nothing (no stream, no grace, no claim, no hold).
-pub(super) fn take_claims_on(state: &mut State, key: &CardKey) -> Vec<WaitClaim> {
-    let mut taken = Vec::new();
-    for client in state.clients.values_mut() {
-        taken.extend(client.claims.remove(key));
-        taken.extend(client.holds.remove(key));
-    }
-    state
-        .clients
-        .retain(|_, c| c.looking() || !c.claims.is_empty() || !c.holds.is_empty());
-    taken
-}
-
-/// The key of the card of `call_id` (in `session`, when given). `open_only`: continued cards
-/// do not count.
-pub(super) fn find_key(
-    cards: &std::collections::BTreeMap<CardKey, Card>,
-    call_id: &CallId,
-    session: Option<&str>,
-    open_only: bool,
-) -> Result<CardKey, AnswerRefused> {
-    let mut matching = cards.iter().filter(|(key, card)| {
-        &key.call_id == call_id
-            && session.is_none_or(|s| s == key.session)
-            && (!open_only || matches!(card.phase, Phase::Open { .. }))
-    });
-    let (key, _) = matching.next().ok_or(AnswerRefused::NotWaiting)?;
-    if matching.next().is_some() {
-        return Err(AnswerRefused::Ambiguous);
-    }
-    Ok(key.clone())
 }
 
 /// Ends one stream's share of its client's claims when dropped.
@@ -172,7 +150,7 @@ impl Hub {
     }
 
     pub(super) fn drop_claims_on(&self, key: &CardKey) {
-        let released = take_claims_on(&mut lock(&self.state), key);
+        let released = lock(&self.state).take_claims_on(key);
         drop(released);
     }
 

@@ -19,16 +19,19 @@ mod post;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 
+use pending_answer::LateRefusal;
 use pending_answer::QuestionDesk;
 use serde::Serialize;
 use tokio::sync::broadcast;
-use user_questions::{CallId, Question, UserQuestions, WeakUserQuestions};
+use user_questions::{
+    CallId, Question, UserQuestionError, UserQuestions, WaitClaim, WeakUserQuestions,
+};
 
 use crate::sessions::{CardKey, WebOptions};
 
 pub(crate) use card::Card;
 pub(crate) use clients::{Client, ConnectRefused, StreamGuard};
-pub(crate) use post::{AnswerPath, AnswerRefused, Via};
+pub(crate) use post::{AnswerPath, Via};
 
 // Every critical section leaves the state consistent before it can panic, so the data behind a
 // poisoned lock is still valid.
@@ -116,5 +119,49 @@ impl Hub {
                 call_id: call_id.clone(),
             })
             .map(|card| (card.questions.clone(), card.order))
+    }
+}
+
+/// Why an answer from a page was not taken. The route turns it into a status and JSON.
+#[derive(Debug)]
+pub(crate) enum AnswerRefused {
+    /// No card of that call is waiting for an answer.
+    NotWaiting,
+    /// The batch does not fit the questions (`BAD_ANSWER`), or another typed refusal.
+    Rejected(UserQuestionError),
+    /// The host could not deliver a late reply; the same answer may be sent again.
+    Undelivered(String),
+    /// Two sessions have a card of this call: the request must name its session.
+    Ambiguous,
+    /// A hold from a page that has no event stream open.
+    NotLooking,
+}
+
+impl From<LateRefusal> for AnswerRefused {
+    fn from(refusal: LateRefusal) -> Self {
+        match refusal {
+            LateRefusal::NotWaiting(_) | LateRefusal::NoAgent | LateRefusal::UnknownSession(_) => {
+                Self::NotWaiting
+            }
+            LateRefusal::ReplyQueued { call_id, .. } => {
+                Self::Rejected(UserQuestionError::reply_queued(&call_id))
+            }
+            LateRefusal::BadAnswer(error) | LateRefusal::NotLive(error) => Self::Rejected(error),
+            LateRefusal::Undelivered(error) => Self::Undelivered(error.to_string()),
+            LateRefusal::Unavailable(error) => Self::Undelivered(error.to_string()),
+        }
+    }
+}
+
+impl State {
+    /// Takes every claim and hold on `key` from every client, and forgets the clients that are
+    /// left with nothing (no stream, no grace, no claim, no hold).
+    fn take_claims_on(&mut self, key: &CardKey) -> Vec<WaitClaim> {
+        let mut taken = Vec::new();
+        self.clients.retain(|_, client| {
+            taken.extend(client.release(key));
+            !client.idle()
+        });
+        taken
     }
 }

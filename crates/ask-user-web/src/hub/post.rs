@@ -1,24 +1,14 @@
 //! An answer a page posts: to the answerer waiting in the card's window, else to the desk as a
 //! late answer (the desk waits for the call's continuation itself, when the window just closed).
 
-use pending_answer::{LateRefusal, Submission};
+use pending_answer::Submission;
 use serde_json::json;
 use tokio::sync::oneshot;
-use user_questions::{AnswerBatch, CallId, Provenance, UserQuestionError};
+use user_questions::{AnswerBatch, CallId, Provenance};
 
-use super::card::{Phase, desk_key};
-use super::clients::find_key;
-use super::{Hub, lock};
+use super::card::{Phase, Submitted, desk_key, find_key};
+use super::{AnswerRefused, Hub, lock};
 use crate::sessions::CardKey;
-
-/// An answer from a page for a card in its foreground window, with the acknowledgement the
-/// answerer sends once the answer is the one it returns.
-pub(crate) struct Submitted {
-    pub(crate) batch: AnswerBatch,
-    /// The provenance name, when it is not the surface's registration name (a button's).
-    pub(crate) answerer: Option<String>,
-    pub(crate) ack: oneshot::Sender<()>,
-}
 
 /// How an answer reached the surface.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,42 +21,11 @@ pub(crate) enum Via {
     Button,
 }
 
-/// Why an answer from a page was not taken. The route turns it into a status and JSON.
-#[derive(Debug)]
-pub(crate) enum AnswerRefused {
-    /// No card of that call is waiting for an answer.
-    NotWaiting,
-    /// The batch does not fit the questions (`BAD_ANSWER`), or another typed refusal.
-    Rejected(UserQuestionError),
-    /// The host could not deliver a late reply; the same answer may be sent again.
-    Undelivered(String),
-    /// Two sessions have a card of this call: the request must name its session.
-    Ambiguous,
-    /// A hold from a page that has no event stream open.
-    NotLooking,
-}
-
 /// Where an accepted answer went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AnswerPath {
     Foreground,
     Late,
-}
-
-impl From<LateRefusal> for AnswerRefused {
-    fn from(refusal: LateRefusal) -> Self {
-        match refusal {
-            LateRefusal::NotWaiting(_) | LateRefusal::NoAgent | LateRefusal::UnknownSession(_) => {
-                Self::NotWaiting
-            }
-            LateRefusal::ReplyQueued { call_id, .. } => {
-                Self::Rejected(UserQuestionError::reply_queued(&call_id))
-            }
-            LateRefusal::BadAnswer(error) | LateRefusal::NotLive(error) => Self::Rejected(error),
-            LateRefusal::Undelivered(error) => Self::Undelivered(error.to_string()),
-            LateRefusal::Unavailable(error) => Self::Undelivered(error.to_string()),
-        }
-    }
 }
 
 /// Where an answer from a page goes.
