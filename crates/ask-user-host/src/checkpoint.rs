@@ -23,7 +23,7 @@
 //! numbers only when there is one to report, by counting the line ends before `byteLength` once
 //! (or from the `open` line count): a clean resume never reads the prefix.
 
-use std::any::Any;
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -68,39 +68,86 @@ pub struct OpenState {
     pub host: Restore,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct DocumentOut<'a> {
-    key: &'static str,
-    state_version: u32,
-    log: &'a LogAnchor,
-    state: &'a RawValue,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    open: Option<&'a OpenState>,
-}
-
-#[derive(Deserialize)]
+/// The projection checkpoint document (SPEC §9.6) as it is written and read: the one type every
+/// reader of a checkpoint goes through (the host's open and load, a store that keeps where a
+/// writer can resume, `PostgreSQL`'s ledger), so the document has one owner.
+#[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct DocumentIn<'a> {
-    key: String,
+pub struct CheckpointDocument<'a> {
+    #[serde(borrow)]
+    key: Cow<'a, str>,
     state_version: serde_json::Number,
     log: LogAnchor,
     #[serde(borrow)]
     state: &'a RawValue,
-    #[serde(borrow, default)]
+    /// What a writer resumes at ([`OpenState`]), kept unread until a writer asks for it.
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     open: Option<&'a RawValue>,
+}
+
+impl<'a> CheckpointDocument<'a> {
+    /// Reads a checkpoint document and checks that it is the projection's at this build's state
+    /// version; the anchor is not checked against any log here.
+    pub fn read(bytes: &'a [u8]) -> Result<Self, StaleReason> {
+        let doc: Self =
+            serde_json::from_slice(bytes).map_err(|e| StaleReason::Unreadable(e.to_string()))?;
+        if doc.key != PROJECTION_KEY {
+            return Err(StaleReason::Key {
+                found: doc.key.into_owned(),
+            });
+        }
+        if doc.state_version.as_u64() != Some(u64::from(STATE_VERSION)) {
+            return Err(StaleReason::StateVersion {
+                found: doc.state_version.to_string(),
+            });
+        }
+        Ok(doc)
+    }
+
+    /// Where in which log it was taken.
+    pub fn anchor(&self) -> &LogAnchor {
+        &self.log
+    }
+
+    /// The projection state it holds, restored.
+    pub fn state(&self) -> Result<UserQuestionsState, StaleReason> {
+        restore(self.state.get()).map_err(StaleReason::State)
+    }
+
+    /// Where its anchor ends (`log.byteLength`) when a writer can resume there (it has an `open`
+    /// member); `None` otherwise.
+    pub fn resume_end(&self) -> Option<u64> {
+        self.open.is_some().then_some(self.log.byte_length)
+    }
+
+    /// Its `open` member, when it reads as one. One that does not read leaves the projection
+    /// checkpoint valid: only a writer's open then reads the whole log.
+    fn open_state(&self) -> Option<OpenState> {
+        match serde_json::from_str(self.open?.get()) {
+            Ok(open) => Some(open),
+            Err(error) => {
+                tracing::warn!(%error, "the checkpoint's open state is unreadable; a writer opens the whole log");
+                None
+            }
+        }
+    }
 }
 
 impl Checkpoint {
     /// The checkpoint document.
     pub fn to_json(&self) -> Result<String, StoreError> {
         let state = RawValue::from_string(self.state.to_json())?;
-        Ok(serde_json::to_string(&DocumentOut {
-            key: PROJECTION_KEY,
-            state_version: STATE_VERSION,
-            log: &self.anchor,
+        let open = self
+            .open
+            .as_ref()
+            .map(serde_json::value::to_raw_value)
+            .transpose()?;
+        Ok(serde_json::to_string(&CheckpointDocument {
+            key: Cow::Borrowed(PROJECTION_KEY),
+            state_version: STATE_VERSION.into(),
+            log: self.anchor.clone(),
             state: &state,
-            open: self.open.as_ref(),
+            open: open.as_deref(),
         })?)
     }
 
@@ -332,33 +379,6 @@ struct Valid {
     open: Option<OpenState>,
 }
 
-/// Reads a checkpoint document and checks its key and state version.
-fn document(bytes: &[u8]) -> Result<DocumentIn<'_>, StaleReason> {
-    let doc: DocumentIn<'_> =
-        serde_json::from_slice(bytes).map_err(|e| StaleReason::Unreadable(e.to_string()))?;
-    if doc.key != PROJECTION_KEY {
-        return Err(StaleReason::Key { found: doc.key });
-    }
-    if doc.state_version.as_u64() != Some(u64::from(STATE_VERSION)) {
-        return Err(StaleReason::StateVersion {
-            found: doc.state_version.to_string(),
-        });
-    }
-    Ok(doc)
-}
-
-/// The document's `open` member, when it reads as one. One that does not read leaves the
-/// projection checkpoint valid: only a writer's open then reads the whole log.
-fn open_state(open: Option<&RawValue>) -> Option<OpenState> {
-    match serde_json::from_str(open?.get()) {
-        Ok(open) => Some(open),
-        Err(error) => {
-            tracing::warn!(%error, "the checkpoint's open state is unreadable; a writer opens the whole log");
-            None
-        }
-    }
-}
-
 /// Checks a checkpoint document against the log (every stale condition of §9.6); with
 /// `want_open`, also reads its `open` member and checks it against the anchor.
 fn validate(
@@ -367,7 +387,7 @@ fn validate(
     bytes: &[u8],
     want_open: bool,
 ) -> Result<Result<Valid, StaleReason>, StoreError> {
-    let doc = match document(bytes) {
+    let doc = match CheckpointDocument::read(bytes) {
         Ok(doc) => doc,
         Err(stale) => return Ok(Err(stale)),
     };
@@ -375,12 +395,12 @@ fn validate(
         Ok(resolved) => resolved,
         Err(mismatch) => return Ok(Err(mismatch.into())),
     };
-    let state = match restore(doc.state.get()) {
+    let state = match doc.state() {
         Ok(state) => state,
-        Err(error) => return Ok(Err(StaleReason::State(error))),
+        Err(stale) => return Ok(Err(stale)),
     };
     let open = want_open
-        .then(|| open_state(doc.open))
+        .then(|| doc.open_state())
         .flatten()
         .filter(|open| {
             let position = ScanPosition {
@@ -419,9 +439,9 @@ impl OpenPlan {
 
 impl ResumePlan for OpenPlan {
     fn resume_at(&mut self, bytes: &[u8]) -> Option<(LogAnchor, ResumePoint, &mut dyn LogVisitor)> {
-        let doc = document(bytes).ok()?;
-        let open = open_state(doc.open)?;
-        let state = restore(doc.state.get()).ok()?;
+        let doc = CheckpointDocument::read(bytes).ok()?;
+        let open = doc.open_state()?;
+        let state = doc.state().ok()?;
         let mut fold = FoldVisitor::refold();
         fold.seed = Some(state);
         let point = open.log.clone();
@@ -630,16 +650,6 @@ impl LogVisitor for FoldVisitor {
             self.replay = Some(Replay::resume(header, state, at));
             self.resumed_at = Some(at.byte_offset);
         }
-    }
-
-    /// The projection state at the point the open resumed at, restored from the checkpoint
-    /// (a `UserQuestionsState`), until a record after it is folded.
-    fn resumed_state(&self) -> Option<&dyn Any> {
-        self.resumed_at?;
-        let replay = self.replay.as_ref()?;
-        self.last_record
-            .is_none()
-            .then(|| replay.state() as &dyn Any)
     }
 
     fn line(&mut self, scanned: &Scanned<'_>) {

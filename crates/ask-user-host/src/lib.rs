@@ -35,8 +35,8 @@ mod tools;
 
 pub use agent::{HostAgent, Restore};
 pub use checkpoint::{
-    CHECKPOINT_LAG, Checkpoint, CheckpointPolicy, CheckpointWrite, OpenState, ProjectionLoad,
-    ProjectionSource, RefoldReason, StaleReason, load_projection,
+    CHECKPOINT_LAG, Checkpoint, CheckpointDocument, CheckpointPolicy, CheckpointWrite, OpenState,
+    ProjectionLoad, ProjectionSource, RefoldReason, StaleReason, load_projection,
 };
 pub use desk::{LiveDesk, LogDesk, OpenHook};
 pub use host::{

@@ -20,20 +20,12 @@ use std::collections::HashMap;
 use std::fmt;
 
 use postgres::{Statement, ToStatement, Transaction};
-use serde::Deserialize;
-use serde_json::value::RawValue;
-use session_log::{
-    EventBody, LogAnchor, LogVisitor, ScanPosition, Scanned, SessionEvent, SessionHeader,
-    SessionStore,
-};
+use session_log::{EventBody, LogVisitor, ScanPosition, Scanned, SessionEvent, SessionHeader};
 use user_questions::{CallId, Question};
-use user_questions_projection::{
-    ActiveState, PROJECTION_KEY, Replay, STATE_VERSION, UserQuestionsState, restore,
-};
+use user_questions_projection::{ActiveState, Replay, UserQuestionsState};
 
 use crate::PgError;
 use crate::db::Connection;
-use crate::store::PgStore;
 use crate::text::to_db;
 
 /// A question's state in the ledger.
@@ -318,85 +310,30 @@ impl LedgerFold {
 }
 
 /// Folds the open scan's records into the ledger's fold (the store's hold runs it beside the
-/// caller's visitor). An open resumed at a checkpoint starts the fold from the checkpoint's
-/// projection state, read from the session row; when that state cannot be had (no checkpoint
-/// document at the resume point, or one that does not restore), the fold is left out and the
-/// hold folds the whole log instead.
+/// caller's visitor). It reads nothing but the lines it is shown: a scan that resumes at a
+/// checkpoint leaves the fold out and says where it resumed, and the store starts the fold from
+/// the checkpoint's state (see [`PgHold`](crate::PgHold)).
 #[derive(Default)]
 pub struct FoldVisitor {
     pub(crate) fold: Option<LedgerFold>,
-    /// The store and log whose checkpoint a resumed scan starts from.
-    source: Option<(PgStore, String)>,
-    /// Set when the scan resumed: `Ok` when the fold starts there, else why not.
-    pub(crate) resumed: Option<Result<(), String>>,
+    /// Where the scan resumed, when it did.
+    pub(crate) resumed: Option<Resumed>,
+}
+
+/// Where an open's scan resumed: the log's header, the point, and whether any line follows it.
+pub(crate) struct Resumed {
+    pub(crate) header: SessionHeader,
+    pub(crate) at: ScanPosition,
+    pub(crate) lines_after: bool,
 }
 
 impl FoldVisitor {
-    /// The fold of an open of the log `name` of `store` (which may resume at its checkpoint).
-    pub(crate) fn of(store: PgStore, name: &str) -> Self {
+    /// A visitor that carries `fold` on over the lines it is shown.
+    pub(crate) fn carrying(fold: LedgerFold) -> Self {
         Self {
-            fold: None,
-            source: Some((store, name.to_owned())),
+            fold: Some(fold),
             resumed: None,
         }
-    }
-}
-
-/// The parts of a projection checkpoint document (SPEC §9.6) the ledger's fold needs; the rest
-/// (the host's open state) is the host's.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CheckpointDocument<'a> {
-    key: &'a str,
-    state_version: u64,
-    log: LogAnchor,
-    #[serde(borrow)]
-    state: &'a RawValue,
-    /// What a writer resumes at (the host's); only whether it is there is read here.
-    #[serde(borrow, default)]
-    open: Option<&'a RawValue>,
-}
-
-/// The ledger's fold at `at`, from the checkpoint document saved for the log `name`: it must be
-/// the projection's at this state version, and its anchor must be at `at` and fit the log (an
-/// anchor checked by the open may name a document replaced since it was read).
-fn fold_at_checkpoint(
-    store: &PgStore,
-    name: &str,
-    header: &SessionHeader,
-    at: ScanPosition,
-) -> Result<LedgerFold, String> {
-    let bytes = SessionStore::load_checkpoint(store, name)
-        .map_err(|e| e.to_string())?
-        .ok_or("no checkpoint document")?;
-    let document: CheckpointDocument<'_> =
-        serde_json::from_slice(&bytes).map_err(|e| format!("unreadable checkpoint: {e}"))?;
-    if !document.is_current() {
-        return Err("a checkpoint of another projection or state version".into());
-    }
-    if document.log.byte_length != at.byte_offset {
-        return Err("the checkpoint document is not at the resume point".into());
-    }
-    match SessionStore::resolve_anchor(store, name, &document.log).map_err(|e| e.to_string())? {
-        Ok((_, position)) if position.expected_seq == at.expected_seq => {}
-        Ok(_) => return Err("the checkpoint's next seq differs".into()),
-        Err(mismatch) => return Err(mismatch.to_string()),
-    }
-    let state = restore(document.state.get()).map_err(|e| e.to_string())?;
-    Ok(LedgerFold::resume(header, state, at))
-}
-
-/// Where the anchor of a projection checkpoint document a writer can resume at ends
-/// (`log.byteLength`): one of this state version with an `open` member; `None` for any other.
-pub(crate) fn checkpoint_anchor(bytes: &[u8]) -> Option<u64> {
-    let document: CheckpointDocument<'_> = serde_json::from_slice(bytes).ok()?;
-    (document.is_current() && document.open.is_some()).then_some(document.log.byte_length)
-}
-
-impl CheckpointDocument<'_> {
-    /// Whether this is the projection's document at this build's state version.
-    fn is_current(&self) -> bool {
-        self.key == PROJECTION_KEY && self.state_version == u64::from(STATE_VERSION)
     }
 }
 
@@ -406,34 +343,19 @@ impl LogVisitor for FoldVisitor {
     }
 
     fn resumed(&mut self, header: &SessionHeader, at: ScanPosition) {
-        let started = match &self.source {
-            Some((store, name)) => fold_at_checkpoint(store, name, header, at),
-            None => Err("no store to read the checkpoint from".into()),
-        };
-        self.resumed = Some(started.map(|fold| {
-            self.fold = Some(fold);
-        }));
-    }
-
-    /// Starts from the projection state the caller's visitor of this open restored for the
-    /// point (the host's, from the document read with the lease, its anchor checked under the
-    /// lease), instead of restoring it again; from the checkpoint document otherwise.
-    fn resumed_beside(
-        &mut self,
-        header: &SessionHeader,
-        at: ScanPosition,
-        shared: Option<&dyn std::any::Any>,
-    ) {
-        match shared.and_then(|shared| shared.downcast_ref::<UserQuestionsState>()) {
-            Some(state) => {
-                self.fold = Some(LedgerFold::resume(header, state.clone(), at));
-                self.resumed = Some(Ok(()));
-            }
-            None => self.resumed(header, at),
+        if self.fold.is_none() {
+            self.resumed = Some(Resumed {
+                header: header.clone(),
+                at,
+                lines_after: false,
+            });
         }
     }
 
     fn line(&mut self, scanned: &Scanned<'_>) {
+        if let Some(resumed) = &mut self.resumed {
+            resumed.lines_after = true;
+        }
         if let (Some(fold), Scanned::Record(record)) = (&mut self.fold, scanned)
             && let Some(event) = record.record.event()
         {

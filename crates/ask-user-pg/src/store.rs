@@ -11,10 +11,9 @@
 //!
 //! An open at a checkpoint ([`SessionStore::open_at_checkpoint`], [`SessionStore::open_from`])
 //! reads the document, the anchor line and the first page after it with the lease, and only the
-//! rows after its anchor; the ledger's fold starts
-//! from the checkpoint's state (the caller's, when its visitor shares it), and writes nothing when
-//! the session row's `ledger_length` says the ledger was in line with the whole log (see
-//! [`PgHold`]'s `opened`).
+//! rows after its anchor; the ledger's fold starts from the checkpoint's state at the first
+//! append, and the open writes nothing when the session row's `ledger_length` says the ledger
+//! was in line with the whole log (see [`PgHold`]'s `opened`).
 
 use std::collections::HashMap;
 use std::io;
@@ -24,15 +23,17 @@ use std::sync::{Arc, Mutex, Weak};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
+use ask_user_host::CheckpointDocument;
 use session_log::{
-    LogBackend, LogEvent, OwnedLog, ScanPosition, SessionEvent, SessionHeader, StoreError, TornTail,
+    LogBackend, LogEvent, OwnedLog, ScanPosition, SessionEvent, SessionHeader, SessionStore,
+    StoreError, TornTail,
 };
 use user_questions::sync::lock_unpoisoned as lock;
 
 use crate::PgError;
 use crate::db::Db;
 use crate::hints::Hints;
-use crate::ledger::{FoldVisitor, LedgerFold};
+use crate::ledger::{FoldVisitor, LedgerFold, Resumed};
 use crate::lines::{Lines, PAGE_BYTES};
 
 /// How a [`PgStore`] connects and leases.
@@ -691,6 +692,7 @@ impl LogBackend for PgStore {
             in_line,
             state: WriterState::Live,
             ledger: None,
+            resume: None,
         })
     }
 
@@ -798,8 +800,10 @@ impl LogBackend for PgStore {
         }
         let key = name.to_owned();
         // Where its anchor ends, for the next lease to read the anchor line with the row.
-        let anchor_end =
-            crate::ledger::checkpoint_anchor(document).and_then(|end| i64::try_from(end).ok());
+        let anchor_end = CheckpointDocument::read(document)
+            .ok()
+            .and_then(|document| document.resume_end())
+            .and_then(|end| i64::try_from(end).ok());
         let document = document.to_vec();
         let saved = self
             .inner
@@ -855,6 +859,16 @@ pub struct PgHold {
     in_line: bool,
     state: WriterState,
     ledger: Option<LedgerFold>,
+    /// An open resumed at a checkpoint: the ledger's fold starts from its state at the first
+    /// append (see [`OwnedLog::opened`]).
+    resume: Option<Resume>,
+}
+
+/// Where the ledger's fold of a writer opened at a checkpoint starts: the point, and the
+/// checkpoint document read with the lease (its anchor checked there).
+struct Resume {
+    resumed: Resumed,
+    document: Vec<u8>,
 }
 
 impl std::fmt::Debug for PgHold {
@@ -886,6 +900,79 @@ impl PgHold {
         {
             opening.remove(&self.name);
         }
+    }
+}
+
+impl PgHold {
+    /// Another handle to this hold's store.
+    fn store(&self) -> PgStore {
+        PgStore {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+
+    /// The checkpoint document the open resumed at (read with the lease while the open is under
+    /// way), when it is the projection's, anchored at `resumed`'s point; else why not.
+    fn checkpoint_at(&self, resumed: &Resumed) -> Result<Vec<u8>, String> {
+        let store = self.store();
+        let bytes = SessionStore::load_checkpoint(&store, &self.name)
+            .map_err(|e| e.to_string())?
+            .ok_or("no checkpoint document")?;
+        let document = CheckpointDocument::read(&bytes).map_err(|e| e.to_string())?;
+        if document.anchor().byte_length != resumed.at.byte_offset {
+            return Err("the checkpoint document is not at the resume point".into());
+        }
+        match SessionStore::resolve_anchor(&store, &self.name, document.anchor())
+            .map_err(|e| e.to_string())?
+        {
+            Ok((_, position)) if position.expected_seq == resumed.at.expected_seq => {}
+            Ok(_) => return Err("the checkpoint's next seq differs".into()),
+            Err(mismatch) => return Err(mismatch.to_string()),
+        }
+        Ok(bytes)
+    }
+
+    /// Starts the ledger's fold from the checkpoint the open resumed at, at the first append
+    /// since.
+    fn start_ledger(&mut self) -> Result<(), StoreError> {
+        if let Some(resume) = self.resume.take() {
+            match self.fold_from(&resume) {
+                Ok(fold) => self.ledger = Some(fold),
+                Err(why) => {
+                    tracing::debug!(log = %self.location.display(), reason = %why, "the ledger is folded from the whole log");
+                    self.fold_whole(&resume.resumed.header)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The fold from `resume`'s checkpoint state, carried on over the lines after it.
+    fn fold_from(&self, resume: &Resume) -> Result<LedgerFold, String> {
+        let state = CheckpointDocument::read(&resume.document)
+            .and_then(|document| document.state())
+            .map_err(|e| e.to_string())?;
+        let Resumed {
+            header,
+            at,
+            lines_after,
+        } = &resume.resumed;
+        let mut fold = FoldVisitor::carrying(LedgerFold::resume(header, state, *at));
+        if *lines_after {
+            SessionStore::scan_from(&self.store(), &self.name, *at, &mut fold)
+                .map_err(|e| e.to_string())?;
+        }
+        fold.fold.ok_or_else(|| "the fold was lost".into())
+    }
+
+    /// Folds the whole log and reconciles the ledger with it.
+    fn fold_whole(&mut self, header: &SessionHeader) -> Result<(), StoreError> {
+        let mut whole = FoldVisitor::default();
+        SessionStore::read(&self.store(), &self.name, &mut whole)?;
+        let ledger = whole.fold.unwrap_or_else(|| LedgerFold::new(header));
+        PgStore::reconcile(&self.inner, &self.name, self.epoch, &ledger)?;
+        self.ledger = Some(ledger);
+        Ok(())
     }
 }
 
@@ -938,12 +1025,7 @@ impl OwnedLog for PgHold {
     type Fold = FoldVisitor;
 
     fn fold(&self) -> FoldVisitor {
-        FoldVisitor::of(
-            PgStore {
-                inner: Arc::clone(&self.inner),
-            },
-            &self.name,
-        )
+        FoldVisitor::default()
     }
 
     /// The ledger in line with the log, fenced by the writer's epoch.
@@ -951,36 +1033,39 @@ impl OwnedLog for PgHold {
     /// * An open that read the whole log reconciles the ledger with all of it (a log imported,
     ///   or written before the ledger kept `ledger_length`; otherwise this changes nothing, since
     ///   the ledger is written with every append).
-    /// * An open resumed at a checkpoint whose fold started there, of a log whose ledger was in
-    ///   line when the lease was taken, writes nothing: every append since the checkpoint wrote
-    ///   its ledger rows in its own transaction (which is what kept `ledger_length` in line), so
-    ///   what the lines after the checkpoint change is there already, and the fold goes on from
-    ///   the checkpoint's state.
+    /// * An open resumed at a checkpoint, of a log whose ledger was in line when the lease was
+    ///   taken, writes nothing: every append since the checkpoint wrote its ledger rows in its own
+    ///   transaction (which is what kept `ledger_length` in line). It keeps the checkpoint
+    ///   document read with the lease (its anchor checked at the resume point), and the first
+    ///   append starts the fold from its state, carried on over the lines after it; a reader
+    ///   that only opens pays nothing for the ledger.
     /// * Otherwise (an imported log, a checkpoint document replaced since the host read it), the
     ///   ledger cannot start where the checkpoint left it: its fold reads the whole log (the host
     ///   still read only the lines after the checkpoint) and the whole ledger is reconciled.
     fn opened(&mut self, header: &SessionHeader, fold: FoldVisitor) -> Result<(), StoreError> {
-        // The scan is done: from here on every read goes to the database.
-        self.end_opening();
-        let whole = match (fold.resumed, fold.fold) {
-            (None, whole) => whole,
-            (Some(Ok(())), Some(resumed)) if self.in_line => {
-                self.ledger = Some(resumed);
-                return Ok(());
-            }
-            (Some(outcome), _) => {
-                let why = outcome
-                    .err()
-                    .unwrap_or_else(|| "the ledger is not in line with the log".into());
-                tracing::debug!(log = %self.location.display(), reason = %why, "the ledger is folded from the whole log");
-                let mut whole = FoldVisitor::default();
-                let store = PgStore {
-                    inner: Arc::clone(&self.inner),
+        let whole = match fold.resumed {
+            None => fold.fold,
+            Some(resumed) => {
+                let kept = if self.in_line {
+                    self.checkpoint_at(&resumed)
+                } else {
+                    Err("the ledger is not in line with the log".into())
                 };
-                session_log::SessionStore::read(&store, &self.name, &mut whole)?;
-                whole.fold
+                // The scan is done: from here on every read goes to the database.
+                self.end_opening();
+                match kept {
+                    Ok(document) => {
+                        self.resume = Some(Resume { resumed, document });
+                        return Ok(());
+                    }
+                    Err(why) => {
+                        tracing::debug!(log = %self.location.display(), reason = %why, "the ledger is folded from the whole log");
+                        return self.fold_whole(header);
+                    }
+                }
             }
         };
+        self.end_opening();
         let ledger = whole.unwrap_or_else(|| LedgerFold::new(header));
         PgStore::reconcile(&self.inner, &self.name, self.epoch, &ledger)?;
         self.ledger = Some(ledger);
@@ -1013,6 +1098,7 @@ impl OwnedLog for PgHold {
         written: &[SessionEvent],
     ) -> Result<(), StoreError> {
         self.end_opening();
+        self.start_ledger()?;
         let Some(ledger_fold) = &mut self.ledger else {
             return Err(StoreError::io(
                 "append to",

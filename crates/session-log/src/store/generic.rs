@@ -266,10 +266,8 @@ impl<F: LogVisitor> LogVisitor for Tee<'_, F> {
     }
 
     fn resumed(&mut self, header: &SessionHeader, at: ScanPosition) {
-        // The caller's visitor first: the store's fold may start from what it restored.
+        self.fold.resumed(header, at);
         self.visitor.resumed(header, at);
-        self.fold
-            .resumed_beside(header, at, self.visitor.resumed_state());
     }
 
     fn line(&mut self, scanned: &Scanned<'_>) {

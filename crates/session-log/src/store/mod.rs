@@ -30,7 +30,6 @@ mod generic;
 mod jsonl;
 mod memory;
 
-use std::any::Any;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -289,28 +288,6 @@ pub trait LogVisitor {
     /// header. The visitor carries on from the state it had at `at`.
     fn resumed(&mut self, header: &SessionHeader, at: ScanPosition) {
         let _ = (header, at);
-    }
-
-    /// What this visitor carries on from once [`resumed`](LogVisitor::resumed) (the state it had
-    /// at the point, as it restored it from a checkpoint document), for a store's own fold of
-    /// the same open to start from instead of restoring it again; `None` (the default): nothing
-    /// to share. A store takes only a type it knows (a projection state, say), and only for
-    /// the point of the open it was shown in.
-    fn resumed_state(&self) -> Option<&dyn Any> {
-        None
-    }
-
-    /// [`resumed`](LogVisitor::resumed), for a store's own fold ([`OwnedLog::Fold`]), beside what
-    /// the caller's visitor of the same open carries on from ([`LogVisitor::resumed_state`]).
-    /// The default ignores `shared`.
-    fn resumed_beside(
-        &mut self,
-        header: &SessionHeader,
-        at: ScanPosition,
-        shared: Option<&dyn Any>,
-    ) {
-        let _ = shared;
-        self.resumed(header, at);
     }
 
     /// One complete line after the header: a record, or a corrupt line that is skipped.
