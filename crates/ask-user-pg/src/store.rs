@@ -865,7 +865,7 @@ pub struct PgHold {
 }
 
 /// Where the ledger's fold of a writer opened at a checkpoint starts: the point, and the
-/// checkpoint document read with the lease (its anchor checked there).
+/// checkpoint document read with the lease.
 struct Resume {
     resumed: Resumed,
     document: Vec<u8>,
@@ -911,25 +911,12 @@ impl PgHold {
         }
     }
 
-    /// The checkpoint document the open resumed at (read with the lease while the open is under
-    /// way), when it is the projection's, anchored at `resumed`'s point; else why not.
-    fn checkpoint_at(&self, resumed: &Resumed) -> Result<Vec<u8>, String> {
-        let store = self.store();
-        let bytes = SessionStore::load_checkpoint(&store, &self.name)
+    /// The checkpoint document the open resumed at, read with the lease while the open is under
+    /// way (kept unread: the first append checks it).
+    fn checkpoint_read(&self) -> Result<Vec<u8>, String> {
+        SessionStore::load_checkpoint(&self.store(), &self.name)
             .map_err(|e| e.to_string())?
-            .ok_or("no checkpoint document")?;
-        let document = CheckpointDocument::read(&bytes).map_err(|e| e.to_string())?;
-        if document.anchor().byte_length != resumed.at.byte_offset {
-            return Err("the checkpoint document is not at the resume point".into());
-        }
-        match SessionStore::resolve_anchor(&store, &self.name, document.anchor())
-            .map_err(|e| e.to_string())?
-        {
-            Ok((_, position)) if position.expected_seq == resumed.at.expected_seq => {}
-            Ok(_) => return Err("the checkpoint's next seq differs".into()),
-            Err(mismatch) => return Err(mismatch.to_string()),
-        }
-        Ok(bytes)
+            .ok_or_else(|| "no checkpoint document".into())
     }
 
     /// Starts the ledger's fold from the checkpoint the open resumed at, at the first append
@@ -947,16 +934,27 @@ impl PgHold {
         Ok(())
     }
 
-    /// The fold from `resume`'s checkpoint state, carried on over the lines after it.
+    /// The fold from `resume`'s checkpoint state, carried on over the lines after it, when the
+    /// document is the projection's and its anchor fits the log at the point the open resumed
+    /// at; else why not.
     fn fold_from(&self, resume: &Resume) -> Result<LedgerFold, String> {
-        let state = CheckpointDocument::read(&resume.document)
-            .and_then(|document| document.state())
-            .map_err(|e| e.to_string())?;
         let Resumed {
             header,
             at,
             lines_after,
         } = &resume.resumed;
+        let document = CheckpointDocument::read(&resume.document).map_err(|e| e.to_string())?;
+        if document.anchor().byte_length != at.byte_offset {
+            return Err("the checkpoint document is not at the resume point".into());
+        }
+        match SessionStore::resolve_anchor(&self.store(), &self.name, document.anchor())
+            .map_err(|e| e.to_string())?
+        {
+            Ok((_, position)) if position.expected_seq == at.expected_seq => {}
+            Ok(_) => return Err("the checkpoint's next seq differs".into()),
+            Err(mismatch) => return Err(mismatch.to_string()),
+        }
+        let state = document.state().map_err(|e| e.to_string())?;
         let mut fold = FoldVisitor::carrying(LedgerFold::resume(header, state, *at));
         if *lines_after {
             SessionStore::scan_from(&self.store(), &self.name, *at, &mut fold)
@@ -1036,9 +1034,10 @@ impl OwnedLog for PgHold {
     /// * An open resumed at a checkpoint, of a log whose ledger was in line when the lease was
     ///   taken, writes nothing: every append since the checkpoint wrote its ledger rows in its own
     ///   transaction (which is what kept `ledger_length` in line). It keeps the checkpoint
-    ///   document read with the lease (its anchor checked at the resume point), and the first
-    ///   append starts the fold from its state, carried on over the lines after it; a reader
-    ///   that only opens pays nothing for the ledger.
+    ///   document read with the lease, and the first append checks its anchor against the
+    ///   resume point and starts the fold from its state, carried on over the lines after it
+    ///   (a document that does not fit means the whole log, below); a writer that only opens
+    ///   pays nothing for the ledger.
     /// * Otherwise (an imported log, a checkpoint document replaced since the host read it), the
     ///   ledger cannot start where the checkpoint left it: its fold reads the whole log (the host
     ///   still read only the lines after the checkpoint) and the whole ledger is reconciled.
@@ -1047,7 +1046,7 @@ impl OwnedLog for PgHold {
             None => fold.fold,
             Some(resumed) => {
                 let kept = if self.in_line {
-                    self.checkpoint_at(&resumed)
+                    self.checkpoint_read()
                 } else {
                     Err("the ledger is not in line with the log".into())
                 };
