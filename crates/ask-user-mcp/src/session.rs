@@ -380,7 +380,12 @@ impl Conn {
             );
             async move {
                 let active = conn.enter_within(&call_id, open_within).await?;
-                active.host().late().queue(&call_id, batch, provenance)
+                // Queuing appends to the log and syncs it: off the runtime's workers.
+                tokio::task::spawn_blocking(move || {
+                    active.host().late().queue(&call_id, batch, provenance)
+                })
+                .await
+                .map_err(|e| LateRefusal::Unavailable(joined(&e)))?
             }
         })
         .await
@@ -395,7 +400,12 @@ impl Conn {
         let started = tokio::time::Instant::now();
         let mut pause = std::time::Duration::from_millis(20);
         loop {
-            match self.enter(false) {
+            // Opening a log reads it (and may repair it): off the runtime's workers.
+            let conn = Arc::clone(self);
+            let entered = tokio::task::spawn_blocking(move || conn.enter(false))
+                .await
+                .map_err(|e| LateRefusal::Unavailable(joined(&e)))?;
+            match entered {
                 Ok(active) => return Ok(active),
                 Err(error) if started.elapsed() < within => {
                     tracing::debug!(%error, %call_id, "the session log cannot be opened yet; the late answer waits");
@@ -451,4 +461,9 @@ impl FormSession for Conn {
     ) {
         self.submit_late_now(&call_id, batch, provenance).await;
     }
+}
+
+/// A blocking task that did not finish (it panicked, or the runtime is shutting down).
+fn joined(error: &tokio::task::JoinError) -> DeskError {
+    DeskError::new(DeskErrorKind::Internal, "INTERNAL", error.to_string())
 }
