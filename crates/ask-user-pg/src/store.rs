@@ -927,7 +927,11 @@ impl PgHold {
                 Ok(fold) => self.ledger = Some(fold),
                 Err(why) => {
                     tracing::debug!(log = %self.location.display(), reason = %why, "the ledger is folded from the whole log");
-                    self.fold_whole(&resume.resumed.header)?;
+                    if let Err(error) = self.fold_whole(&resume.resumed.header) {
+                        // The next append tries again.
+                        self.resume = Some(resume);
+                        return Err(error);
+                    }
                 }
             }
         }
