@@ -195,8 +195,7 @@ impl QuestionDesk for LiveDesk {
             // The append and its sync block: off the caller's task.
             async move {
                 tokio::task::spawn_blocking(move || host.late().queue(&call_id, batch, provenance))
-                    .await
-                    .map_err(|e| internal(&e))?
+                    .await?
             }
         })
         .await?;
@@ -611,9 +610,7 @@ impl QuestionDesk for LogDesk {
     /// One read-only scan of each log (the calls' ages and which open calls were interrupted
     /// need every line).
     async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
-        self.blocking(Inner::sessions)
-            .await
-            .map_err(|e| internal_error(&e))?
+        self.blocking(Inner::sessions).await?
     }
 
     /// The continued questions of each log, from its checkpoint and the lines after it: what a
@@ -621,23 +618,18 @@ impl QuestionDesk for LogDesk {
     /// A call open in a log no writer holds (its host died in the window) is listed too, as
     /// interrupted: answering it repairs the log first, which continues the call.
     async fn answerable(&self) -> Result<Vec<DeskQuestion>, DeskError> {
-        self.blocking(Inner::answerable)
-            .await
-            .map_err(|e| internal_error(&e))?
+        self.blocking(Inner::answerable).await?
     }
 
     async fn views(&self, session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
         let session = session.map(str::to_owned);
         self.blocking(move |inner| inner.views(session.as_deref()))
-            .await
-            .map_err(|e| internal_error(&e))?
+            .await?
     }
 
     async fn find(&self, call_id: &CallId) -> Result<Vec<DeskQuestion>, DeskError> {
         let call_id = call_id.clone();
-        self.blocking(move |inner| inner.find(&call_id))
-            .await
-            .map_err(|e| internal_error(&e))?
+        self.blocking(move |inner| inner.find(&call_id)).await?
     }
 
     async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
@@ -651,8 +643,7 @@ impl QuestionDesk for LogDesk {
             let log = inner.log(&session)?;
             inner.submit(&log, &call_id, answers, provenance)
         })
-        .await
-        .map_err(|e| internal(&e))?
+        .await?
     }
 
     fn changes(&self) -> DeskChanges {
@@ -710,14 +701,6 @@ fn unavailable(error: HostError) -> LateRefusal {
         error.code(),
         error,
     ))
-}
-
-fn internal_error(error: &tokio::task::JoinError) -> DeskError {
-    DeskError::new(DeskErrorKind::Internal, "INTERNAL", error.to_string())
-}
-
-fn internal(error: &tokio::task::JoinError) -> LateRefusal {
-    LateRefusal::Unavailable(internal_error(error))
 }
 
 /// One read-only scan: the fold, and when each call was logged.

@@ -83,8 +83,7 @@ impl QuestionDesk for McpDesk {
                 asked_at_ms: None,
             }])
         })
-        .await
-        .map_err(|e| DeskError::new(DeskErrorKind::Internal, "INTERNAL", e.to_string()))?
+        .await?
     }
 
     /// Through the live session's connection when there is one (its log is not waited for: a

@@ -384,8 +384,7 @@ impl Conn {
                 tokio::task::spawn_blocking(move || {
                     active.host().late().queue(&call_id, batch, provenance)
                 })
-                .await
-                .map_err(|e| LateRefusal::Unavailable(joined(&e)))?
+                .await?
             }
         })
         .await
@@ -402,9 +401,7 @@ impl Conn {
         loop {
             // Opening a log reads it (and may repair it): off the runtime's workers.
             let conn = Arc::clone(self);
-            let entered = tokio::task::spawn_blocking(move || conn.enter(false))
-                .await
-                .map_err(|e| LateRefusal::Unavailable(joined(&e)))?;
+            let entered = tokio::task::spawn_blocking(move || conn.enter(false)).await?;
             match entered {
                 Ok(active) => return Ok(active),
                 Err(error) if started.elapsed() < within => {
@@ -461,9 +458,4 @@ impl FormSession for Conn {
     ) {
         self.submit_late_now(&call_id, batch, provenance).await;
     }
-}
-
-/// A blocking task that did not finish (it panicked, or the runtime is shutting down).
-fn joined(error: &tokio::task::JoinError) -> DeskError {
-    DeskError::new(DeskErrorKind::Internal, "INTERNAL", error.to_string())
 }

@@ -103,7 +103,7 @@ impl PgDesk {
         let store = self.store.clone();
         tokio::task::spawn_blocking(move || work(&store))
             .await
-            .map_err(|e| DeskError::new(DeskErrorKind::Internal, "INTERNAL", e.to_string()))
+            .map_err(DeskError::from)
     }
 
     /// Starts the follower when none runs (and a runtime is there to run it). It ends with its

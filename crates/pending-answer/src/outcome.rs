@@ -170,6 +170,22 @@ pub struct DeskError {
     source: Option<BoxError>,
 }
 
+/// A desk's task that did not finish (it panicked, or the runtime is shutting down): an
+/// `INTERNAL` error.
+impl From<tokio::task::JoinError> for DeskError {
+    fn from(error: tokio::task::JoinError) -> Self {
+        Self::from_error(DeskErrorKind::Internal, "INTERNAL", error)
+    }
+}
+
+/// A desk's task that did not finish: the answer was not taken
+/// ([`LateRefusal::Unavailable`]), and may be given again.
+impl From<tokio::task::JoinError> for LateRefusal {
+    fn from(error: tokio::task::JoinError) -> Self {
+        Self::Unavailable(error.into())
+    }
+}
+
 impl DeskError {
     /// An error of `kind` with a code and a message.
     pub fn new(kind: DeskErrorKind, code: &'static str, message: impl Into<String>) -> Self {
