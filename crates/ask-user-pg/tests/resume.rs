@@ -3,7 +3,8 @@
 //! ledger are the ones a full open gives, at every record boundary of a session with continued,
 //! answered and admitted questions; later admissions (written by the resumed fold) leave the
 //! same ledger. A checkpoint that does not fit, or a log whose ledger was never brought in line
-//! (an import), means a full read and loses nothing.
+//! (an import), means a full read and loses nothing. The ledger starts from the document the
+//! open resumed at, whatever is saved between the open and its first append.
 // Test code stops at its first broken expectation; sizes here are small.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -255,5 +256,59 @@ fn a_checkpoint_that_does_not_fit_or_an_unreconciled_ledger_means_a_full_read() 
         "an unreconciled ledger",
     );
     assert!(resumed, "the host still resumes at the checkpoint");
+    common::drop_schema(&url, &schema);
+}
+
+#[test]
+fn the_ledger_starts_from_the_checkpoint_its_open_resumed_at_though_another_is_saved_before_its_first_append()
+ {
+    let Some(url) = common::pg_url() else { return };
+    let (store, schema) = common::store(&url);
+    let mut client = common::client(&url, &schema);
+    let bytes = source_log(&store);
+    let ends = line_ends(&bytes);
+    let (early, cut) = (ends[1], ends[ends.len() - 1]);
+    let document = checkpoint_at(&bytes, cut);
+    // A document at the same anchor holding another state (an earlier point's): one that would
+    // start the ledger wrong if the first append read the document saved by then.
+    let mut forged: serde_json::Value = serde_json::from_slice(&document).unwrap();
+    let earlier: serde_json::Value = serde_json::from_slice(&checkpoint_at(&bytes, early)).unwrap();
+    forged["state"] = earlier["state"].clone();
+    let forged = serde_json::to_vec(&forged).unwrap();
+    assert_ne!(forged, document);
+
+    let runtime = HostRuntime::new(store.clone(), None).unwrap();
+    for name in ["again", "again-full"] {
+        import(&store, name, &bytes);
+        drop(runtime.open(name, SessionOptions::named("s")).unwrap());
+    }
+    store.save_checkpoint("again", &document).unwrap();
+    forget_checkpoint(&mut client, "again-full");
+    let (resumed, opened) = runtime.open("again", SessionOptions::named("s")).unwrap();
+    assert!(
+        opened.report.unwrap().resumed_at.is_some(),
+        "the open resumed at the checkpoint"
+    );
+    store.save_checkpoint("again", &forged).unwrap();
+    let (full, _) = runtime
+        .open("again-full", SessionOptions::named("s-full"))
+        .unwrap();
+    let call = CallId::from("c3");
+    for host in [&resumed, &full] {
+        host.late()
+            .queue(
+                &call,
+                AnswerBatch::new([AnswerItem::selected("scope", ["Tool only"])]),
+                Provenance::human("test"),
+            )
+            .unwrap();
+        assert!(host.late().settle(&call).unwrap().is_some());
+    }
+    let rows = ledger(&mut client, "again");
+    assert!(
+        rows.iter().any(|row| row.starts_with("q c3 settled")),
+        "{rows:?}"
+    );
+    assert_eq!(rows, ledger(&mut client, "again-full"));
     common::drop_schema(&url, &schema);
 }
