@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ask_user_host::Host;
-use ask_user_host::demo::{DEMO_CALL_ID, ScriptedModel, Shown};
+use ask_user_host::demo::{DEMO_CALL_ID, Played, ScriptedModel, Shown};
 use tool_ask_user::AskUserConfig;
 use user_questions::{AnswerBatch, AnswerItem, CallId, CancellationToken, Provenance};
 
@@ -22,29 +22,29 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Shown::Json(label, json) => println!("{label}{json}"),
     };
     let model = ScriptedModel::new(&host, CancellationToken::new(), &show);
-    model.open()?;
-    let outcome = model.call().await?;
-    assert!(outcome.is_pending(), "nobody answers in the window");
-    model.work_while_pending().await?;
-
-    // A person answers later, from anywhere the host's desk reaches: here, a task.
+    // Nobody answers in the window; once the call is pending, a person answers later, from
+    // anywhere the host's desk reaches: here, a task.
     let person = Arc::clone(&host);
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let answers = AnswerBatch::new([
-            AnswerItem::selected("db", ["SQLite"]),
-            AnswerItem::selected("checks", ["Unit tests", "Lint"]),
-        ]);
-        let call = CallId::from(DEMO_CALL_ID);
-        if let Err(refusal) = person
-            .late()
-            .queue(&call, answers, Provenance::human("example"))
-        {
-            eprintln!("the late answer was refused: {refusal}");
-        }
-    });
+    let answer_later = move |_: &[_]| {
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let answers = AnswerBatch::new([
+                AnswerItem::selected("db", ["SQLite"]),
+                AnswerItem::selected("checks", ["Unit tests", "Lint"]),
+            ]);
+            let call = CallId::from(DEMO_CALL_ID);
+            if let Err(refusal) = person
+                .late()
+                .queue(&call, answers, Provenance::human("example"))
+            {
+                eprintln!("the late answer was refused: {refusal}");
+            }
+        });
+        true
+    };
+    let played = model.play(async {}, answer_later).await?;
     assert!(
-        model.admit_late_reply().await?,
+        matches!(played, Played::Pending { admitted: true, .. }),
         "the late reply is admitted"
     );
     println!("settled: {}", host.projection().view().settled.len());

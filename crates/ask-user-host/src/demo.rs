@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use tool_ask_user::ToolOutcome;
-use user_questions::{AnswerBatch, CallId, CancellationToken, ContentBlock};
+use user_questions::{AnswerBatch, CallId, CancellationToken, ContentBlock, Question};
 
 use crate::{Host, HostError, ModelInfo};
 
@@ -42,6 +42,25 @@ pub enum Shown<'a> {
     Json(&'static str, &'a str),
 }
 
+/// How a [`ScriptedModel::play`] ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Played {
+    /// The call ended without answers: an error result, or cancelled.
+    Stopped,
+    /// Answered in the window: the model decided.
+    Answered,
+    /// The call went pending with these questions and the model worked on; then, when the
+    /// caller chose to `wait`, a late reply was admitted (`admitted`) or the wait was cancelled.
+    Pending {
+        /// The questions still waiting for an answer.
+        questions: Vec<Question>,
+        /// Whether the model waited for a late reply.
+        waited: bool,
+        /// Whether a late reply was admitted, which settled the question.
+        admitted: bool,
+    },
+}
+
 /// The scripted model over `host`: each method is one step of the exchange, recorded through
 /// the host and shown through `show`. `cancel` ends the call and the waits (Ctrl-C).
 pub struct ScriptedModel<'a> {
@@ -64,6 +83,44 @@ impl<'a> ScriptedModel<'a> {
         show: &'a (dyn Fn(Shown<'_>) + Send + Sync),
     ) -> Self {
         Self { host, cancel, show }
+    }
+
+    /// The whole exchange: [`open`](Self::open), `ready` (the caller's moment before the
+    /// window starts), [`call`](Self::call); then [`decide_now`](Self::decide_now) when answered,
+    /// [`stop`](Self::stop) when not, or for a pending call
+    /// [`work_while_pending`](Self::work_while_pending) and, unless cancelled and when `wait`
+    /// says so given the questions still waiting, [`admit_late_reply`](Self::admit_late_reply).
+    ///
+    /// # Errors
+    ///
+    /// The host's.
+    pub async fn play(
+        &self,
+        ready: impl Future<Output = ()>,
+        wait: impl FnOnce(&[Question]) -> bool,
+    ) -> Result<Played, HostError> {
+        self.open()?;
+        ready.await;
+        let outcome = self.call().await?;
+        if self.cancel.is_cancelled() || outcome.is_error {
+            self.stop()?;
+            return Ok(Played::Stopped);
+        }
+        if let Some(batch) = outcome.answers() {
+            self.decide_now(&batch)?;
+            return Ok(Played::Answered);
+        }
+        self.work_while_pending().await?;
+        let questions = (self.host.projection().active(&DEMO_CALL_ID.into()))
+            .map(|a| a.questions.clone())
+            .unwrap_or_default();
+        let waited = !self.cancel.is_cancelled() && wait(&questions);
+        let admitted = waited && self.admit_late_reply().await?;
+        Ok(Played::Pending {
+            questions,
+            waited,
+            admitted,
+        })
     }
 
     /// Turn 1, step 1, before the call: the model says why it asks and what it calls with.

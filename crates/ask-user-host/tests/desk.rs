@@ -408,3 +408,35 @@ async fn the_answerable_questions_come_from_the_checkpoint_and_the_lines_after_i
         .collect();
     assert_eq!(calls, scanned);
 }
+
+/// A call named alone reaches the sessions that have it answerable, each once: none for a call
+/// nobody asked or one already settled, both when two sessions hold the same call id.
+#[tokio::test(start_paused = true)]
+async fn the_sessions_a_call_named_alone_reaches() {
+    let store = two_sessions().await;
+    let runtime = runtime(Arc::clone(&store));
+    let c = runtime.create("c", SessionOptions::named("c")).unwrap();
+    ask_unanswered(&c, &CallId::from("a-1")).await;
+    drop(c);
+    let desk = LogDesk::store(Arc::clone(&store));
+    let reaches = |call: &'static str| {
+        let desk = &desk;
+        async move { desk.sessions_answering(&CallId::from(call)).await.unwrap() }
+    };
+    assert_eq!(reaches("b-1").await, ["b"]);
+    assert_eq!(reaches("a-1").await, ["a", "c"]);
+    assert!(reaches("nobody-asked").await.is_empty());
+    let answered = desk
+        .submit(Submission::new(
+            "a",
+            CallId::from("a-1"),
+            scope("Everything"),
+            shell(),
+        ))
+        .await;
+    assert!(
+        matches!(answered, Ok(Accepted::Admitted { settled: true, .. })),
+        "{answered:?}"
+    );
+    assert_eq!(reaches("a-1").await, ["c"], "settled in a");
+}

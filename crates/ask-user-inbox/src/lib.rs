@@ -11,7 +11,7 @@ pub use link::{
     AsyncReadWrite, Connect, InboxLink, LINK_ANSWERER, LinkedHost, LinkedSession, Stream,
 };
 pub use rendezvous::{
-    ADDRESS_NAME, Address, InboxLock, LOCK_NAME, RESPAWN_EVERY, Rendezvous, SOCKET_NAME,
+    ADDRESS_NAME, Address, InboxLock, LOCK_NAME, LOG_NAME, RESPAWN_EVERY, Rendezvous, SOCKET_NAME,
     STARTED_WITHIN, Starter, connect,
 };
 pub use wire::MAX_LINE;

@@ -8,7 +8,10 @@
 //! * `inbox.json`: where the page was served, its token and the inbox's process id (mode 0600),
 //!   so a bookmark keeps working across restarts.
 //!
-//! Starting an inbox process is the caller's ([`Starter`]): this crate knows no processes.
+//! * `inbox.log`: the stderr of an inbox started in the background ([`Rendezvous::spawn`]).
+//!
+//! What an inbox process is (the program and its arguments) is the caller's ([`Starter`]);
+//! [`Rendezvous::spawn`] starts the command it is given so that it outlives its starter.
 
 use std::fs::File;
 use std::io;
@@ -30,6 +33,9 @@ pub const LOCK_NAME: &str = "inbox.lock";
 
 /// Where the page's address and token are kept.
 pub const ADDRESS_NAME: &str = "inbox.json";
+
+/// Where an inbox started in the background writes its stderr.
+pub const LOG_NAME: &str = "inbox.log";
 
 /// How often a host starts an inbox at most when none answers.
 pub const RESPAWN_EVERY: Duration = Duration::from_secs(10);
@@ -193,6 +199,36 @@ impl Rendezvous {
         )?;
         file.sync_all()?;
         std::fs::rename(&temp, self.dir.join(ADDRESS_NAME))
+    }
+
+    /// Starts `command` (an inbox for this directory) in the background, in a process group of
+    /// its own so that it outlives this process, with no stdin or stdout and its stderr appended
+    /// to [`LOG_NAME`] in the directory (made the owner's alone); it is reaped when it ends.
+    ///
+    /// # Errors
+    ///
+    /// When the directory or the log cannot be made, or the command cannot start.
+    pub fn spawn(&self, mut command: std::process::Command) -> io::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        use std::os::unix::process::CommandExt as _;
+        std::fs::create_dir_all(&self.dir)?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(self.dir.join(LOG_NAME))?;
+        command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .process_group(0);
+        let mut child = command.spawn()?;
+        tracing::info!(pid = child.id(), "started the inbox");
+        // Reaped when it ends (an inbox that found another one running ends at once).
+        std::thread::spawn(move || {
+            let _ = child.wait();
+        });
+        Ok(())
     }
 
     /// The address of the inbox that runs for the directory, if one answers on its socket.

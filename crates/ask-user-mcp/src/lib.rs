@@ -35,6 +35,8 @@ mod cancels;
 pub mod companion;
 mod connection;
 mod desk;
+#[cfg(feature = "clap")]
+mod flags;
 pub mod form;
 mod http;
 mod inflight;
@@ -54,6 +56,8 @@ mod util;
 
 pub use answerer::{ASK_DECLINED, declined};
 pub use connection::{MAX_PROTOCOL_VERSION, McpConnection};
+#[cfg(feature = "clap")]
+pub use flags::HttpArgs;
 pub use server::{
     AskUserMcp, BearerToken, BearerTokenError, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS,
     DEFAULT_PROGRESS_INTERVAL, DEFAULT_SESSION_IDLE, HTTP_PATH, HomePathError, HttpLimits,

@@ -2,6 +2,8 @@
 
 mod backend;
 mod config;
+#[cfg(feature = "clap")]
+mod flags;
 mod http;
 mod notice;
 mod ntfy;
@@ -17,6 +19,8 @@ pub use config::{
     ConfigError, DEFAULT_NTFY_SERVER, MAX_NOTIFY_AFTER, NotifyConfig, NotifyOverrides, NtfyConfig,
     RetryPolicy, Secret, WEBHOOK_SECRET_ENV, WebhookConfig, redacted_url,
 };
+#[cfg(feature = "clap")]
+pub use flags::{FlagsError, NotifyArgs};
 pub use http::Delivered;
 pub use notice::{Button, Notice, NoticeKind, NoticeQuestion};
 pub use ntfy::Ntfy;

@@ -26,6 +26,8 @@ mod claims;
 mod db;
 mod desk;
 mod feed;
+#[cfg(feature = "clap")]
+mod flags;
 mod hints;
 mod ledger;
 mod lines;
@@ -43,6 +45,8 @@ pub use answers::{AnswerError, LedgerAnswer, LedgerQuestion};
 pub use claims::Window;
 pub use desk::{CLAIM_LEASE, CLAIM_RENEW, LiveLedger, PgDesk, follow_ledger};
 pub use feed::LedgerFeed;
+#[cfg(feature = "clap")]
+pub use flags::{ExportArgs, ImportArgs, ImportNameError, PgArgs, PgRequired, WorkerArgs, connect};
 pub use ledger::{FoldVisitor, QuestionState};
 pub use lines::Lines;
 pub use live::{LIVE_POLL, LiveSession, REQUEST_STATE_SECRET};

@@ -268,6 +268,27 @@ impl Worker {
         }
     }
 
+    /// Runs on the blocking pool until `stop` resolves, then stops and waits for the pass under
+    /// way to end; `report` sees every admission and failure. A worker never ends by itself:
+    /// an error is one that panicked.
+    ///
+    /// # Errors
+    ///
+    /// The worker's task panicked.
+    pub async fn run_until(
+        self,
+        stop: impl Future<Output = ()>,
+        mut report: impl FnMut(&WorkerEvent<'_>) + Send + 'static,
+    ) -> Result<(), tokio::task::JoinError> {
+        let stopper = self.stopper();
+        let mut run = tokio::task::spawn_blocking(move || self.run(&mut report));
+        tokio::select! {
+            () = stop => stopper.stop(),
+            ended = &mut run => return ended,
+        }
+        run.await
+    }
+
     /// One pass: the sessions this worker holds, then those with answers and a free lease; then
     /// the held sessions idle for longer than the hold are closed.
     pub fn pass(&self, report: &mut dyn FnMut(&WorkerEvent<'_>)) {

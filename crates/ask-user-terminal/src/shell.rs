@@ -272,3 +272,21 @@ pub fn answer_problems(
         problems.join("; ")
     ))
 }
+
+/// The command a printed hint starts with, runnable as printed: `name` when that name on `PATH`
+/// is this binary, else this binary's path (after `cargo run`, for example), shell-quoted.
+pub fn program_word(name: &str) -> String {
+    let Ok(exe) = std::env::current_exe() else {
+        return name.to_owned();
+    };
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    });
+    let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
+    match on_path {
+        Some(found) if same(&found, &exe) => name.to_owned(),
+        _ => shell_word(&exe.display().to_string()),
+    }
+}

@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 
 mod answerer;
+#[cfg(feature = "clap")]
+mod flags;
 mod grants;
 mod hub;
 mod links;
@@ -21,6 +23,8 @@ use user_questions::{
 };
 
 pub use ask_user_http::{HttpLimits, ServerTls, TlsError, TlsFiles, TlsFilesError};
+#[cfg(feature = "clap")]
+pub use flags::WebArgs;
 pub use routes::TOKEN_HEADER;
 pub use sessions::WebOptions;
 pub use settings::WebSettings;
@@ -200,6 +204,7 @@ impl WebSurface {
             done.cancel();
         });
         Ok(WebServer {
+            surface: self.clone(),
             addr,
             scheme,
             token: Arc::clone(&self.token),
@@ -221,6 +226,18 @@ impl WebSurface {
         }
         self.serve(TcpListener::bind(addr).await?)
     }
+
+    /// [`bind`](Self::bind)s `addr`, and when that fails (the port is taken), a free port on
+    /// the same address, with a warning: for a default address, never for one a person asked for.
+    pub async fn bind_or_free_port(&self, addr: SocketAddr) -> std::io::Result<WebServer> {
+        match self.bind(addr).await {
+            Ok(server) => Ok(server),
+            Err(error) => {
+                tracing::warn!(%error, %addr, "the page's address is taken; serving on a free port");
+                self.bind(SocketAddr::new(addr.ip(), 0)).await
+            }
+        }
+    }
 }
 
 /// A one-time answer: `POST` [`path`](Self::path) (below [`WebServer::base_url`]) with the
@@ -235,6 +252,7 @@ pub struct GrantLink {
 
 /// A running server. Dropping it stops serving.
 pub struct WebServer {
+    surface: WebSurface,
     addr: SocketAddr,
     /// `http` or `https`.
     scheme: &'static str,
@@ -270,6 +288,11 @@ impl WebServer {
     /// The page's URL with its token, to print for the person.
     pub fn url(&self) -> String {
         format!("{}/?token={}", self.base_url(), self.token)
+    }
+
+    /// What this page adds to notifications: [`WebSurface::links`] of the surface it serves.
+    pub fn links(&self, public_url: Option<&str>) -> Arc<dyn ask_user_notify::Links> {
+        self.surface.links(self, public_url)
     }
 
     /// Stops serving, and tells every open page first: its event stream ends with an `ended`

@@ -242,6 +242,18 @@ pub trait QuestionDesk: Send + Sync {
             .collect())
     }
 
+    /// The sessions an answer to `call_id` reaches ([`DeskQuestion::answerable`]), each once,
+    /// from [`find`](Self::find): which session to submit to when a person names the call
+    /// alone (none, one, or several to choose between).
+    async fn sessions_answering(&self, call_id: &CallId) -> Result<Vec<String>, DeskError> {
+        let mut sessions: Vec<String> = (self.find(call_id).await?.into_iter())
+            .filter(|q| q.answerable)
+            .map(|q| q.session)
+            .collect();
+        sessions.dedup();
+        Ok(sessions)
+    }
+
     /// Takes a person's answer: what was done with it, or why not. The batch is checked against
     /// the stored questions (SPEC §9.2) before anything is kept. A call whose window closed a
     /// moment ago, whose pending result is not durable yet, is waited for (at most

@@ -49,12 +49,18 @@ impl LateAnswerRoute {
 
 /// Which `ask_user_question` definition is registered. Exactly one is, never both.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum AskUserMode {
     /// The blocking tool: it waits for an answer or an error and never reports pending.
     #[default]
+    #[cfg_attr(feature = "clap", value(help = "The blocking tool (the default)"))]
     Legacy,
     /// The timed tool: it waits for a foreground window, then reports pending.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Returns pending after a window; the question stays answerable")
+    )]
     Timed,
 }
 

@@ -45,6 +45,8 @@ mod catalog;
 mod config;
 mod context;
 mod definition;
+#[cfg(feature = "clap")]
+mod flags;
 mod legacy;
 mod outcome;
 mod pending;
@@ -61,6 +63,8 @@ pub use config::{
 };
 pub use context::ToolContext;
 pub use definition::ToolDefinition;
+#[cfg(feature = "clap")]
+pub use flags::ToolArgs;
 pub use outcome::{ErrorInfo, ToolOutcome, ToolResultData};
 pub use pending::{PENDING_NOTICE, PENDING_NOTICE_COMPANION};
 pub use registry::{RegistryError, ToolGuard, ToolRegistry};

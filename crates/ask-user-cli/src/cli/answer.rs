@@ -12,10 +12,8 @@ use ask_user_terminal::sanitize::visible;
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
-use std::sync::{Arc, Mutex};
 
-use pending_answer::{Accepted, LateRefusal, NotWaiting, QuestionDesk as _, Queued, Submission};
-use user_questions::sync::lock_unpoisoned;
+use pending_answer::{Accepted, LateRefusal, NotWaiting, QuestionDesk, Queued, Submission};
 use user_questions::{AnswerBatch, CallId, Provenance, Question, UserMessage};
 
 use super::desk::{Access, Picked};
@@ -55,16 +53,17 @@ pub struct AnswerArgs {
     #[arg(long, conflicts_with_all = ["pick", "custom", "skip"])]
     answers: Option<PathBuf>,
     #[command(flatten)]
-    pg: super::pg::PgArgs,
+    pg: ask_user_pg::PgArgs,
     /// With `--pg`: admit the answer here when no worker holds the session.
     #[arg(long, requires = "pg")]
     admit: bool,
 }
 
 pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Result<Exit, CliError> {
-    let pg = args
-        .pg
-        .filled(args.targets.len() == 2 || args.state_dir.is_some(), file);
+    let pg = args.pg.filled(
+        args.targets.len() == 2 || args.state_dir.is_some(),
+        &file.pg,
+    );
     let (session, picked, call_id) = match args.targets.as_slice() {
         [log, call] => {
             let log = PathBuf::from(log);
@@ -96,21 +95,12 @@ pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Resu
         TypedAnswerError::Usage(message) => CliError::usage(message),
         TypedAnswerError::Input(message) => CliError::input(message),
     })?;
-    // The call's questions, as the desk read them, order the flags' items and name every problem
-    // of a bad answer.
-    let seen: Arc<Mutex<(Option<Vec<Question>>, AnswerBatch)>> =
-        Arc::new(Mutex::new((None, batch.clone())));
+    // The call's questions, as the desk reads them, order the flags' items.
     let from_flags = args.answers.is_none();
-    let compose = {
-        let seen = Arc::clone(&seen);
-        move |stored: Option<&[Question]>| {
-            let submitted = match stored {
-                Some(stored) if from_flags => in_question_order(&batch, stored),
-                _ => batch,
-            };
-            *lock_unpoisoned(&seen) = (stored.map(<[Question]>::to_vec), submitted.clone());
-            submitted
-        }
+    let given = batch.clone();
+    let compose = move |stored: Option<&[Question]>| match stored {
+        Some(stored) if from_flags => in_question_order(&given, stored),
+        _ => given,
     };
     let submission = Submission::composed(
         session.clone(),
@@ -119,7 +109,6 @@ pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Resu
         Provenance::human(ANSWERER),
     );
     let answered = picked.desk().submit(submission).await;
-    let (questions, submitted) = lock_unpoisoned(&seen).clone();
     match answered {
         Ok(Accepted::Admitted { reply, settled }) => {
             print_admitted(&call_id, &reply, settled);
@@ -152,17 +141,38 @@ pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Resu
             }
             Ok(Exit::Ok)
         }
-        Err(refusal) => {
-            let in_database = matches!(picked, Picked::Database(_));
-            Err(refused(
-                refusal,
-                &call_id,
-                in_database,
-                questions.as_deref(),
-                &submitted,
+        Err(refusal @ LateRefusal::BadAnswer(_)) => {
+            let every = every_problem(picked.desk(), &session, &call_id, batch, from_flags).await;
+            Err(every.map_or_else(
+                || refused(refusal, &call_id, false),
+                |every| CliError::new("BAD_ANSWER", every, Exit::BadAnswer),
             ))
         }
+        Err(refusal) => Err(refused(
+            refusal,
+            &call_id,
+            matches!(picked, Picked::Database(_)),
+        )),
     }
+}
+
+/// Every problem of a refused answer, named against the questions the call asked (the seam
+/// names the first; a person fixing the command wants them all).
+async fn every_problem(
+    desk: &dyn QuestionDesk,
+    session: &str,
+    call_id: &CallId,
+    batch: AnswerBatch,
+    from_flags: bool,
+) -> Option<String> {
+    let found = desk.find(call_id).await.unwrap_or_default();
+    let stored = found.into_iter().find(|q| q.session == session)?.questions;
+    let submitted = if from_flags {
+        in_question_order(&batch, &stored)
+    } else {
+        batch
+    };
+    answer_problems(call_id, &stored, &submitted)
 }
 
 /// Prints an admitted reply: the text the model reads on stdout, what happened on stderr.
@@ -186,33 +196,22 @@ fn print_admitted(call_id: &CallId, reply: &UserMessage, settled: bool) {
 }
 
 /// The command's failure for a refused answer.
-fn refused(
-    refusal: LateRefusal,
-    call_id: &CallId,
-    in_database: bool,
-    questions: Option<&[Question]>,
-    submitted: &AnswerBatch,
-) -> CliError {
+fn refused(refusal: LateRefusal, call_id: &CallId, in_database: bool) -> CliError {
     match refusal {
         LateRefusal::NotWaiting(why) => {
-            let unknown = if in_database {
-                " of this session (legacy calls never take late answers)"
+            let place = if in_database {
+                "of this session"
             } else {
-                " in this log (legacy calls never take late answers)"
+                "in this log"
             };
-            CliError::new(
-                "NOT_CONTINUED",
-                format!(
-                    "call {call_id} {}{}",
-                    why.reason(),
-                    if why == NotWaiting::Unknown {
-                        unknown
-                    } else {
-                        ""
-                    }
-                ),
-                Exit::NotContinued,
-            )
+            let unknown = (why == NotWaiting::Unknown)
+                .then(|| format!(" {place} (legacy calls never take late answers)"));
+            let message = format!(
+                "call {call_id} {}{}",
+                why.reason(),
+                unknown.unwrap_or_default()
+            );
+            CliError::new("NOT_CONTINUED", message, Exit::NotContinued)
         }
         // A reply an earlier (crashed) session accepted waited in the durable inbox: the desk,
         // the session's host now, admitted it, which settles the question with that first answer.
@@ -233,10 +232,6 @@ fn refused(
             CliError::new("REPLY_QUEUED", refusal.to_string(), Exit::ReplyQueued)
         }
         LateRefusal::BadAnswer(error) => {
-            // The seam names the first problem; a person fixing the command wants them all.
-            if let Some(every) = questions.and_then(|q| answer_problems(call_id, q, submitted)) {
-                return CliError::new("BAD_ANSWER", every, Exit::BadAnswer);
-            }
             CliError::new(error.code(), error.message(), Exit::BadAnswer)
         }
         LateRefusal::UnknownSession(session) => CliError::log(
@@ -261,15 +256,7 @@ fn refused(
 /// The session of the state directory whose log has `call_id` open or continued (an answer
 /// reaches it): the one, or an error naming none or several.
 async fn session_of(desk: &LogDesk, call_id: &CallId) -> Result<String, CliError> {
-    let mut sessions: Vec<String> = desk
-        .find(call_id)
-        .await?
-        .into_iter()
-        .filter(|q| q.answerable)
-        .map(|q| q.session)
-        .collect();
-    sessions.dedup();
-    match sessions.as_slice() {
+    match desk.sessions_answering(call_id).await?.as_slice() {
         [one] => Ok(one.clone()),
         [] => Err(not_continued(call_id)),
         several => Err(CliError::new(
@@ -277,11 +264,7 @@ async fn session_of(desk: &LogDesk, call_id: &CallId) -> Result<String, CliError
             format!(
                 "call {} is continued in several sessions: {}; name the log too",
                 visible(call_id.as_str()),
-                several
-                    .iter()
-                    .map(|s| visible(s).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                visible(&several.join(", "))
             ),
             Exit::Usage,
         )),

@@ -30,15 +30,15 @@ pub struct AskArgs {
     /// The model's arguments as JSON text, in a file or `-` for stdin.
     arguments: PathBuf,
     #[command(flatten)]
-    web: super::web::WebArgs,
+    web: ask_user_web::WebArgs,
     #[command(flatten)]
-    notify: super::notify::NotifyArgs,
+    notify: ask_user_notify::NotifyArgs,
 }
 
 /// A pending result promises a late answer, which only a session log outlives `ask` for: a timed
 /// call without `--log` is refused before it is asked.
 fn needs_log(args: &AskArgs, file: &super::config::Config) -> Result<(), CliError> {
-    if args.tool.mode(file) == super::Mode::Timed && args.log.is_none() {
+    if args.tool.mode(file.mode) == super::Mode::Timed && args.log.is_none() {
         return Err(CliError::usage(
             "ask --mode timed needs --log FILE: a question whose window passes is answered late from its log, and without one the session ends with this process",
         ));
@@ -49,7 +49,7 @@ fn needs_log(args: &AskArgs, file: &super::config::Config) -> Result<(), CliErro
 pub(super) async fn run(args: AskArgs, file: &super::config::Config) -> Result<Exit, CliError> {
     needs_log(&args, file)?;
     let arguments = read_input(&args.arguments)?;
-    let config = args.tool.config(file)?;
+    let config = Some(args.tool.config(file.mode, file.timeout)?);
     let log = args
         .log
         .clone()

@@ -7,13 +7,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ask_user_terminal::listing::json_line;
+use ask_user_terminal::listing::{answer_hint, json_line};
 use clap::Args;
 use user_questions::CancellationToken;
 
 use super::surfaces::{Surfaces, read_script};
 use super::{CliError, Exit};
-use crate::host::demo::{DEMO_CALL_ID, ScriptedModel, Shown};
+use crate::host::demo::{DEMO_CALL_ID, Played, ScriptedModel, Shown};
 use crate::host::{Host, HostOptions, LogTarget};
 use crate::store::now_ms;
 use crate::terminal::is_interactive_terminal;
@@ -31,13 +31,13 @@ pub struct DemoArgs {
     #[arg(long)]
     answers: Option<PathBuf>,
     #[command(flatten)]
-    web: super::web::WebArgs,
+    web: ask_user_web::WebArgs,
     #[command(flatten)]
-    notify: super::notify::NotifyArgs,
+    notify: ask_user_notify::NotifyArgs,
     /// Run the session in a database instead of a log file (`--pg URL`): answers given there
     /// from any shell or page (`ask-user answer --pg …`) reach this demo while it runs.
     #[command(flatten)]
-    pg: super::pg::PgArgs,
+    pg: ask_user_pg::PgArgs,
 }
 
 pub(super) async fn run(args: DemoArgs, file: &super::config::Config) -> Result<Exit, CliError> {
@@ -51,64 +51,43 @@ pub(super) async fn run(args: DemoArgs, file: &super::config::Config) -> Result<
             web.url()
         ));
     }
-    model.open()?;
-    demo.wait_until_ready().await;
-    let outcome = model.call().await?;
-    if demo.cancel.is_cancelled() || outcome.is_error {
-        model.stop()?;
-        let exit = if demo.cancel.is_cancelled() {
-            Exit::Interrupted
-        } else {
-            Exit::ToolError
+    let wait = |_: &[_]| {
+        let place = match (demo.surfaces.interactive, demo.surfaces.web.is_some()) {
+            (false, false) => return false,
+            (true, true) => "in the card and on the page",
+            (false, true) => "on the page",
+            (true, false) => "in the card",
         };
-        return demo.finish(exit).await;
-    }
-    if let Some(batch) = outcome.answers() {
-        model.decide_now(&batch)?;
-        return demo.finish(Exit::Ok).await;
-    }
-    model.work_while_pending().await?;
+        demo.say(format!("host  › the question is still open {place}; answer it now (Ctrl-C to stop and answer later)"));
+        true
+    };
+    let (questions, waited, admitted) = match model.play(demo.wait_until_ready(), wait).await? {
+        Played::Stopped => return demo.finish(Exit::ToolError).await,
+        Played::Answered => return demo.finish(Exit::Ok).await,
+        Played::Pending {
+            questions,
+            waited,
+            admitted,
+        } => (questions, waited, admitted),
+    };
     // Placeholders where the person must choose, and the choices under them: a hint never
     // answers for the person, not even with the recommended option.
-    let questions =
-        (demo.host.projection().active(&DEMO_CALL_ID.into())).map(|a| a.questions.clone());
     let command = format!(
         "{} answer {} {DEMO_CALL_ID}",
         super::invoked(),
         demo.session_arg
     );
-    let later = ask_user_terminal::listing::answer_hint(&command, &questions.unwrap_or_default())
-        .replace('\n', "\n        ");
-    let exit = if demo.cancel.is_cancelled() {
-        Exit::Interrupted
-    } else {
-        Exit::Ok
-    };
-    if !demo.answerable() || demo.cancel.is_cancelled() {
+    let later = answer_hint(&command, &questions).replace('\n', "\n        ");
+    if !waited {
         demo.say(format!(
             "host  › the question stays answerable; answer it later with:\n        {later}"
         ));
-        return demo.finish(exit).await;
-    }
-    let place = match (demo.surfaces.interactive, demo.surfaces.web.is_some()) {
-        (true, true) => "in the card and on the page",
-        (false, true) => "on the page",
-        _ => "in the card",
-    };
-    demo.say(format!(
-        "host  › the question is still open {place}; answer it now (Ctrl-C to stop and answer later)"
-    ));
-    if !model.admit_late_reply().await? {
+    } else if !admitted {
         demo.say(format!(
             "host  › stopped; answer later with:\n        {later}"
         ));
     }
-    let exit = if demo.cancel.is_cancelled() {
-        Exit::Interrupted
-    } else {
-        Exit::Ok
-    };
-    demo.finish(exit).await
+    demo.finish(Exit::Ok).await
 }
 
 /// One demo run: the host, its surfaces and the Ctrl-C listener.
@@ -205,6 +184,7 @@ impl Demo {
         }
     }
 
+    /// Ends the run: `exit`, or [`Exit::Interrupted`] after Ctrl-C.
     async fn finish(&self, exit: Exit) -> Result<Exit, CliError> {
         if let Some(web) = &self.surfaces.web {
             web.stop().await;
@@ -216,7 +196,11 @@ impl Demo {
             super::invoked(),
             self.session_arg
         ));
-        Ok(exit)
+        Ok(if self.cancel.is_cancelled() {
+            Exit::Interrupted
+        } else {
+            exit
+        })
     }
 }
 
@@ -234,9 +218,9 @@ fn open_session(
     config: tool_ask_user::AskUserConfig,
     file: &super::config::Config,
 ) -> Result<Session, CliError> {
-    let pg = args.pg.filled(false, file);
+    let pg = args.pg.filled(false, &file.pg);
     if let Some(url) = &pg.pg {
-        let store = super::pg::connect(url, pg.schema())?;
+        let store = ask_user_pg::connect(url, pg.schema(), true)?;
         let live = (store.start_session(url, "demo", config, ScriptedModel::info()))?;
         let name = live.name;
         // The connection string may hold a password: hints name it `<URL>`.

@@ -40,15 +40,12 @@ pub(crate) enum Access {
 
 /// The desk of `logs` (each must exist), or of the database `--pg` names.
 pub(crate) fn pick(
-    pg: &super::pg::PgArgs,
+    pg: &ask_user_pg::PgArgs,
     logs: &[PathBuf],
     access: Access,
 ) -> Result<Picked, CliError> {
     if let Some(url) = &pg.pg {
-        let store = match access {
-            Access::Read => super::pg::connect_read_only(url, pg.schema())?,
-            Access::Write => super::pg::connect(url, pg.schema())?,
-        };
+        let store = ask_user_pg::connect(url, pg.schema(), access == Access::Write)?;
         return Ok(Picked::Database(PgDesk::new(store)));
     }
     for log in logs {
@@ -83,10 +80,7 @@ pub(crate) fn state_dir(
     given: Option<PathBuf>,
     file: &super::config::Config,
 ) -> Result<Option<LogDesk>, CliError> {
-    let dir = super::state_dir(given, file)
-        .ok_or_else(|| {
-            CliError::usage("no state directory: name a session log, or set --state-dir (neither XDG_STATE_HOME nor HOME is set)")
-        })?;
+    let dir = super::state_dir(given, file)?;
     if !dir.is_dir() {
         return Ok(None);
     }

@@ -6,7 +6,7 @@
 //! this binary's.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use ask_user_inbox::{Address, Inbox, Rendezvous};
@@ -15,9 +15,9 @@ use clap::Args;
 use pending_answer::QuestionDesk;
 use tokio_util::sync::CancellationToken;
 
-use super::notify::NotifyArgs;
 use super::{CliError, Exit};
 use crate::host::LogDesk;
+use ask_user_notify::NotifyArgs;
 
 /// The page's default address: a fixed port, so the first bookmark is the one that stays.
 pub(crate) const DEFAULT_ADDR: SocketAddr =
@@ -46,26 +46,7 @@ pub struct InboxArgs {
     /// Show the sessions of this database instead (`ask-user mcp --pg` keeps its MCP
     /// sessions there): what `ask-user serve --pg` does, answers going to the database's ledger.
     #[command(flatten)]
-    pub pg: super::pg::PgArgs,
-}
-
-/// The URL (with its token) of the inbox that runs for `state_dir`, if one answers.
-pub(crate) async fn running_url(state_dir: &Path) -> Option<String> {
-    Rendezvous::new(state_dir).running().await.map(|a| a.url())
-}
-
-/// The page's address without its token (`http://ADDR/`), as kept in `state_dir`: what a line
-/// that may end in a log file says.
-pub(crate) fn page_address(state_dir: &Path) -> Option<String> {
-    Rendezvous::new(state_dir).address().map(|a| a.base())
-}
-
-fn state_dir_of(given: Option<PathBuf>, file: &super::config::Config) -> Result<PathBuf, CliError> {
-    super::state_dir(given, file).ok_or_else(|| {
-        CliError::usage(
-            "no state directory: set --state-dir (neither XDG_STATE_HOME nor HOME is set)",
-        )
-    })
+    pub pg: ask_user_pg::PgArgs,
 }
 
 fn io_error(code: &'static str, what: &str) -> impl Fn(std::io::Error) -> CliError {
@@ -73,16 +54,17 @@ fn io_error(code: &'static str, what: &str) -> impl Fn(std::io::Error) -> CliErr
 }
 
 pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result<Exit, CliError> {
-    let pg = args.pg.filled(args.state_dir.is_some(), file);
+    let pg = args.pg.filled(args.state_dir.is_some(), &file.pg);
     if pg.pg.is_some() && !args.url {
         // A database's sessions are answered through its ledger from any process: its page is
         // the one `serve --pg` serves.
         return super::web::serve_desk(&pg, &[], args.addr, file).await;
     }
-    let state_dir = state_dir_of(args.state_dir.clone(), file)?;
+    let state_dir = super::state_dir(args.state_dir.clone(), file)?;
+    let rendezvous = Rendezvous::new(&state_dir);
     if args.url {
-        if let Some(url) = running_url(&state_dir).await {
-            println!("{url}");
+        if let Some(running) = rendezvous.running().await {
+            println!("{}", running.url());
             return Ok(Exit::Ok);
         }
         eprintln!(
@@ -92,7 +74,6 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
         );
         return Ok(Exit::Failure);
     }
-    let rendezvous = Rendezvous::new(&state_dir);
     // One inbox per state directory: the lock is held for as long as this one runs.
     let Some(lock) = rendezvous
         .lock()
@@ -100,10 +81,10 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
     else {
         // Said without the token: this may be an inbox started in the background, whose
         // stderr is a file.
-        match running_url(&state_dir).await {
-            Some(_) => eprintln!(
+        match rendezvous.running().await {
+            Some(running) => eprintln!(
                 "an inbox runs for this state directory already: {} (`{} inbox --url` prints its address with the token)",
-                page_address(&state_dir).unwrap_or_default(),
+                running.base(),
                 super::invoked()
             ),
             None => eprintln!("an inbox is starting for this state directory already"),
@@ -136,7 +117,7 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
     let _notifier = args.notify.start(
         &file.notify,
         inbox.seam(),
-        Some(surface.links(&server, public_url)),
+        Some(server.links(public_url)),
         false,
     )?;
 
@@ -184,72 +165,33 @@ async fn serve_page(
     };
     let surface = WebSurface::new(inbox.seam(), Some(inbox.desk()), options)
         .map_err(|e| CliError::failure("WEB", e.to_string()))?;
-    match surface.bind(addr).await {
-        Ok(server) => Ok((surface, server)),
-        Err(error) if args.addr.is_none() => {
-            tracing::warn!(%error, %addr, "the page's address is taken; serving on a free port");
-            let server = surface
-                .bind(SocketAddr::new(addr.ip(), 0))
-                .await
-                .map_err(io_error("WEB_BIND", "cannot serve the page"))?;
-            Ok((surface, server))
-        }
-        Err(error) => Err(CliError::failure(
-            "WEB_BIND",
-            format!("cannot serve the page on {addr}: {error}"),
-        )),
-    }
+    let server = if args.addr.is_none() {
+        surface.bind_or_free_port(addr).await
+    } else {
+        surface.bind(addr).await
+    };
+    let server = server.map_err(|e| super::web::bind_error(addr, &e))?;
+    Ok((surface, server))
 }
 
 /// How a host reaches the inbox of `state_dir`: its socket, and when nothing answers there, a
-/// new inbox started in the background (`ask-user inbox --state-dir DIR` with `inbox_args`, its
-/// stderr appended to `inbox.log` there), at most once every `RESPAWN_EVERY`.
+/// new inbox started in the background (`ask-user inbox --state-dir DIR` with `inbox_args` and
+/// the webhooks' `secret` in its environment: `Rendezvous::spawn`), at most once every
+/// `RESPAWN_EVERY`.
 pub(crate) fn connector(
     state_dir: PathBuf,
     inbox_args: Vec<std::ffi::OsString>,
     secret: Option<String>,
 ) -> ask_user_inbox::Connect {
     let rendezvous = Rendezvous::new(&state_dir);
+    let starter = rendezvous.clone();
     rendezvous.connector(Arc::new(move || {
-        start_inbox(&state_dir, &inbox_args, secret.as_deref())
+        let mut command = std::process::Command::new(std::env::current_exe()?);
+        command.arg("inbox").arg("--state-dir").arg(&state_dir);
+        command.args(&inbox_args);
+        if let Some(secret) = &secret {
+            command.env(ask_user_notify::WEBHOOK_SECRET_ENV, secret);
+        }
+        starter.spawn(command)
     }))
-}
-
-/// Starts `ask-user inbox` for `state_dir` in a process group of its own (it outlives this
-/// process), its stderr appended to `inbox.log` in the state directory.
-fn start_inbox(
-    state_dir: &Path,
-    inbox_args: &[std::ffi::OsString],
-    secret: Option<&str>,
-) -> std::io::Result<()> {
-    use std::os::unix::process::CommandExt as _;
-    std::fs::create_dir_all(state_dir)?;
-    let log = {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(state_dir.join("inbox.log"))?
-    };
-    let mut command = std::process::Command::new(std::env::current_exe()?);
-    command
-        .arg("inbox")
-        .arg("--state-dir")
-        .arg(state_dir)
-        .args(inbox_args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .process_group(0);
-    if let Some(secret) = secret {
-        command.env(ask_user_notify::WEBHOOK_SECRET_ENV, secret);
-    }
-    let mut child = command.spawn()?;
-    tracing::info!(pid = child.id(), "started the inbox");
-    // Reaped when it ends (an inbox that found another one running ends at once).
-    std::thread::spawn(move || {
-        let _ = child.wait();
-    });
-    Ok(())
 }

@@ -5,10 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use ask_user_mcp::{
-    AskUserMcp, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, HTTP_PATH, HttpLimits,
-    McpHttpOptions, McpOptions,
-};
+use ask_user_mcp::{AskUserMcp, HTTP_PATH, McpHttpOptions, McpOptions};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
@@ -29,39 +26,19 @@ pub struct McpArgs {
     /// carry.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// With --http: serve HTTPS with this PEM certificate chain (`[mcp] tls_cert` in the
-    /// configuration file).
-    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
-    tls_cert: Option<PathBuf>,
-    /// With --http: the PEM private key of --tls-cert (`[mcp] tls_key`).
-    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
-    tls_key: Option<PathBuf>,
-    /// With --http: also take requests from this browser origin (exactly, e.g.
-    /// `http://localhost:5173`); repeat for more. Without it only the server's own origin is
-    /// taken (requests without `Origin`, from clients that are not browsers, always are).
-    #[arg(long, value_name = "ORIGIN", requires = "http")]
-    allow_origin: Vec<String>,
-    /// With --http: serve at most this many MCP sessions at once (256 by default); a new
-    /// client past it is told to try again (503). A session with no request or stream open for
-    /// 120 s ends (its client initializes again).
-    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u16).range(1..))]
-    max_sessions: Option<u16>,
-    /// With --http: hold at most this many connections at once (4096 by default, lowered to
-    /// what the descriptor limit allows after raising its soft value to the hard one). Every
-    /// call waiting for a person holds one, so this is also the most calls that can wait.
-    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u32).range(1..))]
-    max_connections: Option<u32>,
     #[command(flatten)]
-    pg: super::pg::PgArgs,
+    http_flags: ask_user_mcp::HttpArgs,
+    #[command(flatten)]
+    pg: ask_user_pg::PgArgs,
     /// Hand every session's questions to the machine's inbox too (one page and one
     /// notification stream for every agent: `ask-user inbox`), starting it when none runs.
     /// Implied by --web and the notification flags, which the started inbox gets.
     #[arg(long)]
     inbox: bool,
     #[command(flatten)]
-    web: super::web::WebArgs,
+    web: ask_user_web::WebArgs,
     #[command(flatten)]
-    notify: super::notify::NotifyArgs,
+    notify: ask_user_notify::NotifyArgs,
 }
 
 /// `--pg` of `mcp`, which names no session itself (the other commands' help says how a name
@@ -74,19 +51,16 @@ pub(super) async fn run(
 ) -> Result<Exit, CliError> {
     let file = &loaded.config;
     // A state directory given names where the sessions are: the file's database does not.
-    args.pg = args.pg.filled(args.state_dir.is_some(), file);
-    let config = args.tool.config(file)?;
+    args.pg = args.pg.filled(args.state_dir.is_some(), &file.pg);
+    let config = Some(args.tool.config(file.mode, file.timeout)?);
     // With --pg the sessions live in the database: no state directory is needed.
     let state_dir = match super::state_dir(args.state_dir.clone(), file) {
-        Some(dir) => dir,
-        None if args.pg.pg.is_some() => PathBuf::new(),
-        None => {
-            return Err(CliError::usage(
-                "no state directory: set --state-dir (neither XDG_STATE_HOME nor HOME is set)",
-            ));
-        }
+        Err(_) if args.pg.pg.is_some() => PathBuf::new(),
+        dir => dir?,
     };
-    let http = http_options(&args, file)?;
+    let http = (args.http_flags)
+        .options(args.http.is_some(), &file.mcp, file.mcp_tls.as_ref())
+        .map_err(|e| CliError::new("BAD_TLS", e.to_string(), Exit::Usage))?;
     let options = McpOptions::new(&state_dir)
         .with_tool(config)
         .with_http(http.clone());
@@ -105,11 +79,8 @@ pub(super) async fn run(
             // clients show in their server logs.
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), link.connected()).await;
             // Without the token: a client keeps this line in its logs.
-            let page = if super::inbox::running_url(&state_dir).await.is_some() {
-                super::inbox::page_address(&state_dir)
-            } else {
-                None
-            };
+            let page = (ask_user_inbox::Rendezvous::new(&state_dir).running().await)
+                .map(|running| running.base());
             eprintln!(
                 "ask-user mcp: logs in {}; questions on the inbox page too: {} (`{} inbox --url` prints its address with the token)",
                 super::visible(&where_),
@@ -137,32 +108,6 @@ pub(super) async fn run(
     };
     outcome.map_err(|e| CliError::failure("MCP_TRANSPORT", e.to_string()))?;
     Ok(Exit::Ok)
-}
-
-/// Streamable HTTP's options: the flags', TLS from the flags or the configuration file, and the
-/// file's bearer tokens.
-fn http_options(args: &McpArgs, file: &super::config::Config) -> Result<McpHttpOptions, CliError> {
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(
-            ask_user_mcp::ServerTls::from_pem_files(cert, key)
-                .map_err(|e| CliError::new("BAD_TLS", e.to_string(), Exit::Usage))?,
-        ),
-        _ if args.http.is_some() => super::web::load_tls(file.mcp_tls.as_ref())?,
-        _ => None,
-    };
-    Ok(McpHttpOptions {
-        allowed_origins: args.allow_origin.clone(),
-        max_sessions: args.max_sessions.map_or(DEFAULT_MAX_SESSIONS, usize::from),
-        tls,
-        bearer_tokens: file.mcp.tokens.clone(),
-        limits: HttpLimits {
-            max_connections: args.max_connections.map_or(DEFAULT_MAX_CONNECTIONS, |n| {
-                usize::try_from(n).unwrap_or(usize::MAX)
-            }),
-            ..McpHttpOptions::default().limits
-        },
-        ..McpHttpOptions::default()
-    })
 }
 
 /// Serves streamable HTTP at `addr` until Ctrl-C; beyond loopback only with bearer tokens.
@@ -224,7 +169,7 @@ fn link_inbox(
         ));
     }
     // What the started inbox would fail on is said here, where it is read.
-    args.notify.check(&file.notify)?;
+    args.notify.config(&file.notify, false)?;
     let mut inbox_args: Vec<std::ffi::OsString> = Vec::new();
     // The inbox reads the same configuration file.
     if let Some(path) = loaded.explicit_path() {

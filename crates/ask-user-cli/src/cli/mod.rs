@@ -10,7 +10,6 @@ mod demo;
 mod desk;
 mod inbox;
 mod mcp;
-mod notify;
 mod pending;
 mod pg;
 mod schema;
@@ -19,53 +18,45 @@ mod web;
 
 use std::path::{Path, PathBuf};
 
+use ask_user_notify::FlagsError;
 use ask_user_terminal::listing::shell_word;
 use ask_user_terminal::sanitize::visible;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
-use tool_ask_user::AskUserConfig;
 
-/// Exit statuses of `ask-user`.
+use crate::host::HostError;
+
+/// Exit statuses of `ask-user`; each one's number is the process exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Exit {
     /// Success: an answer, a pending result, a listing, a settled late answer.
-    Ok,
+    Ok = 0,
     /// An unexpected failure.
-    Failure,
+    Failure = 1,
     /// Bad command-line usage (clap's own status).
-    Usage,
+    Usage = 2,
     /// `answer`: the call is not waiting for a late answer (unknown, open, settled or legacy).
-    NotContinued,
+    NotContinued = 3,
     /// `answer`: the answers do not fit the questions (`BAD_ANSWER`).
-    BadAnswer,
+    BadAnswer = 4,
     /// `answer`: a reply for the call is already queued (`REPLY_QUEUED`).
-    ReplyQueued,
+    ReplyQueued = 5,
     /// The session log cannot be used (missing, not a session log, locked, I/O).
-    Log,
+    Log = 6,
     /// `ask`: the tool returned an error result (printed on stdout as the model reads it).
-    ToolError,
+    ToolError = 7,
     /// An input file (arguments, answers, script) is unreadable or invalid.
-    Input,
+    Input = 8,
     /// Interrupted (Ctrl-C).
-    Interrupted,
+    Interrupted = 130,
 }
 
 impl Exit {
     /// The process exit status.
     pub fn code(self) -> u8 {
-        match self {
-            Self::Ok => 0,
-            Self::Failure => 1,
-            Self::Usage => 2,
-            Self::NotContinued => 3,
-            Self::BadAnswer => 4,
-            Self::ReplyQueued => 5,
-            Self::Log => 6,
-            Self::ToolError => 7,
-            Self::Input => 8,
-            Self::Interrupted => 130,
-        }
+        self as u8
     }
 }
 
@@ -110,14 +101,25 @@ impl CliError {
     }
 }
 
-impl From<crate::host::HostError> for CliError {
-    fn from(error: crate::host::HostError) -> Self {
+impl From<HostError> for CliError {
+    fn from(error: HostError) -> Self {
         let exit = match &error {
-            crate::host::HostError::Config(_)
-            | crate::host::HostError::AgentIdTaken(_)
-            | crate::host::HostError::DuplicateCallId(_) => Exit::Usage,
-            crate::host::HostError::Order(_) => Exit::Failure,
-            crate::host::HostError::Store(_) | crate::host::HostError::Journal(_) => Exit::Log,
+            HostError::Config(_) | HostError::AgentIdTaken(_) | HostError::DuplicateCallId(_) => {
+                Exit::Usage
+            }
+            HostError::Order(_) => Exit::Failure,
+            HostError::Store(_) | HostError::Journal(_) => Exit::Log,
+        };
+        Self::new(error.code(), error.to_string(), exit)
+    }
+}
+
+impl From<FlagsError> for CliError {
+    fn from(error: FlagsError) -> Self {
+        let exit = match &error {
+            FlagsError::Config(_) => Exit::Usage,
+            FlagsError::Input(_) => Exit::Input,
+            FlagsError::Unavailable(_) => Exit::Failure,
         };
         Self::new(error.code(), error.to_string(), exit)
     }
@@ -204,17 +206,17 @@ pub enum Command {
     #[command(
         after_help = "Example:\n  ask-user worker --pg 'host=db.internal user=ask dbname=agents'\n  ask-user answer --pg 'host=db.internal user=ask dbname=agents' SESSION CALL --pick scope='Tool only'"
     )]
-    Worker(pg::WorkerArgs),
+    Worker(ask_user_pg::WorkerArgs),
     /// Write a session of a database (`--pg`) as its JSONL log, byte for byte what the file store holds.
     #[command(
         after_help = "Example:\n  ask-user export --pg postgres://localhost/agents s1 -o s1.jsonl"
     )]
-    Export(pg::ExportArgs),
+    Export(ask_user_pg::ExportArgs),
     /// Put a JSONL session log into a database (`--pg`) as a session, in one transaction.
     #[command(
         after_help = "Example:\n  ask-user import --pg postgres://localhost/agents s1.jsonl --name s1"
     )]
-    Import(pg::ImportArgs),
+    Import(ask_user_pg::ImportArgs),
     /// Print the configuration in effect (the configuration file, the environment variables it
     /// names, the built-in defaults) and where each value came from; secrets are masked.
     #[command(
@@ -230,47 +232,13 @@ pub enum Command {
     Inbox(inbox::InboxArgs),
 }
 
-/// The tool mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Mode {
-    /// The blocking tool (the default).
-    Legacy,
-    /// Returns pending after a window; the question stays answerable.
-    Timed,
-}
+/// The tool mode (`--mode`, the configuration file's `mode`): `tool_ask_user`'s, whose flags
+/// these are ([`ToolArgs`]).
+pub use tool_ask_user::{AskUserMode as Mode, ToolArgs};
 
-/// `--mode` and `--timeout`, shared by `ask` and `schema`.
-#[derive(Clone, Debug, Args)]
-pub struct ToolArgs {
-    /// Which tool definition to use (default: the configuration file's `mode`, else legacy).
-    #[arg(long, value_enum)]
-    pub mode: Option<Mode>,
-    /// The timed tool's default window in seconds, -1 to wait indefinitely (default: the
-    /// configuration file's `timeout`, else 120).
-    #[arg(long, allow_negative_numbers = true)]
-    pub timeout: Option<i64>,
-}
-
-impl ToolArgs {
-    /// The mode: the flag's, else the configuration file's (`file`), else legacy.
-    pub(crate) fn mode(&self, file: &config::Config) -> Mode {
-        self.mode.or(file.mode).unwrap_or(Mode::Legacy)
-    }
-
-    /// The tool's configuration: the flags', else the configuration file's (`file`).
-    pub(crate) fn config(&self, file: &config::Config) -> Result<Option<AskUserConfig>, CliError> {
-        let timeout = self
-            .timeout
-            .or(file.timeout)
-            .unwrap_or(tool_ask_user::DEFAULT_TIMEOUT_SECS);
-        let config = match self.mode(file) {
-            Mode::Legacy => AskUserConfig::LEGACY,
-            Mode::Timed => AskUserConfig::timed_secs(timeout),
-        };
-        config
-            .validate()
-            .map_err(|e| CliError::new("BAD_CONFIG", e.to_string(), Exit::Usage))?;
-        Ok(Some(config))
+impl From<tool_ask_user::ConfigError> for CliError {
+    fn from(error: tool_ask_user::ConfigError) -> Self {
+        Self::new("BAD_CONFIG", error.to_string(), Exit::Usage)
     }
 }
 
@@ -354,11 +322,18 @@ pub fn check_config_text(text: &str, path: &Path) -> Result<(), String> {
 }
 
 /// The state directory: the flag's, else the configuration file's (`file`), else `ask-user
-/// mcp`'s default; `None` when none can be found (neither `XDG_STATE_HOME` nor `HOME` is set).
-pub(crate) fn state_dir(given: Option<PathBuf>, file: &config::Config) -> Option<PathBuf> {
-    given
-        .or_else(|| file.state_dir.clone())
+/// mcp`'s default; an error when none can be found (neither `XDG_STATE_HOME` nor `HOME` is set).
+pub(crate) fn state_dir(
+    given: Option<PathBuf>,
+    file: &config::Config,
+) -> Result<PathBuf, CliError> {
+    (given.or_else(|| file.state_dir.clone()))
         .or_else(ask_user_mcp::default_state_dir)
+        .ok_or_else(|| {
+            CliError::usage(
+                "no state directory: set --state-dir (neither XDG_STATE_HOME nor HOME is set)",
+            )
+        })
 }
 
 /// Reports a command line that does not parse. Help and version requests are printed as clap
@@ -431,22 +406,10 @@ pub fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-/// The command a printed hint starts with, runnable as printed: `ask-user` when that name on
-/// `PATH` is this binary, else this binary's path (after `cargo run`, for example), shell-quoted.
+/// The command a printed hint starts with, runnable as printed (see
+/// [`program_word`](ask_user_terminal::shell::program_word)).
 pub(crate) fn invoked() -> String {
-    let Ok(exe) = std::env::current_exe() else {
-        return "ask-user".to_owned();
-    };
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("ask-user"))
-            .find(|candidate| candidate.is_file())
-    });
-    let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
-    match on_path {
-        Some(found) if same(&found, &exe) => "ask-user".to_owned(),
-        _ => shell_word(&exe.display().to_string()),
-    }
+    ask_user_terminal::shell::program_word("ask-user")
 }
 
 /// A hint's argument: a path or an id, shell-quoted when it needs it.

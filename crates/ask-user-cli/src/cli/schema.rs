@@ -12,7 +12,7 @@ pub struct SchemaArgs {
 }
 
 pub(super) fn run(args: &SchemaArgs, file: &super::config::Config) -> Result<Exit, CliError> {
-    let config = args.tool.config(file)?.unwrap_or_default();
+    let config = args.tool.config(file.mode, file.timeout)?;
     let definition = tool_ask_user::definition(&config)
         .map_err(|e| CliError::new("BAD_CONFIG", e.to_string(), Exit::Usage))?;
     let text = serde_json::to_string_pretty(&definition)

@@ -5,14 +5,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ask_user_notify::Notifier;
-use ask_user_web::WebSurface;
+use ask_user_web::{WebServer, WebSurface};
 use user_questions::{AnswererGuard, RegisterOptions, ScriptedAnswerer};
 
-use super::notify::NotifyArgs;
-use super::web::{WebArgs, WebRun};
 use super::{CliError, config::Config};
 use crate::host::{Host, LiveDesk};
 use crate::terminal::{TerminalAnswerer, TerminalOptions, is_interactive_terminal};
+use ask_user_notify::NotifyArgs;
+use ask_user_web::WebArgs;
 
 /// The scripted answerer of `--answers FILE`, read before anything is opened.
 pub(crate) fn read_script(path: Option<&Path>) -> Result<Option<ScriptedAnswerer>, CliError> {
@@ -26,7 +26,7 @@ pub(crate) struct Surfaces {
     /// The terminal card (headless without a terminal: it passes questions on).
     pub(crate) terminal: Arc<TerminalAnswerer>,
     /// The page, with `--web`: it races the card, and the first answer wins.
-    pub(crate) web: Option<WebRun>,
+    pub(crate) web: Option<WebServer>,
     /// Whether the card is on an interactive terminal.
     pub(crate) interactive: bool,
     _guards: Vec<AnswererGuard>,
@@ -52,7 +52,7 @@ impl Surfaces {
         }
         let mut page = None;
         if web_args.web {
-            let (options, addr) = super::web::options_for(web_args.addr(file), file)?;
+            let (options, addr) = super::web::options_for(web_args.addr(&file.web), file)?;
             let desk = LiveDesk::of([host]);
             let surface = WebSurface::new(seam, Some(desk), options)
                 .map_err(|e| super::web::no_surface(&e))?;
@@ -68,13 +68,18 @@ impl Surfaces {
         let terminal = TerminalAnswerer::new(seam, options);
         guards.push(terminal.register(seam));
         let web = match page {
-            Some((surface, addr)) => Some(WebRun::serve(surface, addr).await?),
+            Some((surface, addr)) => Some(super::web::bind(&surface, addr).await?),
             None => None,
         };
         // The page's address stays in reach under the card, which hides the lines printed before.
-        terminal.set_status(web.as_ref().map(WebRun::status));
+        terminal.set_status(
+            web.as_ref()
+                .map(|w| format!("also on the page: {}", w.url())),
+        );
         let interactive = is_interactive_terminal();
-        let links = web.as_ref().map(|w| w.links(web_args.public_url(file)));
+        let links = web
+            .as_ref()
+            .map(|w| w.links(web_args.public_url(&file.web)));
         let notifier = notify.start(&file.notify, seam, links, interactive)?;
         Ok(Self {
             terminal,

@@ -14,72 +14,6 @@ use user_questions::{HostBindings, UserQuestions, UserQuestionsConfig};
 use super::desk::{Access, Picked};
 use super::{CliError, Exit};
 
-/// `--web` and `--web-addr`, shared by `demo` and `ask`.
-#[derive(Clone, Debug, Args)]
-pub struct WebArgs {
-    /// Also show the questions on a web page whose URL is printed: the page and the terminal
-    /// card race, and the first answer wins.
-    #[arg(long)]
-    pub web: bool,
-    /// Where to serve the page (default 127.0.0.1 on a free port). An address other than
-    /// loopback serves other machines too: only when given here.
-    #[arg(long, value_name = "ADDR", requires = "web")]
-    pub web_addr: Option<SocketAddr>,
-    /// The page's address as another device reaches it (a phone pressing a notification's
-    /// answer button), e.g. `http://192.168.1.20:8766`; default: the address served.
-    #[arg(long, value_name = "URL", requires = "web")]
-    pub web_public_url: Option<String>,
-}
-
-impl WebArgs {
-    /// Where to serve the page: the flag's address, else the configuration file's (`file`).
-    pub(crate) fn addr(&self, file: &super::config::Config) -> Option<SocketAddr> {
-        self.web_addr.or(file.web.addr)
-    }
-
-    /// The page's public URL: the flag's, else the configuration file's (`file`).
-    pub(crate) fn public_url<'a>(&'a self, file: &'a super::config::Config) -> Option<&'a str> {
-        self.web_public_url
-            .as_deref()
-            .or(file.web.public_url.as_deref())
-    }
-}
-
-/// The page of a run, serving until dropped.
-pub(crate) struct WebRun {
-    surface: WebSurface,
-    server: WebServer,
-}
-
-impl WebRun {
-    /// The page of `surface`, served at `addr`.
-    pub(crate) async fn serve(surface: WebSurface, addr: SocketAddr) -> Result<Self, CliError> {
-        let server = bind(&surface, addr).await?;
-        Ok(Self { surface, server })
-    }
-
-    /// The page's URL, with its token.
-    pub(crate) fn url(&self) -> String {
-        self.server.url()
-    }
-
-    /// Stops serving; the open pages are told the session has ended.
-    pub(crate) async fn stop(&self) {
-        self.server.stop().await;
-    }
-
-    /// The status line a terminal card keeps under itself while the page runs: the
-    /// card hides the lines printed before it, the page's address among them.
-    pub(crate) fn status(&self) -> String {
-        format!("also on the page: {}", self.url())
-    }
-
-    /// What the page adds to notifications (see [`WebSurface::links`]).
-    pub(crate) fn links(&self, public_url: Option<&str>) -> Arc<dyn ask_user_notify::Links> {
-        self.surface.links(&self.server, public_url)
-    }
-}
-
 /// The page's options for `addr` (default: loopback, a free port), over TLS when the
 /// configuration file (`file`) gives `[web] tls_cert` and `tls_key`.
 pub(crate) fn options_for(
@@ -106,12 +40,15 @@ pub(crate) fn load_tls(
 }
 
 pub(crate) async fn bind(surface: &WebSurface, addr: SocketAddr) -> Result<WebServer, CliError> {
-    surface.bind(addr).await.map_err(|error| {
-        CliError::failure(
-            "WEB_BIND",
-            format!("cannot serve the page on {addr}: {error}"),
-        )
-    })
+    (surface.bind(addr).await).map_err(|error| bind_error(addr, &error))
+}
+
+/// The page cannot be served at `addr`.
+pub(crate) fn bind_error(addr: SocketAddr, error: &std::io::Error) -> CliError {
+    CliError::failure(
+        "WEB_BIND",
+        format!("cannot serve the page on {addr}: {error}"),
+    )
 }
 
 pub(crate) fn no_surface(error: &std::io::Error) -> CliError {
@@ -127,7 +64,7 @@ pub struct ServeArgs {
     /// Serve the continued questions of every session in this database instead; answers go to
     /// its ledger (the first answer wins) and its workers admit them.
     #[command(flatten)]
-    pg: super::pg::PgArgs,
+    pg: ask_user_pg::PgArgs,
     /// Where to serve the page (default 127.0.0.1 on a free port). An address other than
     /// loopback serves other machines too: only when given here.
     #[arg(long, value_name = "ADDR")]
@@ -135,13 +72,13 @@ pub struct ServeArgs {
 }
 
 pub(super) async fn serve(args: ServeArgs, file: &super::config::Config) -> Result<Exit, CliError> {
-    let pg = args.pg.filled(!args.logs.is_empty(), file);
+    let pg = args.pg.filled(!args.logs.is_empty(), &file.pg);
     serve_desk(&pg, &args.logs, args.addr, file).await
 }
 
 /// The page of `logs`' continued questions, or with `pg` of a database's sessions, until Ctrl-C.
 pub(super) async fn serve_desk(
-    pg: &super::pg::PgArgs,
+    pg: &ask_user_pg::PgArgs,
     logs: &[PathBuf],
     addr: Option<SocketAddr>,
     file: &super::config::Config,
