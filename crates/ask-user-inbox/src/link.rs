@@ -3,14 +3,14 @@
 //! and the link that keeps a connection to the inbox, linking again when it went.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use pending_answer::{QuestionDesk, Submission};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use user_questions::sync::lock_unpoisoned as lock;
 use user_questions::{
@@ -99,6 +99,10 @@ struct LinkInner {
     /// The sessions seen asking, by id, for events that come after their host forgot them.
     known: Mutex<HashMap<SessionId, LinkedSession>>,
     next_ask: AtomicU64,
+    /// Messages handed to the current connection's writer and not written yet.
+    unsent: AtomicUsize,
+    /// Told when a question is taken off the inbox or the writer catches up ([`InboxLink::close`]).
+    changed: Notify,
 }
 
 struct OpenQuestion {
@@ -126,6 +130,8 @@ impl InboxLink {
             sessions: Mutex::new(HashMap::new()),
             known: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
+            unsent: AtomicUsize::new(0),
+            changed: Notify::new(),
         });
         let answerer = seam.register(
             Arc::new(LinkAnswerer {
@@ -158,12 +164,33 @@ impl InboxLink {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+
+    /// Unlinks once the inbox has been told how every question handed to it ended (the host's
+    /// seam's last events relayed and written), waiting at most `within`: a host that ends right
+    /// after its last call leaves no card behind. Dropping the link instead cuts at once.
+    pub async fn close(self, within: Duration) {
+        let inner = &self.inner;
+        let told = async {
+            loop {
+                let changed = inner.changed.notified();
+                let unsent = inner.unsent.load(Ordering::SeqCst);
+                if lock(&inner.open).is_empty() && (unsent == 0 || !self.is_connected()) {
+                    return;
+                }
+                changed.await;
+            }
+        };
+        let _ = tokio::time::timeout(within, told).await;
+    }
 }
 
 impl LinkInner {
     fn send(&self, message: ToInbox) {
         if let Some(out) = lock(&self.out).as_ref() {
-            let _ = out.send(message);
+            self.unsent.fetch_add(1, Ordering::SeqCst);
+            if out.send(message).is_err() {
+                self.unsent.fetch_sub(1, Ordering::SeqCst);
+            }
         }
     }
 
@@ -179,7 +206,9 @@ impl LinkInner {
     }
 
     fn remove(&self, key: &(String, CallId)) -> Option<OpenQuestion> {
-        lock(&self.open).remove(key)
+        let removed = lock(&self.open).remove(key);
+        self.changed.notify_waiters();
+        removed
     }
 
     /// Takes the question off the inbox, telling it how its window ended (once). Sent under
@@ -193,6 +222,8 @@ impl LinkInner {
                 how,
             });
         }
+        drop(open);
+        self.changed.notify_waiters();
     }
 
     /// The session of `id`: the host's word, else what it said while the session asked (an
@@ -360,14 +391,19 @@ async fn serve(inner: Arc<LinkInner>, stream: Stream) {
         // connection is made the current one under the lock of what is open, so whatever
         // changes next (a window closing, a new question) is sent after this, never lost.
         let open = lock(&inner.open);
-        let _ = tx.send(ToInbox::Hello {
+        let queue = |message: ToInbox| {
+            if tx.send(message).is_ok() {
+                inner.unsent.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        queue(ToInbox::Hello {
             pid: std::process::id(),
         });
         for session in lock(&inner.sessions).values() {
-            let _ = tx.send(session_message(session));
+            queue(session_message(session));
         }
         for ((session, call), open) in open.iter() {
-            let _ = tx.send(ToInbox::Open {
+            queue(ToInbox::Open {
                 session: session.clone(),
                 call: call.clone(),
                 questions: open.questions.clone(),
@@ -379,10 +415,16 @@ async fn serve(inner: Arc<LinkInner>, stream: Stream) {
     }
     inner.connected.store(true, Ordering::SeqCst);
     inner.reached.store(true, Ordering::SeqCst);
+    let written = Arc::clone(&inner);
     let writer = tokio::spawn(async move {
         let mut writer = Writer::new(write);
         while let Some(message) = rx.recv().await {
-            if writer.send(&message).await.is_err() {
+            let sent = writer.send(&message).await;
+            let _ = (written.unsent).fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_sub(1))
+            });
+            written.changed.notify_waiters();
+            if sent.is_err() {
                 return;
             }
         }
@@ -407,6 +449,8 @@ impl Drop for Connection {
     fn drop(&mut self) {
         self.inner.connected.store(false, Ordering::SeqCst);
         *lock(&self.inner.out) = None;
+        self.inner.unsent.store(0, Ordering::SeqCst);
+        self.inner.changed.notify_waiters();
         self.writer.abort();
     }
 }

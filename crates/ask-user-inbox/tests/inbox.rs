@@ -536,3 +536,21 @@ async fn a_late_answer_the_linked_host_no_longer_serves_goes_to_the_logs() {
         vec![("log-1.jsonl".to_owned(), CallId::from("call_1"))]
     );
 }
+
+/// A host that closes its link right as its last call is cancelled tells the inbox first: the
+/// card ends `cancelled`. Dropping the link instead cuts the connection before the cancel is
+/// relayed, and the inbox keeps a timed question as continued.
+#[tokio::test(start_paused = true)]
+async fn a_link_closed_as_a_call_is_cancelled_leaves_the_card_cancelled_not_continued() {
+    let (mut world, _form) = world(None);
+    world.linked().await;
+    let mut events = world.inbox.seam().subscribe();
+    let asked = world.ask_timed(60_000);
+    world.page.reached().await;
+    asked.abort();
+    let link = world.link.take().unwrap();
+    tokio::time::timeout(Duration::from_secs(3), link.close(Duration::from_secs(2)))
+        .await
+        .expect("close waits at most its bound");
+    World::inbox_told(&mut events, "cancelled").await;
+}

@@ -1,7 +1,11 @@
 //! Claude Code's `PermissionRequest` hook input as question batches, and the answers back as the
 //! hook's output, with the shapes observed from Claude Code 2.1.328 (SPEC §9.7, N1–N3).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::needless_pass_by_value)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::needless_pass_by_value
+)]
 
 use native_asks::{APPROVAL_ID, Agent, AskKind, Choice, Decision, HookEvent, MAX_TEXT, NativeAsk};
 use serde_json::{Value, json};

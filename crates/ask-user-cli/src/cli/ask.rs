@@ -84,7 +84,7 @@ pub(super) async fn run(args: AskArgs, file: &super::config::Config) -> Result<E
         );
     }
     let cancel = CancellationToken::new();
-    let _interrupt = super::cancel_on_ctrl_c(cancel.clone());
+    let _interrupt = super::cancel_on_stop(cancel.clone());
 
     // Like any turn of an agent loop, this one admits what was queued for it first (a late reply
     // a crashed session had accepted, for example), so nothing stays stuck in the inbox: the

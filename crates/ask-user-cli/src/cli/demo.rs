@@ -128,7 +128,7 @@ impl Demo {
         let surfaces = Surfaces::wire(&host, script, (&args.web, &args.notify), file, true).await?;
         let cancel = CancellationToken::new();
         Ok(Self {
-            _interrupt: super::cancel_on_ctrl_c(cancel.clone()),
+            _interrupt: super::cancel_on_stop(cancel.clone()),
             host,
             surfaces,
             cancel,

@@ -175,14 +175,19 @@ async fn serve_page(
 }
 
 /// How a host reaches the inbox of `state_dir`: its socket, and when nothing answers there, a
-/// new inbox started in the background (`ask-user inbox --state-dir DIR` with `inbox_args` and
-/// the webhooks' `secret` in its environment: `Rendezvous::spawn`), at most once every
-/// `RESPAWN_EVERY`.
+/// new inbox started in the background (`ask-user inbox --state-dir DIR`, reading the same
+/// configuration file, with `inbox_args` and the webhooks' `secret` in its environment:
+/// `Rendezvous::spawn`), at most once every `RESPAWN_EVERY`.
 pub(crate) fn connector(
     state_dir: PathBuf,
-    inbox_args: Vec<std::ffi::OsString>,
+    loaded: &super::config::Loaded,
+    mut inbox_args: Vec<std::ffi::OsString>,
     secret: Option<String>,
 ) -> ask_user_inbox::Connect {
+    if let Some(path) = loaded.explicit_path() {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        inbox_args.splice(0..0, ["--config".into(), path.into()]);
+    }
     let rendezvous = Rendezvous::new(&state_dir);
     let starter = rendezvous.clone();
     rendezvous.connector(Arc::new(move || {

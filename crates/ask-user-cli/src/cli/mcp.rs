@@ -135,7 +135,7 @@ async fn serve_http(
     };
     eprintln!("serving MCP at {scheme}://{local}{HTTP_PATH} (logs in {where_}{auth})");
     let cancel = CancellationToken::new();
-    let _stop = super::cancel_on_ctrl_c(cancel.clone());
+    let _stop = super::cancel_on_stop(cancel.clone());
     Ok(server.serve_http(listener, cancel).await)
 }
 
@@ -171,15 +171,6 @@ fn link_inbox(
     // What the started inbox would fail on is said here, where it is read.
     args.notify.config(&file.notify, false)?;
     let mut inbox_args: Vec<std::ffi::OsString> = Vec::new();
-    // The inbox reads the same configuration file.
-    if let Some(path) = loaded.explicit_path() {
-        inbox_args.push("--config".into());
-        inbox_args.push(
-            std::path::absolute(path)
-                .unwrap_or_else(|_| path.to_path_buf())
-                .into(),
-        );
-    }
     if let Some(addr) = args.web.web_addr {
         inbox_args.push("--addr".into());
         inbox_args.push(addr.to_string().into());
@@ -190,6 +181,6 @@ fn link_inbox(
     }
     let (notify, secret) = args.notify.forwarded();
     inbox_args.extend(notify);
-    let connect = super::inbox::connector(state_dir.to_path_buf(), inbox_args, secret);
+    let connect = super::inbox::connector(state_dir.to_path_buf(), loaded, inbox_args, secret);
     Ok(Some(server.link_inbox(connect)))
 }

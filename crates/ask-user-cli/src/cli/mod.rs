@@ -8,6 +8,7 @@ mod ask;
 mod config;
 mod demo;
 mod desk;
+mod hook;
 mod inbox;
 mod mcp;
 mod pending;
@@ -230,6 +231,16 @@ pub enum Command {
         after_help = "Example:\n  ask-user inbox\n  ask-user inbox --url\n  ask-user inbox --ntfy my-topic --web-public-url http://192.168.1.20:8766"
     )]
     Inbox(inbox::InboxArgs),
+    /// Run by an agent's hook (Claude Code, Codex): its own permission prompt goes to the inbox,
+    /// racing its dialog; prints the first answer's decision, or nothing.
+    #[command(after_help = "Installed by `ask-user hooks install claude-code`.")]
+    Hook(ask_user_bridge::HookArgs),
+    /// Put the bridge's hooks in an agent's settings, take them out exactly, or say whether
+    /// they are there.
+    #[command(
+        after_help = "Example:\n  ask-user hooks install claude-code\n  ask-user hooks uninstall claude-code"
+    )]
+    Hooks(ask_user_bridge::HooksArgs),
 }
 
 /// The tool mode (`--mode`, the configuration file's `mode`): `tool_ask_user`'s, whose flags
@@ -242,13 +253,12 @@ impl From<tool_ask_user::ConfigError> for CliError {
     }
 }
 
-/// Cancels `cancel` on Ctrl-C (a call then ends with `ASK_ABORTED`, its result logged), until
-/// the returned guard is dropped.
-pub(crate) fn cancel_on_ctrl_c(cancel: CancellationToken) -> AbortOnDropHandle<()> {
+/// Cancels `cancel` on Ctrl-C or `SIGTERM` ([`stopped`]): a call then ends with `ASK_ABORTED`,
+/// its result logged; until the returned guard is dropped.
+pub(crate) fn cancel_on_stop(cancel: CancellationToken) -> AbortOnDropHandle<()> {
     AbortOnDropHandle::new(tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            cancel.cancel();
-        }
+        stopped().await;
+        cancel.cancel();
     }))
 }
 
@@ -289,6 +299,8 @@ pub async fn run(cli: Cli) -> Exit {
         Command::Import(args) => pg::import(&args),
         Command::Config(args) => config::run(&args, &loaded),
         Command::Inbox(args) => inbox::run(args, file).await,
+        Command::Hook(args) => hook::hook(args, &loaded).await,
+        Command::Hooks(args) => hook::hooks(&args, file),
     };
     match result {
         Ok(exit) => exit,

@@ -1,0 +1,307 @@
+//! Native asks of a real Claude Code (SPEC §9.7, §12.11), pinned in `tests/agents/package-lock.json`,
+//! its model stood in for by `tests/agents/anthropic_model.py` on loopback: the model calls Bash,
+//! Claude Code's `PermissionRequest` hook (installed by `ask-user hooks install claude-code`)
+//! asks the machine's inbox, and the test answers on the inbox page. Claude Code runs in print
+//! mode (`-p`), where no dialog of its own is shown and a prompt without a hook decision is
+//! refused.
+//!
+//! It needs `ASK_USER_CLAUDE` (the `claude` command; `.ci/run` installs it with `npm ci`) and
+//! Python (`ASK_USER_PYTHON`, else `python3`). Without `ASK_USER_CLAUDE` the tests fail when
+//! `CI=true`, and otherwise say they were skipped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
+
+/// How long a step may take on a loaded two-core machine.
+const WITHIN: Duration = Duration::from_mins(1);
+
+fn claude() -> Option<PathBuf> {
+    ask_user_testkit::required_env("ASK_USER_CLAUDE", "the `claude` command of Claude Code")
+        .map(PathBuf::from)
+}
+
+/// A child killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One person's machine: a home, a project folder, the inbox, the scripted model.
+struct Machine {
+    home: tempfile::TempDir,
+    project: tempfile::TempDir,
+    model_log: PathBuf,
+    model_port: u16,
+    page: String,
+    token: String,
+    _model: Running,
+    _inbox: Running,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Machine {
+    /// The model calls Bash with `command`; the bridge's hooks are installed, and `extra_hook`
+    /// (a `PermissionRequest` command of the person's own) too when given.
+    fn start(command: &str, extra_hook: Option<&str>) -> Self {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let model_log = home.path().join("model.log");
+        let model_port = free_port();
+        let python = std::env::var("ASK_USER_PYTHON").unwrap_or_else(|_| "python3".into());
+        let tool =
+            json!({"name": "Bash", "input": {"command": command, "description": "Make the file"}});
+        let model = Command::new(python)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/anthropic_model.py"))
+            .arg(model_port.to_string())
+            .arg(&model_log)
+            .arg(tool.to_string())
+            .spawn()
+            .unwrap();
+        let model = Running(model);
+        std::fs::write(
+            home.path().join(".claude.json"),
+            r#"{"hasCompletedOnboarding": true}"#,
+        )
+        .unwrap();
+        let installed = Self::ask_user(home.path(), &["hooks", "install", "claude-code"]);
+        assert!(installed.contains("installed in"), "{installed}");
+        if let Some(extra) = extra_hook {
+            let file = home.path().join(".claude/settings.json");
+            let mut settings: Value =
+                serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+            settings["hooks"]["PermissionRequest"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"matcher": "*", "hooks": [{"type": "command", "command": extra}]}));
+            std::fs::write(&file, settings.to_string()).unwrap();
+        }
+        // The inbox, on a free port; the hook finds it through the state directory.
+        let mut inbox = Self::command(home.path())
+            .args(["inbox", "--addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        BufReader::new(inbox.stdout.take().unwrap())
+            .read_line(&mut url)
+            .unwrap();
+        let (page, token) = url.trim().split_once("/?token=").expect("the inbox's URL");
+        Self::wait_for_port(model_port);
+        Self {
+            page: page.to_owned(),
+            token: token.to_owned(),
+            home,
+            project,
+            model_log,
+            model_port,
+            _model: model,
+            _inbox: Running(inbox),
+        }
+    }
+
+    fn wait_for_port(port: u16) {
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < WITHIN,
+                "the scripted model never listened"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `ask-user` as the person runs it: their home, no configuration file.
+    fn command(home: &Path) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .env("HOME", home)
+            .env("XDG_STATE_HOME", home.join(".local/state"))
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env_remove("ASK_USER_WEBHOOK_SECRET");
+        command
+    }
+
+    fn ask_user(home: &Path, args: &[&str]) -> String {
+        let output = Self::command(home).args(args).output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// Claude Code in print mode, with the bridge's hooks; `ask-user` on its `PATH`.
+    fn claude(&self, claude: &Path) -> Running {
+        let path = format!(
+            "{}:{}",
+            Path::new(BIN).parent().unwrap().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let child = Command::new(claude)
+            .args(["-p", "make the file", "--permission-mode", "default"])
+            .current_dir(self.project.path())
+            .env("HOME", self.home.path())
+            .env("XDG_STATE_HOME", self.home.path().join(".local/state"))
+            .env("XDG_CONFIG_HOME", self.home.path().join(".config"))
+            .env("PATH", path)
+            .env(
+                "ANTHROPIC_BASE_URL",
+                format!("http://127.0.0.1:{}", self.model_port),
+            )
+            .env(
+                "ANTHROPIC_API_KEY",
+                "sk-ant-scripted-model-000000000000000000",
+            )
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Running(child)
+    }
+
+    /// What `ask-user pending --json` lists.
+    fn pending(&self) -> Vec<Value> {
+        let listed: Value =
+            serde_json::from_str(&Self::ask_user(self.home.path(), &["pending", "--json"]))
+                .unwrap();
+        listed["questions"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits for the bridge's ask; its call id and questions.
+    fn asked(&self) -> (String, Value) {
+        let start = Instant::now();
+        loop {
+            if let Some(ask) = self.pending().into_iter().next() {
+                return (
+                    ask["callId"].as_str().unwrap().to_owned(),
+                    ask["questions"].clone(),
+                );
+            }
+            assert!(
+                start.elapsed() < WITHIN,
+                "Claude Code's prompt never reached the inbox"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Answers `call` on the inbox page, as its form posts.
+    fn answer_on_the_page(&self, call: &str, answers: &Value) {
+        let url = format!("{}/cards/{call}/answer?token={}", self.page, self.token);
+        let body = json!({ "answers": answers }).to_string();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (status, text) = runtime.block_on(async {
+            let response = reqwest::Client::new()
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (response.status(), response.text().await.unwrap())
+        });
+        assert!(status.is_success(), "{status}: {text}");
+    }
+
+    /// The tool result the model received.
+    fn tool_result(&self, claude: &mut Running) -> Value {
+        let start = Instant::now();
+        let result = self.model_log.with_extension("log.result");
+        while !result.exists() {
+            assert!(
+                start.elapsed() < WITHIN,
+                "the model never got a tool result"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = claude.0.wait();
+        serde_json::from_str(&std::fs::read_to_string(result).unwrap()).unwrap()
+    }
+}
+
+/// N1: a Bash approval answered on the inbox page: Claude Code runs the command and its model
+/// reads the output.
+#[test]
+fn n1_a_bash_approval_answered_on_the_inbox_page_runs_the_command() {
+    let Some(claude) = claude() else { return };
+    let machine = Machine::start("touch made.txt && echo made-by-bash", None);
+    let mut agent = machine.claude(&claude);
+    let (call, questions) = machine.asked();
+    assert!(call.starts_with("claude-code-"), "{call}");
+    let text = questions[0]["question"].as_str().unwrap();
+    assert!(
+        text.starts_with("Allow Claude Code to run this command in ")
+            && text.contains("$ touch made.txt && echo made-by-bash"),
+        "{text}"
+    );
+    machine.answer_on_the_page(&call, &json!([{"id": "decision", "selected": ["Allow"]}]));
+    let result = machine.tool_result(&mut agent);
+    assert_eq!(result["content"], "made-by-bash", "{result}");
+    assert!(machine.project.path().join("made.txt").exists());
+    assert!(machine.pending().is_empty(), "settled");
+}
+
+/// N2: denied with a message: the command does not run and the model reads the message.
+#[test]
+fn n2_a_denial_with_a_message_reaches_the_model_and_nothing_runs() {
+    let Some(claude) = claude() else { return };
+    let machine = Machine::start("touch made.txt && echo made-by-bash", None);
+    let mut agent = machine.claude(&claude);
+    let (call, _) = machine.asked();
+    machine.answer_on_the_page(
+        &call,
+        &json!([{"id": "decision", "selected": ["Deny"], "custom": "use the Makefile"}]),
+    );
+    let result = machine.tool_result(&mut agent);
+    assert_eq!(result["is_error"], true, "{result}");
+    assert_eq!(
+        result["content"], "use the Makefile (denied from the inbox page)",
+        "{result}"
+    );
+    assert!(!machine.project.path().join("made.txt").exists());
+}
+
+/// N4: settled at the agent first (here by another hook of the person's, which allows after a
+/// moment): the tool runs, and the bridge's ask leaves the inbox within 2 s, cancelled, never
+/// answered.
+#[test]
+fn n4_settled_at_the_agent_the_ask_leaves_the_inbox() {
+    let Some(claude) = claude() else { return };
+    let allow = r#"sleep 3; echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}'"#;
+    let machine = Machine::start("touch made.txt && echo made-by-bash", Some(allow));
+    let mut agent = machine.claude(&claude);
+    let _ = machine.asked();
+    let result = machine.tool_result(&mut agent);
+    assert_eq!(result["content"], "made-by-bash", "{result}");
+    let settled = Instant::now();
+    while !machine.pending().is_empty() {
+        assert!(
+            settled.elapsed() < Duration::from_secs(2),
+            "the ask is still listed 2 s after the agent settled it"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
