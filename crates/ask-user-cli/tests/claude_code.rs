@@ -305,3 +305,34 @@ fn n4_settled_at_the_agent_the_ask_leaves_the_inbox() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// N1 from the shell: `ask-user answer CALL_ID --pick decision=Allow` answers the prompt in its
+/// window through the inbox, and Claude Code runs the command.
+#[test]
+fn n1_a_bash_approval_answered_from_the_shell_runs_the_command() {
+    let Some(claude) = claude() else { return };
+    let machine = Machine::start("touch made.txt && echo made-by-bash", None);
+    let mut agent = machine.claude(&claude);
+    let (call, _) = machine.asked();
+    let output = Machine::command(machine.home.path())
+        .args(["answer", &call, "--pick", "decision=Nope"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("BAD_ANSWER") && said.contains("\"Allow\""),
+        "{said}"
+    );
+    let said = Machine::command(machine.home.path())
+        .args(["answer", &call, "--pick", "decision=Allow"])
+        .output()
+        .unwrap();
+    assert!(said.status.success(), "{said:?}");
+    assert!(
+        String::from_utf8_lossy(&said.stderr).contains("answered in its window"),
+        "{said:?}"
+    );
+    let result = machine.tool_result(&mut agent);
+    assert_eq!(result["content"], "made-by-bash", "{result}");
+}

@@ -24,6 +24,7 @@ use user_questions::{
     UserQuestionError, UserQuestions, UserQuestionsConfig, WaitKey, async_trait,
 };
 
+use crate::shell::{ShellAnswerer, ShellHold};
 use crate::wire::{Over, Reader, ToHost, ToInbox, WireLate, Writer};
 
 /// The name the hosts' own outcomes answer under in the inbox's seam.
@@ -86,7 +87,10 @@ struct Inner {
     changes: ChangeSignal,
     /// Whether the fallback's changes are forwarded now.
     forwarding: Mutex<bool>,
+    /// The questions as a shell answers them in their window.
+    shell: Arc<ShellHold>,
     _host_answerer: AnswererGuard,
+    _shell_answerer: AnswererGuard,
 }
 
 type Key = (String, CallId);
@@ -150,6 +154,11 @@ impl Inbox {
                 inner: weak.clone(),
             };
             let guard = seam.register(Arc::new(answerer), RegisterOptions::global(HOST_ANSWERER));
+            let shell = Arc::new(ShellHold::default());
+            let shell_guard = seam.register(
+                Arc::new(ShellAnswerer(Arc::clone(&shell))),
+                RegisterOptions::global(user_questions::surface_names::SHELL).prepended(),
+            );
             Inner {
                 seam: seam.clone(),
                 registry,
@@ -157,7 +166,9 @@ impl Inbox {
                 state: Mutex::new(State::default()),
                 changes: ChangeSignal::new(),
                 forwarding: Mutex::new(false),
+                shell,
                 _host_answerer: guard,
+                _shell_answerer: shell_guard,
             }
         });
         Ok(Self { inner })
@@ -350,6 +361,19 @@ impl Inner {
             ToInbox::LateReply { id, result } => {
                 if let Some((_, waiter)) = lock(&self.state).late.remove(&id) {
                     let _ = waiter.send(result);
+                }
+            }
+            ToInbox::Answer {
+                id,
+                session,
+                call,
+                answers,
+                provenance,
+            } => {
+                let key = (session, call);
+                let result = self.shell.answer(&self.seam, &key, &answers, provenance);
+                if let Some(tx) = lock(&self.state).links.get(&link) {
+                    let _ = tx.send(ToHost::Answered { id, result });
                 }
             }
         }

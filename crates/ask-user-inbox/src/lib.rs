@@ -4,6 +4,7 @@
 mod inbox;
 mod link;
 mod rendezvous;
+mod shell;
 mod wire;
 
 pub use inbox::{HOST_ANSWERER, Inbox, InboxSession, LATE_WITHIN};
@@ -14,4 +15,5 @@ pub use rendezvous::{
     ADDRESS_NAME, Address, InboxLock, LOCK_NAME, LOG_NAME, RESPAWN_EVERY, Rendezvous, SOCKET_NAME,
     STARTED_WITHIN, Starter, connect,
 };
+pub use shell::{InWindowRefusal, answer_in_window};
 pub use wire::MAX_LINE;

@@ -344,6 +344,8 @@ impl LinkInner {
                     });
                 });
             }
+            // A shell's word: never sent to a host.
+            ToHost::Answered { .. } => {}
         }
     }
 }

@@ -8,6 +8,9 @@
 //!
 //! Inbox → host: `answer` (an answer given in the inbox to a question in its window) and `late`
 //! (a late answer to a continued question, which the host answers `late-reply`).
+//!
+//! A shell (`ask-user answer`) sends `answer` (an answer to a question in its window) and reads
+//! back `answered`.
 
 use futures::{SinkExt as _, StreamExt as _};
 use pending_answer::{Accepted, DeskError, DeskErrorKind, LateRefusal, NotWaiting, Queued};
@@ -59,6 +62,14 @@ pub(crate) enum ToInbox {
         id: u64,
         result: WireLate,
     },
+    /// Not a host's: a shell answering a question in its window (`ask-user answer`).
+    Answer {
+        id: u64,
+        session: String,
+        call: CallId,
+        answers: AnswerBatch,
+        provenance: Provenance,
+    },
 }
 
 /// How a question's window ended at its host.
@@ -96,6 +107,20 @@ pub(crate) enum ToHost {
         answers: AnswerBatch,
         provenance: Provenance,
     },
+    /// What became of a shell's answer ([`ToInbox::Answer`]).
+    Answered { id: u64, result: WireAnswer },
+}
+
+/// What became of an answer given in a question's window through the inbox's socket.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub(crate) enum WireAnswer {
+    /// Taken: the question's ask ends with it (first answer wins).
+    Taken,
+    /// No question of the session with that call waits in its window here.
+    NotWaiting,
+    /// The answers do not fit the questions.
+    BadAnswer { code: String, message: String },
 }
 
 /// A late answer's outcome on the wire: what the host's desk did ([`Accepted`]) or a

@@ -554,3 +554,51 @@ async fn a_link_closed_as_a_call_is_cancelled_leaves_the_card_cancelled_not_cont
         .expect("close waits at most its bound");
     World::inbox_told(&mut events, "cancelled").await;
 }
+
+/// A shell answers a question in its window through the inbox's socket, as the page would: the
+/// host gets it with the shell's provenance; a wrong answer is refused and changes nothing; a
+/// call that does not wait is said so.
+#[tokio::test(start_paused = true)]
+async fn a_shell_answers_in_the_window_through_the_inbox() {
+    let (world, _form) = world(None);
+    world.linked().await;
+    let asked = world.ask_timed(60_000);
+    world.page.reached().await;
+    let shell = |answers: AnswerBatch, call: &'static str| {
+        let inbox = world.inbox.clone();
+        async move {
+            let (ours, theirs) = tokio::io::duplex(64 * 1024);
+            tokio::spawn(async move { inbox.serve_link(theirs).await });
+            ask_user_inbox::answer_in_window(
+                Box::new(ours),
+                "log-1.jsonl",
+                &CallId::from(call),
+                answers,
+                Provenance::human(user_questions::surface_names::SHELL),
+            )
+            .await
+        }
+    };
+    let wrong = shell(batch("MySQL"), "call_1").await.unwrap_err();
+    assert!(
+        matches!(&wrong, ask_user_inbox::InWindowRefusal::BadAnswer { code, .. } if code == "BAD_ANSWER"),
+        "{wrong:?}"
+    );
+    assert!(matches!(
+        shell(batch("SQLite"), "call_9").await,
+        Err(ask_user_inbox::InWindowRefusal::NotWaiting { .. })
+    ));
+    shell(batch("SQLite"), "call_1").await.unwrap();
+    match finish(asked).await {
+        TimedOutcome::Answered(answered) => {
+            assert_eq!(answered.answers, batch("SQLite"));
+            assert_eq!(
+                answered.provenance,
+                Provenance::human(user_questions::surface_names::SHELL)
+            );
+        }
+        other @ TimedOutcome::Pending { .. } => {
+            panic!("expected the shell's answer, got {other:?}")
+        }
+    }
+}

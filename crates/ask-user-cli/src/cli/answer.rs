@@ -13,7 +13,10 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
 
-use pending_answer::{Accepted, LateRefusal, NotWaiting, QuestionDesk, Queued, Submission};
+use ask_user_inbox::{InWindowRefusal, Rendezvous, answer_in_window, connect};
+use pending_answer::{
+    Accepted, DeskState, LateRefusal, NotWaiting, QuestionDesk, Queued, Submission,
+};
 use user_questions::{AnswerBatch, CallId, Provenance, Question, UserMessage};
 
 use super::desk::{Access, Picked};
@@ -64,6 +67,15 @@ pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Resu
         args.targets.len() == 2 || args.state_dir.is_some(),
         &file.pg,
     );
+    let batch = match &args.answers {
+        Some(path) => batch_from_json(&read_input(path)?),
+        None => batch_from_flags(&args.pick, &args.custom, &args.skip),
+    }
+    .map_err(|e| match e {
+        TypedAnswerError::Usage(message) => CliError::usage(message),
+        TypedAnswerError::Input(message) => CliError::input(message),
+    })?;
+    let from_flags = args.answers.is_none();
     let (session, picked, call_id) = match args.targets.as_slice() {
         [log, call] => {
             let log = PathBuf::from(log);
@@ -78,6 +90,10 @@ pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Resu
             let call_id = CallId::from(call.as_str());
             let desk = super::desk::state_dir(args.state_dir.clone(), file)?
                 .ok_or_else(|| not_continued(&call_id))?;
+            let dir = super::state_dir(args.state_dir.clone(), file)?;
+            if let Some(exit) = in_window(&desk, &dir, &call_id, &batch, from_flags).await? {
+                return Ok(exit);
+            }
             let session = session_of(&desk, &call_id).await?;
             (session, Picked::Logs(desk), call_id)
         }
@@ -87,16 +103,7 @@ pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Resu
             ));
         }
     };
-    let batch = match &args.answers {
-        Some(path) => batch_from_json(&read_input(path)?),
-        None => batch_from_flags(&args.pick, &args.custom, &args.skip),
-    }
-    .map_err(|e| match e {
-        TypedAnswerError::Usage(message) => CliError::usage(message),
-        TypedAnswerError::Input(message) => CliError::input(message),
-    })?;
     // The call's questions, as the desk reads them, order the flags' items.
-    let from_flags = args.answers.is_none();
     let given = batch.clone();
     let compose = move |stored: Option<&[Question]>| match stored {
         Some(stored) if from_flags => in_question_order(&given, stored),
@@ -154,6 +161,56 @@ pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Resu
             matches!(picked, Picked::Database(_)),
         )),
     }
+}
+
+/// A question open in its window at a host linked to the state directory's inbox (an agent's
+/// own prompt, an MCP call) is answered there, as the page would: first answer wins. `None`
+/// when no such question waits there.
+async fn in_window(
+    desk: &LogDesk,
+    dir: &std::path::Path,
+    call_id: &CallId,
+    batch: &AnswerBatch,
+    from_flags: bool,
+) -> Result<Option<Exit>, CliError> {
+    let found = desk.find(call_id).await?;
+    let open: Vec<_> = (found.iter())
+        .filter(|q| q.state == DeskState::Open)
+        .collect();
+    let ([question], Ok(stream)) = (
+        open.as_slice(),
+        connect(&Rendezvous::new(dir).socket()).await,
+    ) else {
+        return Ok(None);
+    };
+    let batch = if from_flags {
+        in_question_order(batch, &question.questions)
+    } else {
+        batch.clone()
+    };
+    let answered = answer_in_window(
+        stream,
+        &question.session,
+        call_id,
+        batch.clone(),
+        Provenance::human(ANSWERER),
+    );
+    match answered.await {
+        Ok(()) => eprintln!("call {}: answered in its window", visible(call_id.as_str())),
+        Err(InWindowRefusal::NotWaiting { .. }) => return Ok(None),
+        Err(InWindowRefusal::BadAnswer { message, .. }) => {
+            let every = answer_problems(call_id, &question.questions, &batch);
+            return Err(CliError::new(
+                "BAD_ANSWER",
+                every.unwrap_or(message),
+                Exit::BadAnswer,
+            ));
+        }
+        Err(refusal @ InWindowRefusal::Unreachable(_)) => {
+            return Err(CliError::log("INBOX_UNREACHABLE", refusal.to_string()));
+        }
+    }
+    Ok(Some(Exit::Ok))
 }
 
 /// Every problem of a refused answer, named against the questions the call asked (the seam
