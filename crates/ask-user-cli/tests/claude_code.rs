@@ -1,12 +1,14 @@
 //! Native asks of a real Claude Code (SPEC §9.7, §12.11), pinned in `tests/agents/package-lock.json`,
 //! its model stood in for by `tests/agents/anthropic_model.py` on loopback: the model calls Bash,
 //! Claude Code's `PermissionRequest` hook (installed by `ask-user hooks install claude-code`)
-//! asks the machine's inbox, and the test answers on the inbox page. Claude Code runs in print
-//! mode (`-p`), where no dialog of its own is shown and a prompt without a hook decision is
-//! refused.
+//! asks the machine's inbox, and the test answers on the inbox page or from the shell. In print
+//! mode (`-p`) no dialog of its own is shown and a prompt without a hook decision is refused.
 //!
-//! It needs `ASK_USER_CLAUDE` (the `claude` command; `.ci/run` installs it with `npm ci`) and
-//! Python (`ASK_USER_PYTHON`, else `python3`). Without `ASK_USER_CLAUDE` the tests fail when
+//! The interactive terminal UI runs under tmux (`--permission-mode manual`, its first-run
+//! questions answered in a seeded `~/.claude.json`): its own dialog and picker race the inbox.
+//!
+//! It needs `ASK_USER_CLAUDE` (the `claude` command; `.ci/run` installs it with `npm ci`),
+//! tmux, and Python (`ASK_USER_PYTHON`, else `python3`). Without `ASK_USER_CLAUDE` the tests fail when
 //! `CI=true`, and otherwise say they were skipped.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -19,6 +21,14 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
+
+/// The key Claude Code is given: any, since the model is scripted.
+const API_KEY: &str = "sk-ant-scripted-model-000000000000000000";
+
+/// The model's Bash call.
+fn bash(command: &str) -> Value {
+    json!({"name": "Bash", "input": {"command": command, "description": "Make the file"}})
+}
 
 /// How long a step may take on a loaded two-core machine.
 const WITHIN: Duration = Duration::from_mins(1);
@@ -59,16 +69,14 @@ fn free_port() -> u16 {
 }
 
 impl Machine {
-    /// The model calls Bash with `command`; the bridge's hooks are installed, and `extra_hook`
-    /// (a `PermissionRequest` command of the person's own) too when given.
-    fn start(command: &str, extra_hook: Option<&str>) -> Self {
+    /// The model calls `tool` (`{"name","input"}`); the bridge's hooks are installed, and
+    /// `extra_hook` (a `PermissionRequest` command of the person's own) too when given.
+    fn start(tool: &Value, extra_hook: Option<&str>) -> Self {
         let home = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
         let model_log = home.path().join("model.log");
         let model_port = free_port();
         let python = std::env::var("ASK_USER_PYTHON").unwrap_or_else(|_| "python3".into());
-        let tool =
-            json!({"name": "Bash", "input": {"command": command, "description": "Make the file"}});
         let model = Command::new(python)
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/anthropic_model.py"))
             .arg(model_port.to_string())
@@ -77,11 +85,15 @@ impl Machine {
             .spawn()
             .unwrap();
         let model = Running(model);
-        std::fs::write(
-            home.path().join(".claude.json"),
-            r#"{"hasCompletedOnboarding": true}"#,
-        )
-        .unwrap();
+        // What Claude Code's first run would have asked: onboarding done, this key approved, the
+        // project folder trusted.
+        let folder = project.path().canonicalize().unwrap();
+        let seeded = json!({
+            "hasCompletedOnboarding": true,
+            "customApiKeyResponses": {"approved": [&API_KEY[API_KEY.len() - 20..]], "rejected": []},
+            "projects": {folder.display().to_string(): {"hasTrustDialogAccepted": true}},
+        });
+        std::fs::write(home.path().join(".claude.json"), seeded.to_string()).unwrap();
         let installed = Self::ask_user(home.path(), &["hooks", "install", "claude-code"]);
         assert!(installed.contains("installed in"), "{installed}");
         if let Some(extra) = extra_hook {
@@ -147,31 +159,43 @@ impl Machine {
         String::from_utf8(output.stdout).unwrap()
     }
 
-    /// Claude Code in print mode, with the bridge's hooks; `ask-user` on its `PATH`.
-    fn claude(&self, claude: &Path) -> Running {
+    /// Claude Code's environment: the person's home, `ask-user` on its `PATH`, the scripted
+    /// model, nothing sent anywhere else.
+    fn agent_env(&self) -> Vec<(&'static str, String)> {
+        let home = self.home.path();
         let path = format!(
             "{}:{}",
             Path::new(BIN).parent().unwrap().display(),
             std::env::var("PATH").unwrap_or_default()
         );
+        vec![
+            ("HOME", home.display().to_string()),
+            (
+                "XDG_STATE_HOME",
+                home.join(".local/state").display().to_string(),
+            ),
+            (
+                "XDG_CONFIG_HOME",
+                home.join(".config").display().to_string(),
+            ),
+            ("PATH", path),
+            (
+                "ANTHROPIC_BASE_URL",
+                format!("http://127.0.0.1:{}", self.model_port),
+            ),
+            ("ANTHROPIC_API_KEY", API_KEY.to_owned()),
+            ("DISABLE_AUTOUPDATER", "1".to_owned()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+            ("DISABLE_TELEMETRY", "1".to_owned()),
+        ]
+    }
+
+    /// Claude Code in print mode, with the bridge's hooks.
+    fn claude(&self, claude: &Path) -> Running {
         let child = Command::new(claude)
             .args(["-p", "make the file", "--permission-mode", "default"])
             .current_dir(self.project.path())
-            .env("HOME", self.home.path())
-            .env("XDG_STATE_HOME", self.home.path().join(".local/state"))
-            .env("XDG_CONFIG_HOME", self.home.path().join(".config"))
-            .env("PATH", path)
-            .env(
-                "ANTHROPIC_BASE_URL",
-                format!("http://127.0.0.1:{}", self.model_port),
-            )
-            .env(
-                "ANTHROPIC_API_KEY",
-                "sk-ant-scripted-model-000000000000000000",
-            )
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_TELEMETRY", "1")
+            .envs(self.agent_env())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -226,19 +250,29 @@ impl Machine {
         assert!(status.is_success(), "{status}: {text}");
     }
 
-    /// The tool result the model received.
-    fn tool_result(&self, claude: &mut Running) -> Value {
+    /// The tool result the model received, once it has.
+    fn model_result(&self) -> Value {
         let start = Instant::now();
         let result = self.model_log.with_extension("log.result");
-        while !result.exists() {
+        loop {
+            // Read once it is there and whole.
+            let read = std::fs::read_to_string(&result).ok();
+            if let Some(value) = read.and_then(|text| serde_json::from_str(&text).ok()) {
+                return value;
+            }
             assert!(
                 start.elapsed() < WITHIN,
                 "the model never got a tool result"
             );
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// The tool result the model received, and Claude Code (in print mode) ended.
+    fn tool_result(&self, claude: &mut Running) -> Value {
+        let result = self.model_result();
         let _ = claude.0.wait();
-        serde_json::from_str(&std::fs::read_to_string(result).unwrap()).unwrap()
+        result
     }
 }
 
@@ -247,7 +281,7 @@ impl Machine {
 #[test]
 fn n1_a_bash_approval_answered_on_the_inbox_page_runs_the_command() {
     let Some(claude) = claude() else { return };
-    let machine = Machine::start("touch made.txt && echo made-by-bash", None);
+    let machine = Machine::start(&bash("touch made.txt && echo made-by-bash"), None);
     let mut agent = machine.claude(&claude);
     let (call, questions) = machine.asked();
     assert!(call.starts_with("claude-code-"), "{call}");
@@ -268,7 +302,7 @@ fn n1_a_bash_approval_answered_on_the_inbox_page_runs_the_command() {
 #[test]
 fn n2_a_denial_with_a_message_reaches_the_model_and_nothing_runs() {
     let Some(claude) = claude() else { return };
-    let machine = Machine::start("touch made.txt && echo made-by-bash", None);
+    let machine = Machine::start(&bash("touch made.txt && echo made-by-bash"), None);
     let mut agent = machine.claude(&claude);
     let (call, _) = machine.asked();
     machine.answer_on_the_page(
@@ -291,7 +325,7 @@ fn n2_a_denial_with_a_message_reaches_the_model_and_nothing_runs() {
 fn n4_settled_at_the_agent_the_ask_leaves_the_inbox() {
     let Some(claude) = claude() else { return };
     let allow = r#"sleep 3; echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}'"#;
-    let machine = Machine::start("touch made.txt && echo made-by-bash", Some(allow));
+    let machine = Machine::start(&bash("touch made.txt && echo made-by-bash"), Some(allow));
     let mut agent = machine.claude(&claude);
     let _ = machine.asked();
     let result = machine.tool_result(&mut agent);
@@ -311,7 +345,7 @@ fn n4_settled_at_the_agent_the_ask_leaves_the_inbox() {
 #[test]
 fn n1_a_bash_approval_answered_from_the_shell_runs_the_command() {
     let Some(claude) = claude() else { return };
-    let machine = Machine::start("touch made.txt && echo made-by-bash", None);
+    let machine = Machine::start(&bash("touch made.txt && echo made-by-bash"), None);
     let mut agent = machine.claude(&claude);
     let (call, _) = machine.asked();
     let output = Machine::command(machine.home.path())
@@ -334,5 +368,135 @@ fn n1_a_bash_approval_answered_from_the_shell_runs_the_command() {
         "{said:?}"
     );
     let result = machine.tool_result(&mut agent);
+    assert_eq!(result["content"], "made-by-bash", "{result}");
+}
+
+/// Claude Code's interactive terminal UI in a tmux session of its own (its own server socket),
+/// killed when dropped.
+struct Tui {
+    socket: String,
+}
+
+impl Tui {
+    fn start(machine: &Machine, claude: &Path) -> Self {
+        let socket =
+            format!("ask-user-test-{}", std::process::id()) + &machine.model_port.to_string();
+        let env: Vec<String> = (machine.agent_env().into_iter())
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect();
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "new-session",
+                "-d",
+                "-x",
+                "120",
+                "-y",
+                "40",
+                "-c",
+            ])
+            .arg(machine.project.path())
+            .arg("env")
+            .args(&env)
+            .arg(claude)
+            .args(["--permission-mode", "manual"])
+            .status()
+            .expect("tmux runs");
+        assert!(status.success());
+        let tui = Self { socket };
+        tui.until("? for shortcuts");
+        tui
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p"])
+    }
+
+    /// Waits until the screen shows `text`.
+    fn until(&self, text: &str) {
+        let start = Instant::now();
+        while !self.screen().contains(text) {
+            assert!(
+                start.elapsed() < WITHIN,
+                "the screen never showed {text:?}:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys"];
+        args.extend(keys);
+        self.tmux(&args);
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        self.tmux(&["kill-server"]);
+    }
+}
+
+/// N3: Claude Code's own `AskUserQuestion`, answered on the inbox page while its picker is on
+/// screen: the picker closes and the model reads the answer in Claude Code's own words.
+#[test]
+fn n3_ask_user_question_answered_on_the_page_while_its_picker_shows() {
+    let Some(claude) = claude() else { return };
+    let question = json!({"name": "AskUserQuestion", "input": {"questions": [{
+        "question": "Which database?", "header": "Database", "multiSelect": false,
+        "options": [{"label": "PostgreSQL", "description": "Relational."}, {"label": "SQLite", "description": "Embedded."}]
+    }]}});
+    let machine = Machine::start(&question, None);
+    let tui = Tui::start(&machine, &claude);
+    tui.keys(&["pick a database", "Enter"]);
+    tui.until("Which database?");
+    let (call, questions) = machine.asked();
+    assert_eq!(questions[0]["id"], "q1");
+    assert!(
+        tui.screen().contains("2. SQLite"),
+        "the picker is on screen"
+    );
+    machine.answer_on_the_page(&call, &json!([{"id": "q1", "selected": ["SQLite"]}]));
+    tui.until("Allowed by PermissionRequest hook");
+    let result = machine.model_result();
+    let text = result["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains(r#""Which database?"="SQLite""#),
+        "the model reads: {result}"
+    );
+    assert!(machine.pending().is_empty());
+}
+
+/// N4 at the keyboard: the person says Yes in Claude Code's own dialog first; the command runs,
+/// and the inbox's card is withdrawn within 2 s, never answered.
+#[test]
+fn n4_answered_at_the_keyboard_first_the_ask_leaves_the_inbox() {
+    let Some(claude) = claude() else { return };
+    let machine = Machine::start(&bash("touch made.txt && echo made-by-bash"), None);
+    let tui = Tui::start(&machine, &claude);
+    tui.keys(&["make the file", "Enter"]);
+    tui.until("Do you want to proceed?");
+    let _ = machine.asked();
+    tui.keys(&["Enter"]);
+    let answered = Instant::now();
+    while !machine.pending().is_empty() {
+        assert!(
+            answered.elapsed() < Duration::from_secs(2),
+            "the ask is still listed 2 s after the keyboard answered"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let result = machine.model_result();
     assert_eq!(result["content"], "made-by-bash", "{result}");
 }
