@@ -37,7 +37,16 @@ pub fn shell_word(word: &str) -> String {
 /// A question and, under it, its labels as `--pick ID=LABEL` takes them. Ids, questions and
 /// labels come from a model through the log: never raw on a terminal.
 pub fn question_cell(q: &Question) -> String {
-    let mut cell = format!("{}: {}", visible(&q.id), visible(&q.question));
+    // A text of several lines (an agent's command and its folder) keeps its lines, each one
+    // escaped on its own, under the first.
+    let mut lines = (q.question.lines())
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| visible(line).into_owned());
+    let first = lines.next().unwrap_or_default();
+    let mut cell = format!("{}: {first}", visible(&q.id));
+    for line in lines {
+        let _ = write!(cell, "\n  {line}");
+    }
     let labels: Vec<String> = q
         .options()
         .iter()

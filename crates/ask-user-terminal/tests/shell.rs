@@ -145,3 +145,21 @@ fn tables_show_no_raw_escape_from_a_log() {
     assert_eq!(value["questions"][0]["state"], "open");
     assert_eq!(value["questions"][0]["session"], "s\u{1b}[31m1");
 }
+
+/// An agent's approval has a text of several lines (what would run, and where): each line is
+/// its own line of the cell, escaped on its own; a control byte inside a line is still shown
+/// escaped, never raw.
+#[test]
+fn a_question_of_several_lines_keeps_its_lines_and_escapes_each() {
+    let question: Question = serde_json::from_value(serde_json::json!({
+        "id": "decision",
+        "question": "Allow Claude Code to run this command in /work?\n\n$ rm -rf build \u{1b}[2J\n",
+        "options": [{"label": "Allow"}, {"label": "Deny"}]
+    }))
+    .unwrap();
+    let cell = ask_user_terminal::listing::question_cell(&question);
+    assert_eq!(
+        cell,
+        "decision: Allow Claude Code to run this command in /work?\n  $ rm -rf build \\u{1b}[2J\n  pick one: Allow | Deny"
+    );
+}
