@@ -21,6 +21,23 @@ pub struct HookArgs {
     /// The state directory (default: `ask-user mcp`'s): the inbox of its sessions shows the ask.
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// How long the inbox may answer before the agent's own prompt asks (seconds; default: as
+    /// long as Claude Code runs the hook, whose dialog races it; 60 for Codex, whose prompt waits
+    /// for the hook).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub window: Option<u64>,
+}
+
+impl HookArgs {
+    /// The window of [`BridgeOptions::window`](crate::BridgeOptions::window): the flag's, else
+    /// the agent's default.
+    pub fn window(&self) -> Option<std::time::Duration> {
+        match (self.window, self.agent) {
+            (Some(secs), _) => Some(std::time::Duration::from_secs(secs)),
+            (None, Agent::Codex) => Some(crate::CODEX_WINDOW),
+            (None, Agent::ClaudeCode) => None,
+        }
+    }
 }
 
 /// What `hooks` does.

@@ -26,6 +26,10 @@ pub use withdraw::withdraw;
 /// How long a bridge waits for the machine's inbox before it gives no decision.
 pub const REACH_WITHIN: Duration = Duration::from_secs(5);
 
+/// How long a Codex prompt is answerable from the inbox: Codex's own approval prompt waits for
+/// its hook, so after this the bridge gives no decision and the person at the terminal decides.
+pub const CODEX_WINDOW: Duration = Duration::from_mins(1);
+
 /// How long a bridge that ends waits for the inbox to be told how its ask ended.
 pub const TOLD_WITHIN: Duration = Duration::from_secs(2);
 
@@ -42,6 +46,10 @@ pub struct BridgeOptions {
     pub connect: Connect,
     /// How long to wait for the inbox ([`REACH_WITHIN`]).
     pub reach_within: Duration,
+    /// How long the inbox may answer, when the agent's own prompt waits for the hook (Codex:
+    /// [`CODEX_WINDOW`]); then the bridge gives no decision and the agent's prompt asks. `None`:
+    /// as long as the agent lets the hook run (Claude Code's dialog races it all along).
+    pub window: Option<Duration>,
 }
 
 impl std::fmt::Debug for BridgeOptions {
@@ -49,6 +57,7 @@ impl std::fmt::Debug for BridgeOptions {
         f.debug_struct("BridgeOptions")
             .field("state_dir", &self.state_dir)
             .field("reach_within", &self.reach_within)
+            .field("window", &self.window)
             .finish_non_exhaustive()
     }
 }
@@ -67,6 +76,9 @@ pub enum Ended {
     Unreachable,
     /// Settled at the agent ([`withdraw`]), or the bridge was stopped: every surface withdrew it.
     Withdrawn,
+    /// Nobody answered within [`BridgeOptions::window`]: every surface withdrew it, and the
+    /// agent's own prompt asks.
+    WindowPassed,
     /// Answered with nothing chosen: no decision.
     Skipped,
     /// The call ended in an error (its text).
@@ -125,11 +137,25 @@ pub async fn ask(
         SessionOptions::named(session).with_model(ModelInfo::new(ask.agent.name(), "native")),
     )?);
     linked.desk.add(&host);
+    // Codex's prompt waits for the hook: after the window the ask is withdrawn, undecided.
+    let passed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _window = options.window.map(|window| {
+        let (cancel, passed) = (cancel.clone(), Arc::clone(&passed));
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            tokio::time::sleep(window).await;
+            passed.store(true, std::sync::atomic::Ordering::SeqCst);
+            cancel.cancel();
+        }))
+    });
     let outcome = call(&host, ask, &cancel).await;
+    let passed = passed.load(std::sync::atomic::Ordering::SeqCst);
     drop(waiting);
     // Every surface takes the card down before the bridge goes.
     link.close(TOLD_WITHIN).await;
     let outcome = outcome?;
+    if passed && outcome.answers().is_none() {
+        return Ok(Ended::WindowPassed);
+    }
     Ok(ended(ask, &outcome, cancel.is_cancelled()))
 }
 
@@ -177,6 +203,10 @@ pub async fn run_hook(
         Ended::Failed(text) => HookRun {
             stdout: None,
             stderr: dialog(&text),
+        },
+        Ended::WindowPassed => HookRun {
+            stdout: None,
+            stderr: dialog("nobody answered in the inbox's window"),
         },
         Ended::Withdrawn | Ended::Skipped => HookRun::default(),
     })

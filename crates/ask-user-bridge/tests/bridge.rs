@@ -106,6 +106,7 @@ impl World {
             state_dir: self.dir.path().to_path_buf(),
             connect,
             reach_within: Duration::from_secs(5),
+            window: None,
         }
     }
 }
@@ -232,6 +233,7 @@ async fn n5_no_inbox_means_no_question_and_no_decision() {
         state_dir: dir.path().to_path_buf(),
         connect,
         reach_within: Duration::from_secs(5),
+        window: None,
     };
     let ended = ask(&bash_ask(), &options, &CancellationToken::new())
         .await
@@ -251,4 +253,23 @@ async fn the_agent_going_away_withdraws_the_ask() {
     world.page.seen.notified().await;
     stop.cancel();
     assert_eq!(bridged.await.unwrap().unwrap(), Ended::Withdrawn);
+}
+
+/// Codex's prompt waits for its hook: once the window passes unanswered, the card is withdrawn
+/// and no decision is given, so the person at the terminal decides.
+#[tokio::test]
+async fn a_window_that_passes_unanswered_gives_no_decision() {
+    let world = world();
+    let options = BridgeOptions {
+        window: Some(Duration::from_millis(300)),
+        ..world.options()
+    };
+    let withdrawn = world.page.withdrawn.notified();
+    let ended = ask(&bash_ask(), &options, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(ended, Ended::WindowPassed);
+    tokio::time::timeout(Duration::from_secs(2), withdrawn)
+        .await
+        .expect("the page's card is withdrawn");
 }

@@ -19,15 +19,17 @@ pub(super) async fn hook(args: HookArgs, loaded: &super::config::Loaded) -> Resu
         .read_to_string(&mut text)
         .map_err(|e| CliError::input(format!("cannot read the hook's input: {e}")))?;
     let event = HookEvent::read(args.agent, &text).map_err(|e| CliError::input(e.to_string()))?;
-    let state_dir = super::state_dir(args.state_dir, &loaded.config)?;
+    let state_dir = super::state_dir(args.state_dir.clone(), &loaded.config)?;
     let connect = super::inbox::connector(state_dir.clone(), loaded, Vec::new(), None);
     let (reach_within, stop) = (REACH_WITHIN, CancellationToken::new());
     // The agent ends the hook (SIGTERM) when its own dialog settled the prompt.
     let _stopping = super::cancel_on_stop(stop.clone());
+    let window = args.window();
     let options = BridgeOptions {
         state_dir,
         connect,
         reach_within,
+        window,
     };
     let run = (ask_user_bridge::run_hook(event, &options, &stop).await)
         .map_err(|e| CliError::log("BRIDGE", e.to_string()))?;
