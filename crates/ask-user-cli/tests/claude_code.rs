@@ -72,6 +72,11 @@ impl Machine {
     /// The model calls `tool` (`{"name","input"}`); the bridge's hooks are installed, and
     /// `extra_hook` (a `PermissionRequest` command of the person's own) too when given.
     fn start(tool: &Value, extra_hook: Option<&str>) -> Self {
+        Self::start_with(tool, extra_hook, &[])
+    }
+
+    /// As [`Machine::start`], the inbox started with `inbox_args` too (notifications).
+    fn start_with(tool: &Value, extra_hook: Option<&str>, inbox_args: &[&str]) -> Self {
         let home = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
         let model_log = home.path().join("model.log");
@@ -109,6 +114,7 @@ impl Machine {
         // The inbox, on a free port; the hook finds it through the state directory.
         let mut inbox = Self::command(home.path())
             .args(["inbox", "--addr", "127.0.0.1:0"])
+            .args(inbox_args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -232,24 +238,31 @@ impl Machine {
     /// Answers `call` on the inbox page, as its form posts.
     fn answer_on_the_page(&self, call: &str, answers: &Value) {
         let url = format!("{}/cards/{call}/answer?token={}", self.page, self.token);
-        let body = json!({ "answers": answers }).to_string();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let (status, text) = runtime.block_on(async {
-            let response = reqwest::Client::new()
-                .post(url)
-                .header("content-type", "application/json")
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            (response.status(), response.text().await.unwrap())
-        });
-        assert!(status.is_success(), "{status}: {text}");
+        post(&url, &json!({ "answers": answers }).to_string());
     }
+}
 
+/// Posts `body` as JSON to `url`, as a page or a notification's button does; it must succeed.
+fn post(url: &str, body: &str) {
+    let (url, body) = (url.to_owned(), body.to_owned());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (status, text) = runtime.block_on(async {
+        let response = reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        (response.status(), response.text().await.unwrap())
+    });
+    assert!(status.is_success(), "{status}: {text}");
+}
+
+impl Machine {
     /// The tool result the model received, once it has.
     fn model_result(&self) -> Value {
         let start = Instant::now();
@@ -488,7 +501,19 @@ fn n4_answered_at_the_keyboard_first_the_ask_leaves_the_inbox() {
     tui.keys(&["make the file", "Enter"]);
     tui.until("Do you want to proceed?");
     let _ = machine.asked();
+    // Yes. The dialog takes keys once it is drawn whole: Enter again while it still shows.
+    let pressed = Instant::now();
     tui.keys(&["Enter"]);
+    while tui.screen().contains("Do you want to proceed?") {
+        assert!(
+            pressed.elapsed() < WITHIN,
+            "the dialog never took the keyboard's Yes"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        if tui.screen().contains("Do you want to proceed?") {
+            tui.keys(&["Enter"]);
+        }
+    }
     let answered = Instant::now();
     while !machine.pending().is_empty() {
         assert!(
@@ -499,4 +524,76 @@ fn n4_answered_at_the_keyboard_first_the_ask_leaves_the_inbox() {
     }
     let result = machine.model_result();
     assert_eq!(result["content"], "made-by-bash", "{result}");
+}
+
+/// An ntfy-shaped receiver on loopback: each message posted to it, as JSON.
+fn ntfy_receiver() -> (u16, std::sync::mpsc::Receiver<Value>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = std::io::Read::read_exact(&mut reader, &mut body);
+            let _ = std::io::Write::write_all(
+                reader.get_mut(),
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 9\r\nconnection: close\r\n\r\n{\"id\":1}",
+            );
+            if let Ok(message) = serde_json::from_slice::<Value>(&body) {
+                let _ = tx.send(message);
+            }
+        }
+    });
+    (port, rx)
+}
+
+/// N2 from a phone: the prompt's ntfy notification carries a button for every choice; its
+/// Deny button denies, and the model reads where the denial came from.
+#[test]
+fn n2_denied_from_an_ntfy_button_the_model_reads_where_from() {
+    let Some(claude) = claude() else { return };
+    let (port, messages) = ntfy_receiver();
+    let server = format!("http://127.0.0.1:{port}");
+    let machine = Machine::start_with(
+        &bash("touch made.txt && echo made-by-bash"),
+        None,
+        &[
+            "--ntfy",
+            "phone-topic",
+            "--ntfy-server",
+            &server,
+            "--notify-after",
+            "0",
+        ],
+    );
+    let mut agent = machine.claude(&claude);
+    let _ = machine.asked();
+    let message = messages.recv_timeout(WITHIN).expect("an ntfy message");
+    let actions = message["actions"].as_array().cloned().unwrap_or_default();
+    let labels: Vec<&str> = actions.iter().filter_map(|a| a["label"].as_str()).collect();
+    assert_eq!(labels.first(), Some(&"Allow"), "{message}");
+    assert_eq!(labels.last(), Some(&"Deny"), "{message}");
+    let deny = actions.last().unwrap();
+    post(
+        deny["url"].as_str().unwrap(),
+        deny["body"].as_str().unwrap(),
+    );
+    let result = machine.tool_result(&mut agent);
+    assert_eq!(result["is_error"], true, "{result}");
+    assert_eq!(
+        result["content"], "Denied from the notification on a phone.",
+        "{result}"
+    );
+    assert!(!machine.project.path().join("made.txt").exists());
 }

@@ -7,9 +7,10 @@ use user_questions::{Question, QuestionOption};
 use crate::text::{approval, cut, destination, rule};
 use crate::{APPROVAL_ID, Agent, AskKind, Choice, MAX_HOOK_INPUT, NativeAsk, NativeError};
 
-/// At most this many `Allow always` options (the seam takes up to eight options; a person
-/// reads two rules at a glance).
-const MAX_RULES: usize = 2;
+/// At most this many `Allow always` options: with `Allow` and `Deny`, three, so a phone's
+/// notification carries a button for every choice (it shows all of a question's options as
+/// buttons, or none); the agent's own dialog still offers the others.
+const MAX_RULES: usize = 1;
 
 /// The tool whose prompt is the agent's own question picker (Claude Code).
 const QUESTION_TOOL: &str = "AskUserQuestion";

@@ -307,3 +307,25 @@ fn bad_input_is_a_clear_error() {
     let long = format!("{{\"x\":\"{}\"}}", "a".repeat(native_asks::MAX_HOOK_INPUT));
     assert!(HookEvent::read(Agent::ClaudeCode, &long).is_err());
 }
+
+/// However many rules the agent suggests, an approval has at most three options: a phone's
+/// notification then carries a button for each (it shows all of them or none).
+#[test]
+fn an_approval_has_at_most_three_options_so_a_phone_can_answer_it() {
+    let suggestions = json!([
+        {"type": "addDirectories", "directories": ["/work/shop"], "destination": "session"},
+        {"type": "setMode", "mode": "acceptEdits", "destination": "session"},
+        {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "touch:*"}], "behavior": "allow", "destination": "localSettings"}
+    ]);
+    let ask = ask(
+        Agent::ClaudeCode,
+        &permission_request("Bash", json!({"command": "touch x"}), suggestions),
+    );
+    let labels: Vec<String> = (ask.questions[0].options.iter().flatten())
+        .map(|o| o.label.clone())
+        .collect();
+    assert_eq!(
+        labels,
+        ["Allow", "Allow always: access to /work/shop", "Deny"]
+    );
+}
