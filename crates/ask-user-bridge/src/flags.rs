@@ -56,30 +56,46 @@ pub enum HooksAction {
 pub struct HooksArgs {
     /// What to do.
     pub action: HooksAction,
-    /// The agent: `claude-code` (`codex` and `gemini` are not installed this way yet).
+    /// The agent: `claude-code` or `codex`.
     #[arg(value_parser = agent)]
     pub agent: Agent,
-    /// This folder's settings (`.claude/settings.local.json`) instead of yours.
+    /// This folder's settings (`.claude/settings.local.json`, `.codex/config.toml`) instead of
+    /// yours.
     #[arg(long)]
     pub project: bool,
     /// The state directory, where the file as it was is kept (default: `ask-user mcp`'s).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// The Codex program asked for the hook's trust (its `app-server`'s `hooks/list`).
+    #[arg(long, value_name = "PROGRAM", default_value = "codex")]
+    pub codex: PathBuf,
+}
+
+/// Where the `hooks` command looks.
+#[derive(Clone, Debug)]
+pub struct HooksPlaces<'a> {
+    /// The person's home folder.
+    pub home: Option<&'a Path>,
+    /// Codex's home (`$CODEX_HOME`), when set: its `config.toml` is the person's.
+    pub codex_home: Option<&'a Path>,
+    /// The project folder (`--project`, and where Codex is asked from).
+    pub folder: &'a Path,
+    /// The state directory.
+    pub state_dir: &'a Path,
 }
 
 impl HooksArgs {
-    /// Does what the arguments say to the settings of `home` (the person's) or `folder` (the
-    /// project's), installing `program` as the hook's command; what to tell the person, every
-    /// path and command escaped by `escape`.
+    /// Does what the arguments say to the agent's settings in `places`, installing `program` as
+    /// the hook's command (and, for Codex, recording Codex's trust of it, as Codex's
+    /// `app-server` computes it); what to tell the person, every path and command escaped by
+    /// `escape`.
     ///
     /// # Errors
     ///
     /// What [`Hooks`] finds.
-    pub fn run(
+    pub async fn run(
         &self,
-        home: Option<&Path>,
-        folder: &Path,
-        state_dir: &Path,
+        places: &HooksPlaces<'_>,
         program: &str,
         escape: &dyn Fn(&str) -> String,
     ) -> Result<String, HooksError> {
@@ -88,31 +104,89 @@ impl HooksArgs {
         } else {
             Scope::User
         };
-        let hooks = Hooks::of(self.agent, scope, home, folder, state_dir)?;
-        let report = match self.action {
-            HooksAction::Install => hooks.install(program)?,
-            HooksAction::Uninstall => hooks.uninstall()?,
-            HooksAction::Status => hooks.status()?,
-        };
+        let (folder, state_dir) = (places.folder, places.state_dir);
+        let mut hooks = Hooks::of(self.agent, scope, places.home, folder, state_dir)?;
+        if let (Agent::Codex, Scope::User, Some(codex_home)) =
+            (self.agent, scope, places.codex_home)
+        {
+            hooks = hooks.at(codex_home.join("config.toml"), state_dir);
+        }
         let settings = escape(&hooks.settings().display().to_string());
         let agent = self.agent.display();
-        Ok(match report {
-            HooksReport::Installed => format!(
-                "installed in {settings}: {agent}'s permission prompts and questions reach the inbox (its page, a phone, `{} answer`) while its own dialog stays on screen; the first answer wins",
-                escape(program)
-            ),
-            HooksReport::AlreadyInstalled => format!("already installed in {settings}"),
-            HooksReport::Uninstalled { restored: true } => {
-                format!("uninstalled: {settings} is as it was")
+        let codex = escape(&self.codex.display().to_string());
+        let listed = async || match self.agent {
+            Agent::Codex => Some(crate::codex_app::hooks_list(&self.codex, folder).await),
+            Agent::ClaudeCode => None,
+        };
+        Ok(match self.action {
+            HooksAction::Install => {
+                let report = hooks.install(program)?;
+                let done = match report {
+                    HooksReport::Installed => format!(
+                        "installed in {settings}: {agent}'s permission prompts{} reach the inbox (its page, a phone, `{} answer`){}",
+                        if self.agent == Agent::ClaudeCode {
+                            " and questions"
+                        } else {
+                            ""
+                        },
+                        escape(program),
+                        match self.agent {
+                            Agent::ClaudeCode =>
+                                " while its own dialog stays on screen; the first answer wins",
+                            Agent::Codex =>
+                                "; Codex's own prompt waits for them up to 60 s, then asks at the terminal",
+                        }
+                    ),
+                    _ => format!("already installed in {settings}"),
+                };
+                match listed().await {
+                    None => done,
+                    Some(Ok(listed)) => {
+                        let trusted = hooks.trust(&listed)?;
+                        let now = hooks.status(Some(&listed))?;
+                        let running = matches!(&now, HooksReport::Status { found } if found.iter().all(|f| f.trust.as_deref() != Some("untrusted")));
+                        if trusted.is_empty() && running {
+                            format!("{done}\nCodex already trusts it")
+                        } else {
+                            format!(
+                                "{done}\ntrusted for Codex, as you asked by installing it (`{codex} app-server` computed its hash; Codex runs it from its next session; `/hooks` in Codex shows it)"
+                            )
+                        }
+                    }
+                    Some(Err(error)) => format!(
+                        "{done}\nnot trusted yet: Codex runs it only once trusted, and {} — run this again where `{codex}` runs (or name it with --codex), or trust it in Codex's `/hooks`",
+                        escape(&error.to_string())
+                    ),
+                }
             }
-            HooksReport::Uninstalled { restored: false } => format!(
-                "uninstalled: the bridge's hooks are out of {settings}; what else changed there since is kept"
-            ),
-            HooksReport::NotInstalled => format!("not installed in {settings}"),
-            HooksReport::Status { found } => (found.iter())
-                .map(|(event, command)| format!("{event} in {settings}: {}", escape(command)))
-                .collect::<Vec<_>>()
-                .join("\n"),
+            HooksAction::Uninstall => match hooks.uninstall()? {
+                HooksReport::Uninstalled { restored: true } => {
+                    format!("uninstalled: {settings} is as it was")
+                }
+                HooksReport::Uninstalled { restored: false } => format!(
+                    "uninstalled: the bridge's hooks are out of {settings}; what else changed there since is kept"
+                ),
+                _ => format!("not installed in {settings}"),
+            },
+            HooksAction::Status => {
+                let listed = listed().await.and_then(Result::ok);
+                match hooks.status(listed.as_deref())? {
+                    HooksReport::Status { found } => (found.iter())
+                        .map(|hook| {
+                            let trust = (hook.trust.as_deref())
+                                .map(|t| format!(" ({agent}: {t})"))
+                                .unwrap_or_default();
+                            format!(
+                                "{} in {settings}: {}{trust}",
+                                hook.event,
+                                escape(&hook.command)
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    _ => format!("not installed in {settings}"),
+                }
+            }
         })
     }
 }

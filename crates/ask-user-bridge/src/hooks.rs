@@ -5,12 +5,21 @@
 //! Claude Code: `PermissionRequest` (the bridge, [`ASK_TIMEOUT_SECS`]) and `PostToolUse` (the
 //! withdrawal, [`WITHDRAW_TIMEOUT_SECS`]), each `{"matcher":"*","hooks":[{"type":"command",…}]}`
 //! in `hooks` of `~/.claude/settings.json`, or of the folder's `.claude/settings.local.json`.
+//!
+//! Codex: `[[hooks.PermissionRequest]]` ([`CODEX_HOOK_TIMEOUT_SECS`]) in `~/.codex/config.toml`
+//! (or `$CODEX_HOME/config.toml`, [`Hooks::at`]), or the folder's `.codex/config.toml`, and
+//! Codex's trust of it (`[hooks.state."KEY"] trusted_hash`, [`Hooks::trust`]), without which
+//! Codex does not run it.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use native_asks::Agent;
 use serde_json::{Map, Value, json};
+use toml_edit::DocumentMut;
+
+use crate::codex_app::ListedHook;
+use crate::codex_config;
 
 /// How long Claude Code lets the bridge wait for a person: a day. Its own dialog stays on screen
 /// beside it all along, so the keyboard is never held up; the hook is only how long a phone or
@@ -20,7 +29,12 @@ pub const ASK_TIMEOUT_SECS: u64 = 86_400;
 /// How long the withdrawing hook may take (it connects to local sockets and ends).
 pub const WITHDRAW_TIMEOUT_SECS: u64 = 30;
 
-/// The events the bridge's hooks are installed for, each with its timeout.
+/// How long Codex lets the bridge's hook run: the window of its prompt
+/// ([`CODEX_WINDOW`](crate::CODEX_WINDOW)) and a margin. Codex's own prompt waits for the hook,
+/// so this is how long the person at the terminal may wait before the terminal asks.
+pub const CODEX_HOOK_TIMEOUT_SECS: u64 = 90;
+
+/// The events the bridge's hooks are installed for in Claude Code, each with its timeout.
 const EVENTS: [(&str, u64); 2] = [
     ("PermissionRequest", ASK_TIMEOUT_SECS),
     ("PostToolUse", WITHDRAW_TIMEOUT_SECS),
@@ -59,20 +73,30 @@ pub enum HooksReport {
     NotInstalled,
     /// Installed, with the command each event runs.
     Status {
-        /// `(event, command)` of every bridge hook found.
-        found: Vec<(String, String)>,
+        /// Every bridge hook found.
+        found: Vec<FoundHook>,
     },
+}
+
+/// A bridge hook found in an agent's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoundHook {
+    /// The event (`PermissionRequest`, …).
+    pub event: String,
+    /// The command it runs.
+    pub command: String,
+    /// Whether the agent runs it: `None` for an agent that runs every configured hook (Claude
+    /// Code); for Codex, its trust (`trusted`, `untrusted`, `modified`) as Codex reports it, or
+    /// as the file records it when Codex was not asked.
+    pub trust: Option<String>,
 }
 
 /// Why the settings cannot be changed.
 #[derive(Debug, thiserror::Error)]
 pub enum HooksError {
-    /// The agent has no hooks the bridge can use this way.
-    #[error("{0} hooks are not installed this way yet")]
-    Unsupported(&'static str),
-    /// The file is not a JSON object.
-    #[error("{path} is not a JSON object ({reason}); fix or move it first")]
-    NotJson {
+    /// The file is not a JSON object (Claude Code) or a TOML document (Codex).
+    #[error("{path} cannot be read ({reason}); fix or move it first")]
+    Malformed {
         /// The file.
         path: String,
         /// serde's word.
@@ -112,29 +136,42 @@ impl Hooks {
         folder: &Path,
         state_dir: &Path,
     ) -> Result<Self, HooksError> {
-        if agent != Agent::ClaudeCode {
-            return Err(HooksError::Unsupported(agent.display()));
-        }
-        let settings = match scope {
-            Scope::User => home
-                .ok_or(HooksError::NoHome)?
-                .join(".claude/settings.json"),
-            Scope::Project => folder.join(".claude/settings.local.json"),
+        let (user, project) = match agent {
+            Agent::ClaudeCode => (".claude/settings.json", ".claude/settings.local.json"),
+            Agent::Codex => (".codex/config.toml", ".codex/config.toml"),
         };
-        let key = crate::withdraw::hash(&settings.display().to_string());
-        let record = state_dir
-            .join("hooks")
-            .join(format!("{}-{key}.json", agent.name()));
+        let settings = match scope {
+            Scope::User => home.ok_or(HooksError::NoHome)?.join(user),
+            Scope::Project => folder.join(project),
+        };
         Ok(Self {
             agent,
             settings,
-            record,
-        })
+            record: PathBuf::new(),
+        }
+        .kept_in(state_dir))
+    }
+
+    /// The same agent's settings in `settings` instead (Codex's `$CODEX_HOME/config.toml`).
+    #[must_use]
+    pub fn at(self, settings: PathBuf, state_dir: &Path) -> Self {
+        Self { settings, ..self }.kept_in(state_dir)
+    }
+
+    fn kept_in(self, state_dir: &Path) -> Self {
+        let key = crate::withdraw::hash(&self.settings.display().to_string());
+        let record = (state_dir.join("hooks")).join(format!("{}-{key}.json", self.agent.name()));
+        Self { record, ..self }
     }
 
     /// The settings file.
     pub fn settings(&self) -> &Path {
         &self.settings
+    }
+
+    /// The agent.
+    pub fn agent(&self) -> Agent {
+        self.agent
     }
 
     /// Adds the bridge's hooks running `program` (`ask-user`, or its path): idempotent.
@@ -144,22 +181,15 @@ impl Hooks {
     /// The file is not a JSON object, or cannot be read or written.
     pub fn install(&self, program: &str) -> Result<HooksReport, HooksError> {
         let before = self.read()?;
-        let mut settings = parse(&self.settings, before.as_deref())?;
+        let mut settings = self.parse(before.as_deref())?;
         if !self.found(&settings).is_empty() {
             return Ok(HooksReport::AlreadyInstalled);
         }
         let command = format!("{program} hook {}", self.agent.name());
-        let Some(hooks) = hooks_of(&mut settings) else {
+        if !settings.add(&command) {
             return Ok(HooksReport::NotInstalled);
-        };
-        for (event, timeout) in EVENTS {
-            let entry = json!({"matcher": "*", "hooks": [{"type": "command", "command": command, "timeout": timeout}]});
-            match hooks.entry(event).or_insert_with(|| json!([])) {
-                Value::Array(groups) => groups.push(entry),
-                other => *other = json!([entry]),
-            }
         }
-        let written = render(&settings, before.as_deref());
+        let written = settings.render(before.as_deref());
         // What was there, kept before anything is written: uninstall brings it back.
         let record = json!({"settings": self.settings, "before": before, "written": written});
         write(
@@ -170,6 +200,57 @@ impl Hooks {
         Ok(HooksReport::Installed)
     }
 
+    /// Records Codex's trust of the bridge's hooks of this file that `listed` (Codex's
+    /// `hooks/list`) names, at the hash Codex computed; the keys trusted, which uninstalling
+    /// forgets. Nothing for an agent without trust (Claude Code).
+    ///
+    /// # Errors
+    ///
+    /// The file is not TOML, or cannot be read or written.
+    pub fn trust(&self, listed: &[ListedHook]) -> Result<Vec<String>, HooksError> {
+        if self.agent != Agent::Codex {
+            return Ok(Vec::new());
+        }
+        let now = self.read()?;
+        let Settings::Toml(mut doc) = self.parse(now.as_deref())? else {
+            return Ok(Vec::new());
+        };
+        let ours = (listed.iter())
+            .filter(|hook| hook.source_path == self.settings && self.is_ours(&hook.command))
+            .filter(|hook| {
+                codex_config::trusted(&doc, &hook.key).as_ref() != Some(&hook.current_hash)
+            })
+            .collect::<Vec<_>>();
+        if ours.is_empty() {
+            return Ok(Vec::new());
+        }
+        for hook in &ours {
+            codex_config::trust(&mut doc, &hook.key, &hook.current_hash);
+        }
+        let written = Settings::Toml(doc).render(now.as_deref());
+        let keys = ours.iter().map(|hook| hook.key.clone()).collect::<Vec<_>>();
+        // The record follows: the file as the bridge left it, and the keys it trusted.
+        if let Some(mut record) = self.record()
+            && record.get("written").and_then(Value::as_str) == now.as_deref()
+        {
+            record["written"] = json!(written);
+            let trusted = record["trusted"].as_array().cloned().unwrap_or_default();
+            let trusted = trusted.into_iter().chain(keys.iter().map(|k| json!(k)));
+            record["trusted"] = Value::Array(trusted.collect());
+            write(
+                &self.record,
+                &serde_json::to_string_pretty(&record).unwrap_or_default(),
+            )?;
+        }
+        write(&self.settings, &written)?;
+        Ok(keys)
+    }
+
+    fn record(&self) -> Option<Value> {
+        let text = std::fs::read_to_string(&self.record).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
     /// Removes the bridge's hooks: the file as it was before the install when nothing else
     /// changed it since, else only the entries the bridge added.
     ///
@@ -178,13 +259,11 @@ impl Hooks {
     /// The file is not a JSON object, or cannot be read or written.
     pub fn uninstall(&self) -> Result<HooksReport, HooksError> {
         let now = self.read()?;
-        let mut settings = parse(&self.settings, now.as_deref())?;
+        let mut settings = self.parse(now.as_deref())?;
         if self.found(&settings).is_empty() {
             return Ok(HooksReport::NotInstalled);
         }
-        let record: Option<Value> = std::fs::read_to_string(&self.record)
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok());
+        let record = self.record();
         let unchanged = record
             .as_ref()
             .and_then(|r| r.get("written"))
@@ -201,8 +280,14 @@ impl Hooks {
                 true
             }
             _ => {
-                self.remove(&mut settings);
-                write(&self.settings, &render(&settings, now.as_deref()))?;
+                let trusted = (record.as_ref())
+                    .and_then(|r| r.get("trusted"))
+                    .and_then(Value::as_array)
+                    .map(|keys| keys.iter().filter_map(Value::as_str).map(str::to_owned))
+                    .map(Iterator::collect::<Vec<_>>)
+                    .unwrap_or_default();
+                self.remove(&mut settings, &trusted);
+                write(&self.settings, &settings.render(now.as_deref()))?;
                 false
             }
         };
@@ -215,14 +300,54 @@ impl Hooks {
     /// # Errors
     ///
     /// The file is not a JSON object, or cannot be read.
-    pub fn status(&self) -> Result<HooksReport, HooksError> {
-        let settings = parse(&self.settings, self.read()?.as_deref())?;
+    /// `listed`: Codex's own `hooks/list`, when it could be asked, for the trust it reports.
+    ///
+    /// # Errors
+    ///
+    /// The file is not a JSON object, or cannot be read.
+    pub fn status(&self, listed: Option<&[ListedHook]>) -> Result<HooksReport, HooksError> {
+        let settings = self.parse(self.read()?.as_deref())?;
         let found = self.found(&settings);
-        Ok(if found.is_empty() {
-            HooksReport::NotInstalled
-        } else {
-            HooksReport::Status { found }
-        })
+        if found.is_empty() {
+            return Ok(HooksReport::NotInstalled);
+        }
+        let trust = |command: &str| match (&settings, listed) {
+            (Settings::Json(_), _) => None,
+            (Settings::Toml(_), Some(listed)) => Some(
+                (listed.iter())
+                    .find(|hook| hook.source_path == self.settings && hook.command == command)
+                    .map_or("not listed by Codex", |hook| hook.trust_status.as_str())
+                    .to_owned(),
+            ),
+            (Settings::Toml(doc), None) => {
+                let recorded = (doc.get("hooks").and_then(|h| h.get("state")))
+                    .and_then(toml_edit::Item::as_table_like)
+                    .is_some_and(|state| {
+                        state.iter().any(|(key, _)| {
+                            key.starts_with(&format!(
+                                "{}:permission_request:",
+                                self.settings.display()
+                            ))
+                        })
+                    });
+                Some(
+                    if recorded {
+                        "trust recorded"
+                    } else {
+                        "untrusted"
+                    }
+                    .to_owned(),
+                )
+            }
+        };
+        let found = (found.into_iter())
+            .map(|(event, command)| FoundHook {
+                trust: trust(&command),
+                event,
+                command,
+            })
+            .collect();
+        Ok(HooksReport::Status { found })
     }
 
     fn read(&self) -> Result<Option<String>, HooksError> {
@@ -233,14 +358,45 @@ impl Hooks {
         }
     }
 
-    fn ours(&self, hook: &Value) -> bool {
-        let suffix = format!(" hook {}", self.agent.name());
-        hook.get("command")
-            .and_then(Value::as_str)
-            .is_some_and(|c| c.ends_with(&suffix))
+    fn parse(&self, text: Option<&str>) -> Result<Settings, HooksError> {
+        match self.agent {
+            Agent::ClaudeCode => parse(&self.settings, text).map(Settings::Json),
+            Agent::Codex => (text.unwrap_or_default().parse::<DocumentMut>())
+                .map(Settings::Toml)
+                .map_err(|error| HooksError::Malformed {
+                    path: self.settings.display().to_string(),
+                    reason: error.message().to_owned(),
+                }),
+        }
     }
 
-    fn found(&self, settings: &Value) -> Vec<(String, String)> {
+    /// Whether `command` is the bridge's hook for this agent.
+    fn is_ours(&self, command: &str) -> bool {
+        command.ends_with(&format!(" hook {}", self.agent.name()))
+    }
+
+    fn ours(&self, hook: &Value) -> bool {
+        (hook.get("command").and_then(Value::as_str)).is_some_and(|c| self.is_ours(c))
+    }
+
+    fn found(&self, settings: &Settings) -> Vec<(String, String)> {
+        match settings {
+            Settings::Json(settings) => self.found_json(settings),
+            Settings::Toml(doc) => codex_config::found(doc, &|c| self.is_ours(c)),
+        }
+    }
+
+    fn remove(&self, settings: &mut Settings, trusted: &[String]) {
+        match settings {
+            Settings::Json(settings) => self.remove_json(settings),
+            Settings::Toml(doc) => {
+                codex_config::remove(doc, &|c| self.is_ours(c));
+                codex_config::untrust(doc, trusted);
+            }
+        }
+    }
+
+    fn found_json(&self, settings: &Value) -> Vec<(String, String)> {
         let mut found = Vec::new();
         let Some(hooks) = settings.get("hooks").and_then(Value::as_object) else {
             return found;
@@ -264,7 +420,7 @@ impl Hooks {
     }
 
     /// Takes the bridge's hooks out, and what held only them.
-    fn remove(&self, settings: &mut Value) {
+    fn remove_json(&self, settings: &mut Value) {
         let Some(hooks) = settings.get_mut("hooks").and_then(Value::as_object_mut) else {
             return;
         };
@@ -293,17 +449,55 @@ impl Hooks {
     }
 }
 
+/// An agent's settings, parsed.
+enum Settings {
+    /// Claude Code's JSON.
+    Json(Value),
+    /// Codex's TOML, as written (comments and layout kept).
+    Toml(DocumentMut),
+}
+
+impl Settings {
+    /// Adds the bridge's hooks running `command`; `false` when the file's `hooks` cannot hold
+    /// them.
+    fn add(&mut self, command: &str) -> bool {
+        match self {
+            Self::Json(settings) => {
+                let Some(hooks) = hooks_of(settings) else {
+                    return false;
+                };
+                for (event, timeout) in EVENTS {
+                    let entry = json!({"matcher": "*", "hooks": [{"type": "command", "command": command, "timeout": timeout}]});
+                    match hooks.entry(event).or_insert_with(|| json!([])) {
+                        Value::Array(groups) => groups.push(entry),
+                        other => *other = json!([entry]),
+                    }
+                }
+                true
+            }
+            Self::Toml(doc) => codex_config::add(doc, command, CODEX_HOOK_TIMEOUT_SECS),
+        }
+    }
+
+    fn render(&self, before: Option<&str>) -> String {
+        match self {
+            Self::Json(settings) => render(settings, before),
+            Self::Toml(doc) => doc.to_string(),
+        }
+    }
+}
+
 fn parse(path: &Path, text: Option<&str>) -> Result<Value, HooksError> {
     let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
         return Ok(Value::Object(Map::new()));
     };
     match serde_json::from_str::<Value>(text) {
         Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(_) => Err(HooksError::NotJson {
+        Ok(_) => Err(HooksError::Malformed {
             path: path.display().to_string(),
             reason: "not an object".into(),
         }),
-        Err(error) => Err(HooksError::NotJson {
+        Err(error) => Err(HooksError::Malformed {
             path: path.display().to_string(),
             reason: error.to_string(),
         }),

@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+pub mod codex_app;
+mod codex_config;
 #[cfg(feature = "clap")]
 mod flags;
 mod hooks;
@@ -18,9 +20,13 @@ use tokio_util::sync::CancellationToken;
 use tool_ask_user::{AskUserConfig, ToolOutcome};
 use user_questions::{CallId, SessionId, surface_names};
 
+pub use codex_app::ListedHook;
 #[cfg(feature = "clap")]
-pub use flags::{HookArgs, HooksAction, HooksArgs};
-pub use hooks::{ASK_TIMEOUT_SECS, Hooks, HooksError, HooksReport, Scope, WITHDRAW_TIMEOUT_SECS};
+pub use flags::{HookArgs, HooksAction, HooksArgs, HooksPlaces};
+pub use hooks::{
+    ASK_TIMEOUT_SECS, CODEX_HOOK_TIMEOUT_SECS, FoundHook, Hooks, HooksError, HooksReport, Scope,
+    WITHDRAW_TIMEOUT_SECS,
+};
 pub use withdraw::withdraw;
 
 /// How long a bridge waits for the machine's inbox before it gives no decision.

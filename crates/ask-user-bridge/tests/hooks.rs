@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use ask_user_bridge::{Hooks, HooksError, HooksReport, Scope};
+use ask_user_bridge::{FoundHook, Hooks, HooksError, HooksReport, ListedHook, Scope};
 use native_asks::Agent;
 use serde_json::{Value, json};
 
@@ -32,6 +32,14 @@ const THEIRS: &str = r#"{
   }
 }
 "#;
+
+fn found(event: &str, command: &str, trust: Option<&str>) -> FoundHook {
+    FoundHook {
+        event: event.into(),
+        command: command.into(),
+        trust: trust.map(str::to_owned),
+    }
+}
 
 fn hooks(home: &Path, state: &Path) -> Hooks {
     Hooks::of(Agent::ClaudeCode, Scope::User, Some(home), home, state).unwrap()
@@ -78,14 +86,11 @@ fn n6_install_twice_then_uninstall_leaves_the_settings_byte_identical() {
     assert_eq!(post.len(), 2, "their hook and ours");
     assert_eq!(post[0]["matcher"], "Edit");
     assert_eq!(
-        hooks.status().unwrap(),
+        hooks.status(None).unwrap(),
         HooksReport::Status {
             found: vec![
-                ("PostToolUse".into(), "ask-user hook claude-code".into()),
-                (
-                    "PermissionRequest".into(),
-                    "ask-user hook claude-code".into()
-                ),
+                found("PostToolUse", "ask-user hook claude-code", None),
+                found("PermissionRequest", "ask-user hook claude-code", None),
             ]
         }
     );
@@ -95,7 +100,7 @@ fn n6_install_twice_then_uninstall_leaves_the_settings_byte_identical() {
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), THEIRS);
     assert_eq!(hooks.uninstall().unwrap(), HooksReport::NotInstalled);
-    assert_eq!(hooks.status().unwrap(), HooksReport::NotInstalled);
+    assert_eq!(hooks.status(None).unwrap(), HooksReport::NotInstalled);
 }
 
 #[test]
@@ -154,7 +159,7 @@ fn a_project_installs_in_its_local_settings_and_a_broken_file_is_refused() {
     std::fs::create_dir_all(folder.path().join(".claude")).unwrap();
     std::fs::write(hooks.settings(), "{ not json").unwrap();
     let error = hooks.install("ask-user").unwrap_err();
-    assert!(matches!(error, HooksError::NotJson { .. }), "{error}");
+    assert!(matches!(error, HooksError::Malformed { .. }), "{error}");
     assert_eq!(
         std::fs::read_to_string(hooks.settings()).unwrap(),
         "{ not json",
@@ -170,8 +175,177 @@ fn a_project_installs_in_its_local_settings_and_a_broken_file_is_refused() {
         ),
         Err(HooksError::NoHome)
     ));
-    assert!(matches!(
-        Hooks::of(Agent::Codex, Scope::User, None, folder.path(), state.path()),
-        Err(HooksError::Unsupported(_))
-    ));
+    let codex = Hooks::of(
+        Agent::Codex,
+        Scope::Project,
+        None,
+        folder.path(),
+        state.path(),
+    );
+    let codex = codex.unwrap();
+    assert_eq!(codex.settings(), folder.path().join(".codex/config.toml"));
+    std::fs::create_dir_all(folder.path().join(".codex")).unwrap();
+    std::fs::write(codex.settings(), "model = [unclosed").unwrap();
+    let error = codex.install("ask-user").unwrap_err();
+    assert!(matches!(error, HooksError::Malformed { .. }), "{error}");
+}
+
+/// A Codex configuration as a person writes it: comments, a provider, and a hook of their own.
+const CODEX_THEIRS: &str = r#"# my Codex
+model = "gpt-5.4"
+approval_policy = "on-request"
+
+[model_providers.local]
+base_url = "http://127.0.0.1:1/v1" # a comment kept
+wire_api = "responses"
+
+[[hooks.PermissionRequest]]
+matcher = "Bash"
+
+[[hooks.PermissionRequest.hooks]]
+type = "command"
+command = "/usr/local/bin/audit"
+"#;
+
+/// What Codex's `hooks/list` says of the bridge's hook in `file`.
+fn listed(file: &Path, hash: &str, index: usize) -> ListedHook {
+    ListedHook {
+        key: format!("{}:permission_request:{index}:0", file.display()),
+        command: "ask-user hook codex".into(),
+        source_path: file.to_path_buf(),
+        current_hash: hash.into(),
+        trust_status: "untrusted".into(),
+    }
+}
+
+fn codex(
+    text: Option<&str>,
+) -> (
+    tempfile::TempDir,
+    tempfile::TempDir,
+    std::path::PathBuf,
+    Hooks,
+) {
+    let home = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let file = home.path().join("codex-home/config.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    if let Some(text) = text {
+        std::fs::write(&file, text).unwrap();
+    }
+    let hooks = Hooks::of(
+        Agent::Codex,
+        Scope::User,
+        Some(home.path()),
+        home.path(),
+        state.path(),
+    );
+    let hooks = hooks.unwrap().at(file.clone(), state.path());
+    (home, state, file, hooks)
+}
+
+#[test]
+fn n6_codex_install_and_trust_twice_then_uninstall_leaves_the_config_byte_identical() {
+    let (_home, _state, file, hooks) = codex(Some(CODEX_THEIRS));
+    assert_eq!(hooks.settings(), file);
+    assert_eq!(hooks.install("ask-user").unwrap(), HooksReport::Installed);
+    let trusted = hooks.trust(&[listed(&file, "sha256:abc", 1)]).unwrap();
+    assert_eq!(
+        trusted,
+        vec![format!("{}:permission_request:1:0", file.display())]
+    );
+    let installed = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        installed.starts_with(CODEX_THEIRS),
+        "theirs kept as written:\n{installed}"
+    );
+    let parsed: toml::Table = toml::from_str(&installed).unwrap();
+    let groups = parsed["hooks"]["PermissionRequest"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "their group and ours");
+    assert_eq!(groups[1]["matcher"].as_str(), Some("*"));
+    let ours = &groups[1]["hooks"][0];
+    assert_eq!(ours["command"].as_str(), Some("ask-user hook codex"));
+    assert_eq!(ours["timeout"].as_integer(), Some(90));
+    let state = &parsed["hooks"]["state"][&trusted[0]];
+    assert_eq!(state["trusted_hash"].as_str(), Some("sha256:abc"));
+    // Again: nothing changes.
+    assert_eq!(
+        hooks.install("/elsewhere/ask-user").unwrap(),
+        HooksReport::AlreadyInstalled
+    );
+    assert!(
+        hooks
+            .trust(&[listed(&file, "sha256:abc", 1)])
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), installed);
+    assert_eq!(
+        hooks.status(None).unwrap(),
+        HooksReport::Status {
+            found: vec![found(
+                "PermissionRequest",
+                "ask-user hook codex",
+                Some("trust recorded")
+            )]
+        }
+    );
+    let mut told = listed(&file, "sha256:abc", 1);
+    told.trust_status = "trusted".into();
+    assert_eq!(
+        hooks.status(Some(&[told])).unwrap(),
+        HooksReport::Status {
+            found: vec![found(
+                "PermissionRequest",
+                "ask-user hook codex",
+                Some("trusted")
+            )]
+        }
+    );
+    assert_eq!(
+        hooks.uninstall().unwrap(),
+        HooksReport::Uninstalled { restored: true }
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), CODEX_THEIRS);
+}
+
+#[test]
+fn n6_codex_config_changed_since_loses_only_the_bridge_hook_and_its_trust() {
+    let (_home, _state, file, hooks) = codex(None);
+    assert_eq!(hooks.install("ask-user").unwrap(), HooksReport::Installed);
+    hooks.trust(&[listed(&file, "sha256:abc", 0)]).unwrap();
+    // The person changes the file since: a setting of theirs, kept by the uninstall.
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("\n[tui]\nnotifications = true\n");
+    std::fs::write(&file, &text).unwrap();
+    assert_eq!(
+        hooks.uninstall().unwrap(),
+        HooksReport::Uninstalled { restored: false }
+    );
+    let left: toml::Table = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(left.get("hooks"), None, "ours and our trust gone: {left:?}");
+    assert_eq!(left["tui"]["notifications"].as_bool(), Some(true));
+}
+
+#[test]
+fn codex_hooks_written_as_inline_arrays_take_the_bridge_the_same_way() {
+    let inline = "[hooks]\nPermissionRequest = [{ matcher = \"Bash\", hooks = [{ type = \"command\", command = \"audit\" }] }]\n";
+    let (_home, _state, file, hooks) = codex(Some(inline));
+    assert_eq!(hooks.install("ask-user").unwrap(), HooksReport::Installed);
+    let parsed: toml::Table = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let groups = parsed["hooks"]["PermissionRequest"].as_array().unwrap();
+    assert_eq!(
+        groups[1]["hooks"][0]["command"].as_str(),
+        Some("ask-user hook codex")
+    );
+    // Someone else's edit: only the bridge's group goes.
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("audit", "audit2");
+    std::fs::write(&file, &text).unwrap();
+    hooks.uninstall().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        inline.replace("audit", "audit2")
+    );
 }

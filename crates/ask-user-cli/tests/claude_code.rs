@@ -15,9 +15,10 @@
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ask_user_testkit::process::{Running, free_port, wait_for_port};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
@@ -38,16 +39,6 @@ fn claude() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// A child killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// One person's machine: a home, a project folder, the inbox, the scripted model.
 struct Machine {
     home: tempfile::TempDir,
@@ -58,14 +49,6 @@ struct Machine {
     token: String,
     _model: Running,
     _inbox: Running,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl Machine {
@@ -124,7 +107,7 @@ impl Machine {
             .read_line(&mut url)
             .unwrap();
         let (page, token) = url.trim().split_once("/?token=").expect("the inbox's URL");
-        Self::wait_for_port(model_port);
+        wait_for_port(model_port, WITHIN, "the scripted model");
         Self {
             page: page.to_owned(),
             token: token.to_owned(),
@@ -134,17 +117,6 @@ impl Machine {
             model_port,
             _model: model,
             _inbox: Running(inbox),
-        }
-    }
-
-    fn wait_for_port(port: u16) {
-        let start = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < WITHIN,
-                "the scripted model never listened"
-            );
-            std::thread::sleep(Duration::from_millis(50));
         }
     }
 

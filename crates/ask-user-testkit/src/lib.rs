@@ -10,7 +10,8 @@
 //! * [`tls`]: a certificate authority made in the test, and server certificates it signs;
 //! * [`mcp`]: MCP requests of the stateless revision written by hand, and their replies read;
 //! * [`chat`]: a scripted Chat Completions server, for agent frameworks' real clients;
-//! * [`process`]: the CPU a process used, from `/proc`, for benches.
+//! * [`process`]: a child killed when dropped, free ports, and the CPU a process used, from
+//!   `/proc`, for benches.
 //!
 //! Panics are the failure mode here: a fixture that cannot be built fails the test that asked
 //! for it.

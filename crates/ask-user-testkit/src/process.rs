@@ -1,7 +1,38 @@
-//! What Linux's `/proc` says of a process's CPU, for the benches that print the CPU a process
-//! used beside its anchor's.
+//! Processes the tests start: a child killed when dropped, a free loopback port and waiting for
+//! a server to listen on it; and what Linux's `/proc` says of a process's CPU, for the benches
+//! that print the CPU a process used beside its anchor's.
 
-use std::process::Command;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// A child process, killed (and reaped) when dropped.
+#[derive(Debug)]
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A loopback TCP port nobody listens on now.
+pub fn free_port() -> u16 {
+    (std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something listens on loopback `port`; `what` names it when it never does
+/// within `within`.
+pub fn wait_for_port(port: u16, within: Duration, what: &str) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < within, "{what} never listened on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
 
 /// `utime + stime` of the process `pid` (its number, or `"self"`), in clock ticks; 0 when it
 /// cannot be read (a process that has exited, a system without `/proc`).

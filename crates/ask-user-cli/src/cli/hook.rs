@@ -4,7 +4,7 @@
 use std::io::Read as _;
 use std::path::PathBuf;
 
-use ask_user_bridge::{BridgeOptions, HookArgs, HooksArgs, REACH_WITHIN};
+use ask_user_bridge::{BridgeOptions, HookArgs, HooksArgs, HooksPlaces, REACH_WITHIN};
 use ask_user_terminal::sanitize::visible;
 use native_asks::{HookEvent, MAX_HOOK_INPUT};
 use tokio_util::sync::CancellationToken;
@@ -41,13 +41,23 @@ pub(super) async fn hook(args: HookArgs, loaded: &super::config::Loaded) -> Resu
 }
 
 /// `hooks`: installs, uninstalls or reports the bridge's hooks in the agent's settings.
-pub(super) fn hooks(args: &HooksArgs, file: &super::config::Config) -> Result<Exit, CliError> {
+pub(super) async fn hooks(
+    args: &HooksArgs,
+    file: &super::config::Config,
+) -> Result<Exit, CliError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
+    let codex_home = std::env::var_os("CODEX_HOME").map(PathBuf::from);
     let folder = std::env::current_dir().map_err(|e| CliError::failure("CWD", e.to_string()))?;
     let state_dir = super::state_dir(args.state_dir.clone(), file)?;
     let escape = |text: &str| visible(text).into_owned();
     let program = super::invoked();
-    let said = (args.run(home.as_deref(), &folder, &state_dir, &program, &escape))
+    let places = HooksPlaces {
+        home: home.as_deref(),
+        codex_home: codex_home.as_deref(),
+        folder: &folder,
+        state_dir: &state_dir,
+    };
+    let said = (args.run(&places, &program, &escape).await)
         .map_err(|e| CliError::log("SETTINGS", e.to_string()))?;
     println!("{said}");
     Ok(Exit::Ok)

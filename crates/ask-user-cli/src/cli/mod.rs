@@ -300,7 +300,7 @@ pub async fn run(cli: Cli) -> Exit {
         Command::Config(args) => config::run(&args, &loaded),
         Command::Inbox(args) => inbox::run(args, file).await,
         Command::Hook(args) => hook::hook(args, &loaded).await,
-        Command::Hooks(args) => hook::hooks(&args, file),
+        Command::Hooks(args) => hook::hooks(&args, file).await,
     };
     match result {
         Ok(exit) => exit,

@@ -1,0 +1,284 @@
+//! Native asks of a real Codex CLI (SPEC §9.7), pinned in `tests/agents/package-lock.json`, its
+//! model stood in for by `tests/agents/responses_model.py` on loopback: the model runs a command
+//! that needs an approval, Codex's `PermissionRequest` hook (installed and trusted by `ask-user
+//! hooks install codex`, which asks Codex's own app-server for the hook's hash) asks the
+//! machine's inbox, and the test answers from the shell with `ask-user answer`.
+//!
+//! Codex is run as `codex exec --approve-for-me`, the way it runs its hook without a terminal
+//! (`-c approval_policy="on-request"`, a read-only sandbox, the command asking for more).
+//!
+//! It needs `ASK_USER_CODEX` (the `codex` command; `.ci/run` installs it with `npm ci`) and
+//! Python (`ASK_USER_PYTHON`, else `python3`). Without `ASK_USER_CODEX` the tests fail when
+//! `CI=true`, and otherwise say they were skipped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ask_user_testkit::process::{Running, free_port, wait_for_port};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
+
+/// How long a step may take on a loaded two-core machine.
+const WITHIN: Duration = Duration::from_mins(1);
+
+fn codex() -> Option<PathBuf> {
+    ask_user_testkit::required_env("ASK_USER_CODEX", "the `codex` command of Codex CLI")
+        .map(PathBuf::from)
+}
+
+/// One person's machine: a home with Codex's configuration pointing at the scripted model, a
+/// project folder, the inbox.
+struct Machine {
+    home: tempfile::TempDir,
+    project: tempfile::TempDir,
+    codex: PathBuf,
+    model_log: PathBuf,
+    _model: Running,
+    _inbox: Running,
+}
+
+/// The environment of `ask-user` and Codex: the person's `home`, both on `PATH`.
+fn env(home: &Path, codex: &Path) -> Vec<(&'static str, String)> {
+    let path = format!(
+        "{}:{}:{}",
+        Path::new(BIN).parent().unwrap().display(),
+        codex.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let at = |sub: &str| home.join(sub).display().to_string();
+    vec![
+        ("HOME", home.display().to_string()),
+        ("CODEX_HOME", at(".codex")),
+        ("XDG_STATE_HOME", at(".local/state")),
+        ("XDG_CONFIG_HOME", at(".config")),
+        ("PATH", path),
+    ]
+}
+
+/// Codex's configuration before the bridge: the scripted model, approvals on request.
+fn config(port: u16) -> String {
+    format!(
+        "# the person's own\nmodel = \"gpt-5.4\"\nmodel_provider = \"scripted\"\napproval_policy = \"on-request\"\nsandbox_mode = \"read-only\"\n\n[features]\nplugins = false\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"responses\"\n"
+    )
+}
+
+impl Machine {
+    /// The model runs `command` outside the sandbox (so Codex asks); the bridge is not
+    /// installed yet.
+    fn start(codex: PathBuf, command: &str) -> Self {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let model_log = home.path().join("model.log");
+        let port = free_port();
+        std::fs::create_dir_all(home.path().join(".codex")).unwrap();
+        std::fs::write(home.path().join(".codex/config.toml"), config(port)).unwrap();
+        let call = json!([{"name": "exec_command", "arguments": {
+            "cmd": command, "sandbox_permissions": "require_escalated",
+            "justification": "Make the file"}}]);
+        let python = std::env::var("ASK_USER_PYTHON").unwrap_or_else(|_| "python3".into());
+        let model = Command::new(python)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/responses_model.py"))
+            .arg(port.to_string())
+            .arg(&model_log)
+            .arg(call.to_string())
+            .spawn()
+            .unwrap();
+        let mut inbox = Command::new(BIN)
+            .envs(env(home.path(), &codex))
+            .args(["inbox", "--addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        BufReader::new(inbox.stdout.take().unwrap())
+            .read_line(&mut url)
+            .unwrap();
+        assert!(url.contains("/?token="), "{url}");
+        wait_for_port(port, WITHIN, "the scripted model");
+        Self {
+            home,
+            project,
+            codex,
+            model_log,
+            _model: Running(model),
+            _inbox: Running(inbox),
+        }
+    }
+
+    fn env(&self) -> Vec<(&'static str, String)> {
+        env(self.home.path(), &self.codex)
+    }
+
+    /// `ask-user` as the person runs it, in the project folder.
+    fn command(&self) -> Command {
+        let mut command = Command::new(BIN);
+        (command.current_dir(self.project.path()))
+            .envs(self.env())
+            .env_remove("ASK_USER_WEBHOOK_SECRET");
+        command
+    }
+
+    fn ask_user(&self, args: &[&str]) -> String {
+        let output = self.command().args(args).output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    fn settings(&self) -> String {
+        std::fs::read_to_string(self.home.path().join(".codex/config.toml")).unwrap()
+    }
+
+    /// `codex exec --approve-for-me`: approvals go to its `PermissionRequest` hook.
+    fn exec(&self) -> Running {
+        let child = Command::new(&self.codex)
+            .args([
+                "exec",
+                "--approve-for-me",
+                "--skip-git-repo-check",
+                "make the file",
+            ])
+            .current_dir(self.project.path())
+            .envs(self.env())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Running(child)
+    }
+
+    /// Waits for the bridge's ask; its call id and questions.
+    fn asked(&self) -> (String, Value) {
+        let start = Instant::now();
+        loop {
+            let listed: Value =
+                serde_json::from_str(&self.ask_user(&["pending", "--json"])).unwrap();
+            if let Some(ask) = listed["questions"].as_array().and_then(|q| q.first()) {
+                return (
+                    ask["callId"].as_str().unwrap().to_owned(),
+                    ask["questions"].clone(),
+                );
+            }
+            assert!(
+                start.elapsed() < WITHIN,
+                "Codex's prompt never reached the inbox"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The tool output the model received, once Codex ended.
+    fn tool_output(&self, codex: &mut Running) -> String {
+        let start = Instant::now();
+        let result = self.model_log.with_extension("log.result");
+        loop {
+            let read = std::fs::read_to_string(&result).ok();
+            if let Some(value) = read.and_then(|text| serde_json::from_str::<Value>(&text).ok()) {
+                let _ = codex.0.wait();
+                return value[0]["output"].as_str().unwrap().to_owned();
+            }
+            assert!(
+                start.elapsed() < WITHIN,
+                "the model never got the command's output"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// `ask-user hooks install codex`, twice, trusted by the real Codex; then uninstalled, the
+/// configuration byte for byte as before (N6).
+#[test]
+fn n6_codex_install_twice_trusted_by_codex_then_uninstall_leaves_the_config_byte_identical() {
+    let Some(codex) = codex() else { return };
+    let machine = Machine::start(codex, "true");
+    let before = machine.settings();
+    let said = machine.ask_user(&["hooks", "install", "codex"]);
+    assert!(
+        said.contains("installed in") && said.contains("trusted for Codex"),
+        "{said}"
+    );
+    let installed = machine.settings();
+    assert!(
+        installed.starts_with(&before),
+        "theirs kept as written:\n{installed}"
+    );
+    assert!(
+        installed.contains("trusted_hash = \"sha256:"),
+        "{installed}"
+    );
+    let again = machine.ask_user(&["hooks", "install", "codex"]);
+    assert!(
+        again.contains("already installed") && again.contains("Codex already trusts it"),
+        "{again}"
+    );
+    assert_eq!(machine.settings(), installed);
+    let status = machine.ask_user(&["hooks", "status", "codex"]);
+    assert!(
+        status.contains("PermissionRequest") && status.contains("(Codex: trusted)"),
+        "{status}"
+    );
+    let said = machine.ask_user(&["hooks", "uninstall", "codex"]);
+    assert!(said.contains("is as it was"), "{said}");
+    assert_eq!(machine.settings(), before);
+}
+
+/// N1 with Codex: a command approval answered from the shell through the hook; Codex runs the
+/// command and its model reads the output.
+#[test]
+fn n1_codex_command_approval_answered_from_the_shell_runs_the_command() {
+    let Some(codex) = codex() else { return };
+    let machine = Machine::start(codex, "touch made.txt && echo made-by-codex");
+    machine.ask_user(&["hooks", "install", "codex"]);
+    let mut agent = machine.exec();
+    let (call, questions) = machine.asked();
+    assert!(call.starts_with("codex-"), "{call}");
+    let text = questions[0]["question"].as_str().unwrap();
+    assert!(
+        text.contains("$ touch made.txt && echo made-by-codex"),
+        "{text}"
+    );
+    let labels: Vec<&str> = (questions[0]["options"].as_array().unwrap().iter())
+        .map(|o| o["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["Allow", "Deny"]);
+    let said = machine
+        .command()
+        .args(["answer", &call, "--pick", "decision=Allow"])
+        .output()
+        .unwrap();
+    assert!(said.status.success(), "{said:?}");
+    let output = machine.tool_output(&mut agent);
+    assert!(output.contains("made-by-codex"), "{output}");
+    assert!(machine.project.path().join("made.txt").exists());
+}
+
+/// N2 with Codex: denied from the shell with a message; nothing runs, and Codex's model reads
+/// the message and where it came from.
+#[test]
+fn n2_codex_command_denied_from_the_shell_the_model_reads_the_message() {
+    let Some(codex) = codex() else { return };
+    let machine = Machine::start(codex, "touch made.txt && echo made-by-codex");
+    machine.ask_user(&["hooks", "install", "codex"]);
+    let mut agent = machine.exec();
+    let (call, _) = machine.asked();
+    let said = machine
+        .command()
+        .args(["answer", &call, "--pick", "decision=Deny"])
+        .args(["--custom", "decision=Not here: use the scratch folder"])
+        .output()
+        .unwrap();
+    assert!(said.status.success(), "{said:?}");
+    let output = machine.tool_output(&mut agent);
+    assert!(
+        output.contains("Not here: use the scratch folder (denied from the shell)"),
+        "{output}"
+    );
+    assert!(!machine.project.path().join("made.txt").exists());
+}
