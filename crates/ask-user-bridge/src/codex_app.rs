@@ -10,6 +10,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::mpsc;
 
 /// The longest line read from the app-server; a longer one is an error, not a buffer that grows.
 pub const MAX_LINE: usize = 16 << 20;
@@ -63,18 +64,19 @@ pub enum Message {
 }
 
 /// A running `codex app-server`, initialized; it ends with this value (the child is killed on
-/// drop).
+/// drop). Its output is read by a task of its own, so [`AppServer::next`] can be raced.
 #[derive(Debug)]
 pub struct AppServer {
     child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    incoming: mpsc::Receiver<Result<Value, AppServerError>>,
+    _reader: tokio_util::task::AbortOnDropHandle<()>,
     next_id: i64,
     queued: VecDeque<Message>,
 }
 
 impl AppServer {
-    /// Starts `program app-server ARGS…` and initializes it as `client`.
+    /// Starts `program app-server ARGS…` in `cwd` and initializes it as `client`.
     ///
     /// # Errors
     ///
@@ -101,17 +103,24 @@ impl AppServer {
         let gone = || AppServerError::Gone("no pipes".into());
         let stdin = child.stdin.take().ok_or_else(gone)?;
         let stdout = BufReader::new(child.stdout.take().ok_or_else(gone)?);
+        let (sender, incoming) = mpsc::channel(64);
+        let reader = tokio::spawn(read_lines(stdout, sender));
         let mut server = Self {
             child,
             stdin,
-            stdout,
+            incoming,
+            _reader: tokio_util::task::AbortOnDropHandle::new(reader),
             next_id: 0,
             queued: VecDeque::new(),
         };
         let info =
             json!({"name": client, "title": "ask-user", "version": env!("CARGO_PKG_VERSION")});
+        let capabilities = json!({"experimentalApi": true});
         server
-            .request("initialize", json!({"clientInfo": info}))
+            .request(
+                "initialize",
+                json!({"clientInfo": info, "capabilities": capabilities}),
+            )
             .await?;
         server
             .send(&json!({"jsonrpc": "2.0", "method": "initialized"}))
@@ -148,7 +157,8 @@ impl AppServer {
         }
     }
 
-    /// The next request or notification of the server.
+    /// The next request or notification of the server. Cancel-safe: nothing is lost when the
+    /// future is dropped.
     ///
     /// # Errors
     ///
@@ -174,6 +184,17 @@ impl AppServer {
             .await
     }
 
+    /// Refuses the server's request `id` (a method this client does not take).
+    ///
+    /// # Errors
+    ///
+    /// The server went away.
+    pub async fn refuse(&mut self, id: &Value, message: &str) -> Result<(), AppServerError> {
+        let error = json!({"code": -32601, "message": message});
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "error": error}))
+            .await
+    }
+
     /// Ends the server.
     pub async fn stop(mut self) {
         let _ = self.child.kill().await;
@@ -188,22 +209,37 @@ impl AppServer {
     }
 
     async fn read(&mut self) -> Result<Value, AppServerError> {
+        match self.incoming.recv().await {
+            Some(message) => message,
+            None => Err(AppServerError::Gone("its output ended".into())),
+        }
+    }
+}
+
+/// Reads the server's lines into `sender` until its output ends or a line is malformed.
+async fn read_lines(
+    mut stdout: BufReader<ChildStdout>,
+    sender: mpsc::Sender<Result<Value, AppServerError>>,
+) {
+    loop {
         let mut line = Vec::new();
-        let read = (&mut self.stdout)
+        let read = (&mut stdout)
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut line)
-            .await
-            .map_err(|e| AppServerError::Gone(e.to_string()))?;
-        if read == 0 {
-            return Err(AppServerError::Gone("its output ended".into()));
-        }
-        if line.len() > MAX_LINE {
-            return Err(AppServerError::Malformed(format!(
+            .await;
+        let message = match read {
+            Ok(0) => return,
+            Err(error) => Err(AppServerError::Gone(error.to_string())),
+            Ok(_) if line.len() > MAX_LINE => Err(AppServerError::Malformed(format!(
                 "a line over {MAX_LINE} bytes"
-            )));
+            ))),
+            Ok(_) => serde_json::from_slice(&line)
+                .map_err(|e| AppServerError::Malformed(format!("a line that is not JSON ({e})"))),
+        };
+        let failed = message.is_err();
+        if sender.send(message).await.is_err() || failed {
+            return;
         }
-        serde_json::from_slice(&line)
-            .map_err(|e| AppServerError::Malformed(format!("a line that is not JSON ({e})")))
     }
 }
 

@@ -190,3 +190,35 @@ impl HooksArgs {
         })
     }
 }
+
+/// The arguments of `codex`: a Codex turn run through its app-server, its prompts answered from
+/// the inbox.
+#[derive(Debug, Args)]
+pub struct CodexArgs {
+    /// What to ask Codex to do.
+    pub prompt: String,
+    /// The Codex program.
+    #[arg(long, value_name = "PROGRAM", default_value = "codex")]
+    pub codex: PathBuf,
+    /// A Codex configuration override for this turn (`-c key=value`, as `codex -c`).
+    #[arg(short = 'c', long = "codex-config", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// The state directory (default: `ask-user mcp`'s): the inbox of its sessions shows the
+    /// prompts.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl CodexArgs {
+    /// The turn to run in `cwd`.
+    pub fn turn(&self, cwd: PathBuf) -> crate::CodexTurn {
+        crate::CodexTurn {
+            codex: self.codex.clone(),
+            args: (self.overrides.iter())
+                .flat_map(|o| ["-c".to_owned(), o.clone()])
+                .collect(),
+            cwd,
+            prompt: self.prompt.clone(),
+        }
+    }
+}

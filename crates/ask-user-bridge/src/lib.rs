@@ -2,6 +2,7 @@
 
 pub mod codex_app;
 mod codex_config;
+mod codex_turn;
 #[cfg(feature = "clap")]
 mod flags;
 mod hooks;
@@ -21,8 +22,9 @@ use tool_ask_user::{AskUserConfig, ToolOutcome};
 use user_questions::{CallId, SessionId, surface_names};
 
 pub use codex_app::ListedHook;
+pub use codex_turn::{CodexError, CodexTurn, TurnEnded, TurnNote, run_turn};
 #[cfg(feature = "clap")]
-pub use flags::{HookArgs, HooksAction, HooksArgs, HooksPlaces};
+pub use flags::{CodexArgs, HookArgs, HooksAction, HooksArgs, HooksPlaces};
 pub use hooks::{
     ASK_TIMEOUT_SECS, CODEX_HOOK_TIMEOUT_SECS, FoundHook, Hooks, HooksError, HooksReport, Scope,
     WITHDRAW_TIMEOUT_SECS,

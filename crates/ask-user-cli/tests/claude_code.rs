@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ask_user_testkit::process::{Running, free_port, wait_for_port};
+use ask_user_testkit::process::{Running, free_port, post_json, wait_for_port};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
@@ -216,22 +216,7 @@ impl Machine {
 
 /// Posts `body` as JSON to `url`, as a page or a notification's button does; it must succeed.
 fn post(url: &str, body: &str) {
-    let (url, body) = (url.to_owned(), body.to_owned());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (status, text) = runtime.block_on(async {
-        let response = reqwest::Client::new()
-            .post(url)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        (response.status(), response.text().await.unwrap())
-    });
-    assert!(status.is_success(), "{status}: {text}");
+    post_json(url, body);
 }
 
 impl Machine {

@@ -1421,7 +1421,9 @@ fn help_on_every_command_shows_an_example() {
         assert!(text.contains(command), "{text}");
     }
     assert!(text.contains("ask-user demo"), "{text}");
-    for command in ["demo", "ask", "pending", "answer", "schema", "mcp"] {
+    for command in [
+        "demo", "ask", "pending", "answer", "schema", "mcp", "inbox", "hooks", "codex",
+    ] {
         let out = s.run(&[command, "--help"]);
         let text = out.ok();
         assert!(text.contains("Example:"), "{command}: {text}");

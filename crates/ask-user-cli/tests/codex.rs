@@ -5,7 +5,9 @@
 //! machine's inbox, and the test answers from the shell with `ask-user answer`.
 //!
 //! Codex is run as `codex exec --approve-for-me`, the way it runs its hook without a terminal
-//! (`-c approval_policy="on-request"`, a read-only sandbox, the command asking for more).
+//! (`-c approval_policy="on-request"`, a read-only sandbox, the command asking for more); and as
+//! `ask-user codex PROMPT`, our client of `codex app-server`, whose file-change approval and
+//! `request_user_input` are answered on the inbox page.
 //!
 //! It needs `ASK_USER_CODEX` (the `codex` command; `.ci/run` installs it with `npm ci`) and
 //! Python (`ASK_USER_PYTHON`, else `python3`). Without `ASK_USER_CODEX` the tests fail when
@@ -18,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ask_user_testkit::process::{Running, free_port, wait_for_port};
+use ask_user_testkit::process::{Running, free_port, post_json, wait_for_port};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
@@ -38,6 +40,8 @@ struct Machine {
     project: tempfile::TempDir,
     codex: PathBuf,
     model_log: PathBuf,
+    page: String,
+    token: String,
     _model: Running,
     _inbox: Running,
 }
@@ -60,10 +64,11 @@ fn env(home: &Path, codex: &Path) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Codex's configuration before the bridge: the scripted model, approvals on request.
+/// Codex's configuration before the bridge: the scripted model (`gpt-5.5`: Codex's own
+/// metadata for it offers `apply_patch`), approvals on request.
 fn config(port: u16) -> String {
     format!(
-        "# the person's own\nmodel = \"gpt-5.4\"\nmodel_provider = \"scripted\"\napproval_policy = \"on-request\"\nsandbox_mode = \"read-only\"\n\n[features]\nplugins = false\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"responses\"\n"
+        "# the person's own\nmodel = \"gpt-5.5\"\nmodel_provider = \"scripted\"\napproval_policy = \"on-request\"\nsandbox_mode = \"read-only\"\n\n[features]\nplugins = false\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"responses\"\n"
     )
 }
 
@@ -71,21 +76,26 @@ impl Machine {
     /// The model runs `command` outside the sandbox (so Codex asks); the bridge is not
     /// installed yet.
     fn start(codex: PathBuf, command: &str) -> Self {
+        let call = json!([{"name": "exec_command", "arguments": {
+            "cmd": command, "sandbox_permissions": "require_escalated",
+            "justification": "Make the file"}}]);
+        Self::scripted(codex, &call)
+    }
+
+    /// The model makes `calls` (see `responses_model.py`).
+    fn scripted(codex: PathBuf, calls: &Value) -> Self {
         let home = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
         let model_log = home.path().join("model.log");
         let port = free_port();
         std::fs::create_dir_all(home.path().join(".codex")).unwrap();
         std::fs::write(home.path().join(".codex/config.toml"), config(port)).unwrap();
-        let call = json!([{"name": "exec_command", "arguments": {
-            "cmd": command, "sandbox_permissions": "require_escalated",
-            "justification": "Make the file"}}]);
         let python = std::env::var("ASK_USER_PYTHON").unwrap_or_else(|_| "python3".into());
         let model = Command::new(python)
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/responses_model.py"))
             .arg(port.to_string())
             .arg(&model_log)
-            .arg(call.to_string())
+            .arg(calls.to_string())
             .spawn()
             .unwrap();
         let mut inbox = Command::new(BIN)
@@ -99,13 +109,16 @@ impl Machine {
         BufReader::new(inbox.stdout.take().unwrap())
             .read_line(&mut url)
             .unwrap();
-        assert!(url.contains("/?token="), "{url}");
+        let (page, token) = url.trim().split_once("/?token=").expect("the inbox's URL");
+        let (page, token) = (page.to_owned(), token.to_owned());
         wait_for_port(port, WITHIN, "the scripted model");
         Self {
             home,
             project,
             codex,
             model_log,
+            page,
+            token,
             _model: Running(model),
             _inbox: Running(inbox),
         }
@@ -155,11 +168,18 @@ impl Machine {
 
     /// Waits for the bridge's ask; its call id and questions.
     fn asked(&self) -> (String, Value) {
+        self.asked_after(&[])
+    }
+
+    /// Waits for an ask whose call is not one of `seen`.
+    fn asked_after(&self, seen: &[&str]) -> (String, Value) {
         let start = Instant::now();
         loop {
             let listed: Value =
                 serde_json::from_str(&self.ask_user(&["pending", "--json"])).unwrap();
-            if let Some(ask) = listed["questions"].as_array().and_then(|q| q.first()) {
+            let fresh = (listed["questions"].as_array().into_iter().flatten())
+                .find(|q| !seen.contains(&q["callId"].as_str().unwrap_or_default()));
+            if let Some(ask) = fresh {
                 return (
                     ask["callId"].as_str().unwrap().to_owned(),
                     ask["questions"].clone(),
@@ -175,13 +195,25 @@ impl Machine {
 
     /// The tool output the model received, once Codex ended.
     fn tool_output(&self, codex: &mut Running) -> String {
+        let outputs = self.tool_outputs();
+        let _ = codex.0.wait();
+        outputs[0]["output"].as_str().unwrap().to_owned()
+    }
+
+    /// Answers `call` on the inbox page, as its form posts.
+    fn answer_on_the_page(&self, call: &str, answers: &Value) {
+        let url = format!("{}/cards/{call}/answer?token={}", self.page, self.token);
+        post_json(&url, &json!({ "answers": answers }).to_string());
+    }
+
+    /// Every tool output the model received, once it has them all.
+    fn tool_outputs(&self) -> Vec<Value> {
         let start = Instant::now();
         let result = self.model_log.with_extension("log.result");
         loop {
             let read = std::fs::read_to_string(&result).ok();
             if let Some(value) = read.and_then(|text| serde_json::from_str::<Value>(&text).ok()) {
-                let _ = codex.0.wait();
-                return value[0]["output"].as_str().unwrap().to_owned();
+                return value.as_array().unwrap().clone();
             }
             assert!(
                 start.elapsed() < WITHIN,
@@ -281,4 +313,63 @@ fn n2_codex_command_denied_from_the_shell_the_model_reads_the_message() {
         "{output}"
     );
     assert!(!machine.project.path().join("made.txt").exists());
+}
+
+/// Through our client of Codex's app-server (`ask-user codex PROMPT`): a file-change approval and
+/// Codex's own `request_user_input` answered on the inbox page; Codex writes the file and its
+/// model reads the answer under the question's own id.
+#[test]
+fn n3_codex_app_server_file_change_and_question_answered_on_the_page() {
+    let Some(codex) = codex() else { return };
+    let calls = json!([
+        {"name": "apply_patch", "input": "*** Begin Patch\n*** Add File: hello.txt\n+hello from codex\n*** End Patch\n"},
+        {"name": "request_user_input", "arguments": {"questions": [{"id": "db", "header": "Database",
+            "question": "Which database?", "options": [
+                {"label": "SQLite", "description": "a file"},
+                {"label": "Postgres", "description": "a server"}]}]}},
+    ]);
+    let machine = Machine::scripted(codex, &calls);
+    let mut turn = machine.command();
+    turn.args([
+        "codex",
+        "-c",
+        "features.default_mode_request_user_input=true",
+    ])
+    .arg("add a greeting")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let turn = turn.spawn().unwrap();
+    let (call, questions) = machine.asked();
+    let text = questions[0]["question"].as_str().unwrap();
+    let file = machine
+        .project
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("hello.txt");
+    assert!(
+        text.contains(&format!("add {}\n+ hello from codex", file.display())),
+        "{text}"
+    );
+    machine.answer_on_the_page(&call, &json!([{"id": "decision", "selected": ["Allow"]}]));
+    let (second, questions) = machine.asked_after(&[&call]);
+    assert_eq!(questions[0]["question"], "Which database?");
+    assert_eq!(questions[0]["options"][0]["label"], "SQLite");
+    let id = questions[0]["id"].as_str().unwrap();
+    machine.answer_on_the_page(&second, &json!([{"id": id, "selected": ["SQLite"]}]));
+    let outputs = machine.tool_outputs();
+    let ended = turn.wait_with_output().unwrap();
+    assert!(ended.status.success(), "{ended:?}");
+    assert_eq!(String::from_utf8_lossy(&ended.stdout).trim(), "done");
+    let patched = outputs[0]["output"].as_str().unwrap();
+    assert!(patched.contains("A hello.txt"), "{patched}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "hello from codex\n"
+    );
+    let answered: Value = serde_json::from_str(outputs[1]["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        answered,
+        json!({"answers": {"db": {"answers": ["SQLite"]}}})
+    );
 }

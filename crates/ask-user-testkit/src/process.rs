@@ -16,6 +16,27 @@ impl Drop for Running {
     }
 }
 
+/// Posts `body` as JSON to `url`, as a page's form or a notification's button does, from a
+/// test's own thread; it must succeed.
+pub fn post_json(url: &str, body: &str) {
+    let (url, body) = (url.to_owned(), body.to_owned());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (status, text) = runtime.block_on(async {
+        let response = reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        (response.status(), response.text().await.unwrap())
+    });
+    assert!(status.is_success(), "{status}: {text}");
+}
+
 /// A loopback TCP port nobody listens on now.
 pub fn free_port() -> u16 {
     (std::net::TcpListener::bind("127.0.0.1:0").unwrap())

@@ -12,8 +12,14 @@ use crate::{APPROVAL_ID, Agent, AskKind, Choice, MAX_HOOK_INPUT, NativeAsk, Nati
 /// buttons, or none); the agent's own dialog still offers the others.
 const MAX_RULES: usize = 1;
 
-/// The tool whose prompt is the agent's own question picker (Claude Code).
-const QUESTION_TOOL: &str = "AskUserQuestion";
+/// Whether `tool`'s prompt is `agent`'s own question picker: Claude Code's `AskUserQuestion`,
+/// Codex's `request_user_input` (asked of an app-server's client).
+fn question_tool(agent: Agent, tool: &str) -> bool {
+    matches!(
+        (agent, tool),
+        (Agent::ClaudeCode, "AskUserQuestion") | (Agent::Codex, "request_user_input")
+    )
+}
 
 /// What an agent's hook was called for.
 #[derive(Clone, Debug, PartialEq)]
@@ -104,13 +110,26 @@ impl HookEvent {
     }
 }
 
+impl NativeAsk {
+    /// A prompt of `agent`, in the shape its `PermissionRequest` hook is handed (`session_id`,
+    /// `cwd`, `tool_name`, `tool_input`, `permission_suggestions`): how a client of the agent
+    /// (Codex's app-server) turns what it is asked into an ask.
+    ///
+    /// # Errors
+    ///
+    /// Without `session_id` or `tool_name`.
+    pub fn from_prompt(agent: Agent, prompt: &Value) -> Result<Self, NativeError> {
+        ask(agent, prompt)
+    }
+}
+
 /// The ask of a `PermissionRequest`.
 fn ask(agent: Agent, input: &Value) -> Result<NativeAsk, NativeError> {
     let session = string(input, "session_id")?.to_owned();
     let tool = string(input, "tool_name")?.to_owned();
     let cwd = input.get("cwd").and_then(Value::as_str).map(str::to_owned);
     let tool_input = input.get("tool_input").cloned().unwrap_or(Value::Null);
-    let (kind, questions) = if agent == Agent::ClaudeCode && tool == QUESTION_TOOL {
+    let (kind, questions) = if question_tool(agent, &tool) {
         (AskKind::Questions, own_questions(&tool_input))
     } else {
         let suggestions = match agent {

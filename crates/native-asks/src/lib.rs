@@ -263,6 +263,12 @@ impl NativeAsk {
         if answered.is_empty() {
             return None;
         }
+        if self.agent == Agent::Codex {
+            return Some(Decision::Allow {
+                always: None,
+                updated_input: Some(self.codex_answers(answers)),
+            });
+        }
         let mut input = match &self.input {
             Value::Object(input) => input.clone(),
             _ => Map::new(),
@@ -272,6 +278,30 @@ impl NativeAsk {
             always: None,
             updated_input: Some(Value::Object(input)),
         })
+    }
+}
+
+impl NativeAsk {
+    /// Codex's answer to its `request_user_input`: `{"answers": {ID: {"answers": [...]}}}`, under
+    /// each question's own id, the labels chosen and the free text, each on its own.
+    fn codex_answers(&self, answers: &AnswerBatch) -> Value {
+        let asked = self.input.get("questions").and_then(Value::as_array);
+        let mut answered = Map::new();
+        for (i, question) in self.questions.iter().enumerate() {
+            let Some(item) = answers.answers.iter().find(|a| a.id == question.id) else {
+                continue;
+            };
+            let id = (asked.and_then(|asked| asked.get(i)))
+                .and_then(|q| q.get("id"))
+                .and_then(Value::as_str)
+                .unwrap_or(&question.id);
+            let text = (item.custom.as_deref().map(str::trim)).filter(|t| !t.is_empty());
+            let parts: Vec<&str> = (item.selected.iter().map(String::as_str))
+                .chain(text)
+                .collect();
+            answered.insert(id.to_owned(), json!({ "answers": parts }));
+        }
+        json!({ "answers": answered })
     }
 }
 

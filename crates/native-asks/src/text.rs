@@ -83,6 +83,28 @@ pub(crate) fn approval(agent: &str, tool: &str, input: &Value, cwd: Option<&str>
                 .unwrap_or_default();
             format!("Allow {agent} to fetch {url}?{why}")
         }
+        ("apply_patch", _, _) if input.get("changes").is_some_and(Value::is_array) => {
+            let changes = input.get("changes").and_then(Value::as_array);
+            let shown: Vec<String> = (changes.into_iter().flatten())
+                .map(|change| {
+                    let path = string(change, "path").unwrap_or("?");
+                    let kind = (change.get("kind"))
+                        .and_then(|k| string(k, "type").or_else(|| k.as_str()))
+                        .unwrap_or("change");
+                    let diff = string(change, "diff").unwrap_or_default();
+                    let diff = match kind {
+                        "add" => lines("+ ", diff),
+                        "delete" => lines("- ", diff),
+                        _ => diff.to_owned(),
+                    };
+                    format!("{kind} {path}\n{diff}")
+                })
+                .collect();
+            format!(
+                "Allow {agent} to change these files{folder}?\n\n{}",
+                shown.join("\n\n")
+            )
+        }
         ("WebSearch", _, _) if string(input, "query").is_some() => {
             let query = string(input, "query").unwrap_or_default();
             format!("Allow {agent} to search the web for: {query}?")

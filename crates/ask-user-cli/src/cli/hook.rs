@@ -1,11 +1,14 @@
 //! `ask-user hook AGENT`, what an agent's hook runs (the bridge of native asks, SPEC §9.7), and
-//! `ask-user hooks install|uninstall|status AGENT`, which puts it in the agent's settings.
+//! `ask-user hooks install|uninstall|status AGENT`, which puts it in the agent's settings, and
+//! `ask-user codex PROMPT`, a Codex turn whose prompts the inbox answers.
 
 use std::io::Read as _;
 use std::path::PathBuf;
 
-use ask_user_bridge::{BridgeOptions, HookArgs, HooksArgs, HooksPlaces, REACH_WITHIN};
-use ask_user_terminal::sanitize::visible;
+use ask_user_bridge::{
+    BridgeOptions, CodexArgs, HookArgs, HooksArgs, HooksPlaces, REACH_WITHIN, TurnNote,
+};
+use ask_user_terminal::sanitize::{visible, visible_lines};
 use native_asks::{HookEvent, MAX_HOOK_INPUT};
 use tokio_util::sync::CancellationToken;
 
@@ -61,4 +64,53 @@ pub(super) async fn hooks(
         .map_err(|e| CliError::log("SETTINGS", e.to_string()))?;
     println!("{said}");
     Ok(Exit::Ok)
+}
+
+/// `codex`: one Codex turn through its app-server; its prompts are answered from the inbox,
+/// what its model says goes to stdout, what happens to stderr.
+pub(super) async fn codex(
+    args: CodexArgs,
+    loaded: &super::config::Loaded,
+) -> Result<Exit, CliError> {
+    let cwd = std::env::current_dir().map_err(|e| CliError::failure("CWD", e.to_string()))?;
+    let state_dir = super::state_dir(args.state_dir.clone(), &loaded.config)?;
+    let connect = super::inbox::connector(state_dir.clone(), loaded, Vec::new(), None);
+    let options = BridgeOptions {
+        state_dir,
+        connect,
+        reach_within: REACH_WITHIN,
+        window: None,
+    };
+    let stop = CancellationToken::new();
+    let _stopping = super::cancel_on_stop(stop.clone());
+    let mut note = |note: TurnNote| match note {
+        TurnNote::Said(text) => println!("{}", visible(&text)),
+        TurnNote::Started { thread } => eprintln!("codex: thread {}", visible(&thread)),
+        TurnNote::Asked { what } => {
+            eprintln!("codex asks (in the inbox): {}", visible_lines(&what));
+        }
+        TurnNote::Answered { told, surface } => {
+            eprintln!(
+                "codex was told {} (from the {})",
+                visible(&told),
+                visible(&surface)
+            );
+        }
+        TurnNote::Declined(why) => eprintln!("codex was told no: {}", visible(&why)),
+        TurnNote::Withdrawn => eprintln!("codex settled a prompt itself: its card is withdrawn"),
+        TurnNote::Refused(method) => {
+            eprintln!(
+                "codex asked what ask-user does not answer ({}): refused",
+                visible(&method)
+            );
+        }
+    };
+    let ended = (ask_user_bridge::run_turn(&args.turn(cwd), &options, &mut note, &stop).await)
+        .map_err(|e| CliError::failure("CODEX", e.to_string()))?;
+    eprintln!("codex: the turn {}", visible(&ended.status));
+    Ok(match ended.status.as_str() {
+        "completed" => Exit::Ok,
+        "stopped" | "interrupted" => Exit::Interrupted,
+        _ => Exit::Failure,
+    })
 }

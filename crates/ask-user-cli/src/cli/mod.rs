@@ -241,6 +241,13 @@ pub enum Command {
         after_help = "Example:\n  ask-user hooks install claude-code\n  ask-user hooks uninstall claude-code"
     )]
     Hooks(ask_user_bridge::HooksArgs),
+    /// Run a Codex turn through Codex's app-server, as its client: every approval and question
+    /// Codex asks goes to the inbox (the page, a phone, `ask-user answer`); what its model says
+    /// is printed.
+    #[command(
+        after_help = "Example:\n  ask-user codex \"run the tests and fix what fails\"\n  ask-user codex -c model=gpt-5.5 \"add a README\""
+    )]
+    Codex(ask_user_bridge::CodexArgs),
 }
 
 /// The tool mode (`--mode`, the configuration file's `mode`): `tool_ask_user`'s, whose flags
@@ -301,6 +308,7 @@ pub async fn run(cli: Cli) -> Exit {
         Command::Inbox(args) => inbox::run(args, file).await,
         Command::Hook(args) => hook::hook(args, &loaded).await,
         Command::Hooks(args) => hook::hooks(&args, file).await,
+        Command::Codex(args) => hook::codex(args, &loaded).await,
     };
     match result {
         Ok(exit) => exit,
