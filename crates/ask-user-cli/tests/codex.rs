@@ -43,7 +43,7 @@ struct Machine {
     page: String,
     token: String,
     _model: Running,
-    _inbox: Running,
+    inbox: Running,
 }
 
 /// The environment of `ask-user` and Codex: the person's `home`, both on `PATH`.
@@ -120,7 +120,7 @@ impl Machine {
             page,
             token,
             _model: Running(model),
-            _inbox: Running(inbox),
+            inbox: Running(inbox),
         }
     }
 
@@ -149,6 +149,11 @@ impl Machine {
 
     /// `codex exec --approve-for-me`: approvals go to its `PermissionRequest` hook.
     fn exec(&self) -> Running {
+        self.exec_in(self.project.path())
+    }
+
+    /// The same, in `folder`.
+    fn exec_in(&self, folder: &Path) -> Running {
         let child = Command::new(&self.codex)
             .args([
                 "exec",
@@ -156,7 +161,7 @@ impl Machine {
                 "--skip-git-repo-check",
                 "make the file",
             ])
-            .current_dir(self.project.path())
+            .current_dir(folder)
             .envs(self.env())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -204,6 +209,45 @@ impl Machine {
     fn answer_on_the_page(&self, call: &str, answers: &Value) {
         let url = format!("{}/cards/{call}/answer?token={}", self.page, self.token);
         post_json(&url, &json!({ "answers": answers }).to_string());
+    }
+
+    /// What `ask-user pending --json` lists now.
+    fn pending(&self) -> Vec<Value> {
+        let listed: Value = serde_json::from_str(&self.ask_user(&["pending", "--json"])).unwrap();
+        listed["questions"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The processes of this machine's home (by their environment) whose command line has
+    /// `words` in a row.
+    fn processes(&self, words: &[&str]) -> Vec<i32> {
+        let home = format!("HOME={}", self.home.path().display());
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let read = |what: &str| std::fs::read(entry.path().join(what)).unwrap_or_default();
+            let split = |bytes: Vec<u8>| -> Vec<String> {
+                (bytes.split(|b| *b == 0))
+                    .map(|part| String::from_utf8_lossy(part).into_owned())
+                    .collect()
+            };
+            let (command, environ) = (split(read("cmdline")), split(read("environ")));
+            let has = command.windows(words.len()).any(|w| w == words);
+            if has && environ.contains(&home) {
+                found.push(pid);
+            }
+        }
+        found
+    }
+
+    /// Sends `signal` to each process of `pids`.
+    fn signal(pids: &[i32], signal: &str) {
+        for pid in pids {
+            let _ = Command::new("kill")
+                .args([signal, &pid.to_string()])
+                .status();
+        }
     }
 
     /// Every tool output the model received, once it has them all.
@@ -371,5 +415,115 @@ fn n3_codex_app_server_file_change_and_question_answered_on_the_page() {
     assert_eq!(
         answered,
         json!({"answers": {"db": {"answers": ["SQLite"]}}})
+    );
+}
+
+impl Drop for Machine {
+    fn drop(&mut self) {
+        // An inbox a hook started when this machine's was killed.
+        Self::signal(&self.processes(&["inbox", "--state-dir"]), "-KILL");
+    }
+}
+
+/// N5 with Codex: the inbox is killed (`SIGKILL`) while Codex's hook waits; the hook's link
+/// starts an inbox again and hands the ask over, nothing is lost, the shell's answer reaches
+/// Codex once, and a second answer is refused.
+#[test]
+fn n5_codex_inbox_killed_while_the_hook_waits_the_answer_still_reaches_codex() {
+    let Some(codex) = codex() else { return };
+    let mut machine = Machine::start(codex, "touch made.txt && echo made-by-codex");
+    machine.ask_user(&["hooks", "install", "codex"]);
+    let mut agent = machine.exec();
+    let (call, _) = machine.asked();
+    let _ = machine.inbox.0.kill();
+    let _ = machine.inbox.0.wait();
+    // The ask is still listed: its log keeps it, and the link comes back.
+    assert_eq!(machine.pending()[0]["callId"], call.as_str());
+    let start = Instant::now();
+    let answered = loop {
+        let said = (machine.command())
+            .args(["answer", &call, "--pick", "decision=Allow"])
+            .output()
+            .unwrap();
+        if said.status.success() {
+            break said;
+        }
+        assert!(start.elapsed() < WITHIN, "never answerable again: {said:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(
+        String::from_utf8_lossy(&answered.stderr).contains("answered in its window"),
+        "{answered:?}"
+    );
+    let output = machine.tool_output(&mut agent);
+    assert!(output.contains("made-by-codex"), "{output}");
+    let again = (machine.command())
+        .args(["answer", &call, "--pick", "decision=Deny"])
+        .output()
+        .unwrap();
+    assert!(!again.status.success(), "answered twice: {again:?}");
+}
+
+/// A hook killed (`SIGTERM`, as an agent stops a hook) while its ask waits: the ask leaves the
+/// inbox within 2 s and ends cancelled, never answered.
+#[test]
+fn n7_codex_hook_killed_the_ask_leaves_the_inbox() {
+    let Some(codex) = codex() else { return };
+    let machine = Machine::start(codex, "touch made.txt && echo made-by-codex");
+    machine.ask_user(&["hooks", "install", "codex"]);
+    let _agent = machine.exec();
+    let (call, _) = machine.asked();
+    let hooks = machine.processes(&["hook", "codex"]);
+    assert_eq!(hooks.len(), 1, "one bridge waits");
+    Machine::signal(&hooks, "-TERM");
+    let start = Instant::now();
+    while !machine.pending().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "still listed: {:?}",
+            machine.pending()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let said = (machine.command())
+        .args(["answer", &call, "--pick", "decision=Allow"])
+        .output()
+        .unwrap();
+    assert!(
+        !said.status.success(),
+        "a withdrawn ask was answered: {said:?}"
+    );
+    assert!(!machine.project.path().join("made.txt").exists());
+}
+
+/// Two agents asking at once: both asks are in the inbox, each answer reaches its own agent.
+#[test]
+fn two_codex_agents_asking_at_once_each_get_their_own_answer() {
+    let Some(codex) = codex() else { return };
+    let machine = Machine::start(codex, "touch made.txt && echo made-by-codex");
+    machine.ask_user(&["hooks", "install", "codex"]);
+    let other = tempfile::tempdir().unwrap();
+    let mut first = machine.exec();
+    let (one, _) = machine.asked();
+    let mut second = machine.exec_in(other.path());
+    let (two, questions) = machine.asked_after(&[&one]);
+    let folder = other.path().canonicalize().unwrap();
+    let text = questions[0]["question"].as_str().unwrap();
+    assert!(text.contains(&folder.display().to_string()), "{text}");
+    assert_eq!(machine.pending().len(), 2);
+    // The second first: it allows; the first is denied.
+    for (call, pick) in [(&two, "decision=Allow"), (&one, "decision=Deny")] {
+        let said = (machine.command())
+            .args(["answer", call, "--pick", pick])
+            .output()
+            .unwrap();
+        assert!(said.status.success(), "{said:?}");
+    }
+    let (first, second) = (first.0.wait().unwrap(), second.0.wait().unwrap());
+    assert!(first.success() && second.success());
+    assert!(folder.join("made.txt").exists(), "the allowed one ran");
+    assert!(
+        !machine.project.path().join("made.txt").exists(),
+        "the denied one did not"
     );
 }
