@@ -9,13 +9,13 @@ use native_asks::Agent;
 use crate::{Hooks, HooksError, HooksReport, Scope};
 
 fn agent(name: &str) -> Result<Agent, String> {
-    Agent::from_name(name).ok_or_else(|| format!("`{name}` is `claude-code` or `codex`"))
+    Agent::from_name(name).ok_or_else(|| format!("`{name}` is `claude-code`, `codex` or `gemini`"))
 }
 
 /// The arguments of `hook`: what an agent's hook runs.
 #[derive(Debug, Args)]
 pub struct HookArgs {
-    /// The agent whose hook this is: `claude-code` or `codex`.
+    /// The agent whose hook this is: `claude-code`, `codex` or `gemini`.
     #[arg(value_parser = agent)]
     pub agent: Agent,
     /// The state directory (default: `ask-user mcp`'s): the inbox of its sessions shows the ask.
@@ -35,7 +35,7 @@ impl HookArgs {
         match (self.window, self.agent) {
             (Some(secs), _) => Some(std::time::Duration::from_secs(secs)),
             (None, Agent::Codex) => Some(crate::CODEX_WINDOW),
-            (None, Agent::ClaudeCode) => None,
+            (None, Agent::ClaudeCode | Agent::Gemini) => None,
         }
     }
 }
@@ -56,7 +56,7 @@ pub enum HooksAction {
 pub struct HooksArgs {
     /// What to do.
     pub action: HooksAction,
-    /// The agent: `claude-code` or `codex`.
+    /// The agent: `claude-code`, `codex` or `gemini`.
     #[arg(value_parser = agent)]
     pub agent: Agent,
     /// This folder's settings (`.claude/settings.local.json`, `.codex/config.toml`) instead of
@@ -116,27 +116,26 @@ impl HooksArgs {
         let codex = escape(&self.codex.display().to_string());
         let listed = async || match self.agent {
             Agent::Codex => Some(crate::codex_app::hooks_list(&self.codex, folder).await),
-            Agent::ClaudeCode => None,
+            Agent::ClaudeCode | Agent::Gemini => None,
         };
         Ok(match self.action {
             HooksAction::Install => {
                 let report = hooks.install(program)?;
                 let done = match report {
-                    HooksReport::Installed => format!(
-                        "installed in {settings}: {agent}'s permission prompts{} reach the inbox (its page, a phone, `{} answer`){}",
-                        if self.agent == Agent::ClaudeCode {
-                            " and questions"
-                        } else {
-                            ""
-                        },
-                        escape(program),
+                    HooksReport::Installed => {
+                        let answer = escape(program);
                         match self.agent {
-                            Agent::ClaudeCode =>
-                                " while its own dialog stays on screen; the first answer wins",
-                            Agent::Codex =>
-                                "; Codex's own prompt waits for them up to 60 s, then asks at the terminal",
+                            Agent::ClaudeCode => format!(
+                                "installed in {settings}: {agent}'s permission prompts and questions reach the inbox (its page, a phone, `{answer} answer`) while its own dialog stays on screen; the first answer wins; when it waits for your input, your phone is told"
+                            ),
+                            Agent::Codex => format!(
+                                "installed in {settings}: {agent}'s permission prompts reach the inbox (its page, a phone, `{answer} answer`); Codex's own prompt waits for them up to 60 s, then asks at the terminal"
+                            ),
+                            Agent::Gemini => format!(
+                                "installed in {settings}: when {agent} waits for your confirmation, your phone and webhooks are told (its hooks cannot approve: answer at its terminal)"
+                            ),
                         }
-                    ),
+                    }
                     _ => format!("already installed in {settings}"),
                 };
                 match listed().await {

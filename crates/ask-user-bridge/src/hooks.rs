@@ -2,9 +2,14 @@
 //! kept in the state directory, and removed exactly (the file byte for byte as before when
 //! nothing else changed it since).
 //!
-//! Claude Code: `PermissionRequest` (the bridge, [`ASK_TIMEOUT_SECS`]) and `PostToolUse` (the
-//! withdrawal, [`WITHDRAW_TIMEOUT_SECS`]), each `{"matcher":"*","hooks":[{"type":"command",…}]}`
+//! Claude Code: `PermissionRequest` (the bridge, [`ASK_TIMEOUT_SECS`]), `PostToolUse` (the
+//! withdrawal, [`WITHDRAW_TIMEOUT_SECS`]) and `Notification` (idle at its prompt: the person is
+//! told, [`NOTIFY_TIMEOUT_SECS`]), each `{"matcher":"*","hooks":[{"type":"command",…}]}`
 //! in `hooks` of `~/.claude/settings.json`, or of the folder's `.claude/settings.local.json`.
+//!
+//! Gemini CLI: `Notification` (its hooks cannot approve: the person is told a confirmation
+//! waits) in `~/.gemini/settings.json`, or the folder's `.gemini/settings.json`, in Claude
+//! Code's shape with a `name` and the timeout in milliseconds.
 //!
 //! Codex: `[[hooks.PermissionRequest]]` ([`CODEX_HOOK_TIMEOUT_SECS`]) in `~/.codex/config.toml`
 //! (or `$CODEX_HOME/config.toml`, [`Hooks::at`]), or the folder's `.codex/config.toml`, and
@@ -34,11 +39,26 @@ pub const WITHDRAW_TIMEOUT_SECS: u64 = 30;
 /// so this is how long the person at the terminal may wait before the terminal asks.
 pub const CODEX_HOOK_TIMEOUT_SECS: u64 = 90;
 
-/// The events the bridge's hooks are installed for in Claude Code, each with its timeout.
-const EVENTS: [(&str, u64); 2] = [
-    ("PermissionRequest", ASK_TIMEOUT_SECS),
-    ("PostToolUse", WITHDRAW_TIMEOUT_SECS),
-];
+/// How long a notification's hook may take (it tells the inbox and ends).
+pub const NOTIFY_TIMEOUT_SECS: u64 = 30;
+
+/// The hook entries the bridge adds to a JSON settings file, by event: Claude Code's
+/// (`timeout` in seconds) or Gemini CLI's (`timeout` in milliseconds, and a `name`).
+fn json_entries(agent: Agent, command: &str) -> Vec<(&'static str, Value)> {
+    let entry = |timeout: u64| json!({"matcher": "*", "hooks": [{"type": "command", "command": command, "timeout": timeout}]});
+    match agent {
+        Agent::ClaudeCode => vec![
+            ("PermissionRequest", entry(ASK_TIMEOUT_SECS)),
+            ("PostToolUse", entry(WITHDRAW_TIMEOUT_SECS)),
+            ("Notification", entry(NOTIFY_TIMEOUT_SECS)),
+        ],
+        Agent::Gemini => vec![(
+            "Notification",
+            json!({"matcher": "*", "hooks": [{"name": "ask-user", "type": "command", "command": command, "timeout": NOTIFY_TIMEOUT_SECS * 1000}]}),
+        )],
+        Agent::Codex => Vec::new(),
+    }
+}
 
 /// Which settings file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +159,7 @@ impl Hooks {
         let (user, project) = match agent {
             Agent::ClaudeCode => (".claude/settings.json", ".claude/settings.local.json"),
             Agent::Codex => (".codex/config.toml", ".codex/config.toml"),
+            Agent::Gemini => (".gemini/settings.json", ".gemini/settings.json"),
         };
         let settings = match scope {
             Scope::User => home.ok_or(HooksError::NoHome)?.join(user),
@@ -186,7 +207,7 @@ impl Hooks {
             return Ok(HooksReport::AlreadyInstalled);
         }
         let command = format!("{program} hook {}", self.agent.name());
-        if !settings.add(&command) {
+        if !settings.add(self.agent, &command) {
             return Ok(HooksReport::NotInstalled);
         }
         let written = settings.render(before.as_deref());
@@ -360,7 +381,7 @@ impl Hooks {
 
     fn parse(&self, text: Option<&str>) -> Result<Settings, HooksError> {
         match self.agent {
-            Agent::ClaudeCode => parse(&self.settings, text).map(Settings::Json),
+            Agent::ClaudeCode | Agent::Gemini => parse(&self.settings, text).map(Settings::Json),
             Agent::Codex => (text.unwrap_or_default().parse::<DocumentMut>())
                 .map(Settings::Toml)
                 .map_err(|error| HooksError::Malformed {
@@ -460,14 +481,13 @@ enum Settings {
 impl Settings {
     /// Adds the bridge's hooks running `command`; `false` when the file's `hooks` cannot hold
     /// them.
-    fn add(&mut self, command: &str) -> bool {
+    fn add(&mut self, agent: Agent, command: &str) -> bool {
         match self {
             Self::Json(settings) => {
                 let Some(hooks) = hooks_of(settings) else {
                     return false;
                 };
-                for (event, timeout) in EVENTS {
-                    let entry = json!({"matcher": "*", "hooks": [{"type": "command", "command": command, "timeout": timeout}]});
+                for (event, entry) in json_entries(agent, command) {
                     match hooks.entry(event).or_insert_with(|| json!([])) {
                         Value::Array(groups) => groups.push(entry),
                         other => *other = json!([entry]),

@@ -194,9 +194,8 @@ pub async fn run_hook(
             withdraw(&options.state_dir, &fingerprint).await;
             return Ok(HookRun::default());
         }
-        HookEvent::Notification { .. } | HookEvent::Other { .. } => {
-            return Ok(HookRun::default());
-        }
+        HookEvent::Notification { .. } => return Ok(tell(&event, options).await),
+        HookEvent::Other { .. } => return Ok(HookRun::default()),
     };
     let dialog = |why: &str| Some(format!("ask-user: {why}; the dialog decides"));
     Ok(match self::ask(&ask, options, stop).await? {
@@ -218,6 +217,46 @@ pub async fn run_hook(
         },
         Ended::Withdrawn | Ended::Skipped => HookRun::default(),
     })
+}
+
+/// A notification no card can answer ([`HookEvent::attention`](native_asks::HookEvent::attention)):
+/// told to the inbox, which hands it to its notifiers; a word on stderr when nobody hears it.
+async fn tell(event: &native_asks::HookEvent, options: &BridgeOptions) -> HookRun {
+    let native_asks::HookEvent::Notification {
+        agent,
+        session,
+        cwd,
+        ..
+    } = event
+    else {
+        return HookRun::default();
+    };
+    let Some(message) = event.attention() else {
+        return HookRun::default();
+    };
+    let attention = ask_user_inbox::Attention {
+        agent: agent.display().to_owned(),
+        session: session.clone(),
+        cwd: cwd.clone(),
+        message,
+    };
+    let told = tokio::time::timeout(options.reach_within, async {
+        let stream = (options.connect)().await.map_err(|e| e.to_string())?;
+        ask_user_inbox::tell_attention(stream, &attention).await
+    });
+    let stderr = match told.await {
+        Ok(Ok(0)) => {
+            Some("ask-user: the inbox notifies nobody (no ntfy or webhook is configured)".into())
+        }
+        Ok(Ok(_)) => None,
+        Ok(Err(error)) => Some(format!("ask-user: the inbox was not told: {error}")),
+        Err(_) => Some("ask-user: no inbox answered".into()),
+    };
+    // Gemini CLI reads a hook's stdout as JSON: an empty object changes nothing.
+    HookRun {
+        stdout: (*agent == native_asks::Agent::Gemini).then(|| "{}".to_owned()),
+        stderr,
+    }
 }
 
 /// One turn of one call: the ask's questions through the timed tool, waiting indefinitely.

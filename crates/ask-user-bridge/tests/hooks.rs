@@ -91,6 +91,7 @@ fn n6_install_twice_then_uninstall_leaves_the_settings_byte_identical() {
             found: vec![
                 found("PostToolUse", "ask-user hook claude-code", None),
                 found("PermissionRequest", "ask-user hook claude-code", None),
+                found("Notification", "ask-user hook claude-code", None),
             ]
         }
     );
@@ -348,4 +349,47 @@ fn codex_hooks_written_as_inline_arrays_take_the_bridge_the_same_way() {
         std::fs::read_to_string(&file).unwrap(),
         inline.replace("audit", "audit2")
     );
+}
+
+#[test]
+fn n6_gemini_notification_hook_installed_once_and_uninstalled_byte_identical() {
+    let home = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let file = home.path().join(".gemini/settings.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let theirs = "{\n  \"theme\": \"Dracula\"\n}\n";
+    std::fs::write(&file, theirs).unwrap();
+    let hooks = Hooks::of(
+        Agent::Gemini,
+        Scope::User,
+        Some(home.path()),
+        home.path(),
+        state.path(),
+    );
+    let hooks = hooks.unwrap();
+    assert_eq!(hooks.settings(), file);
+    assert_eq!(hooks.install("ask-user").unwrap(), HooksReport::Installed);
+    assert_eq!(
+        hooks.install("ask-user").unwrap(),
+        HooksReport::AlreadyInstalled
+    );
+    let settings: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(settings["theme"], "Dracula");
+    assert_eq!(
+        settings["hooks"],
+        json!({"Notification": [{"matcher": "*", "hooks": [
+            {"name": "ask-user", "type": "command", "command": "ask-user hook gemini", "timeout": 30000}
+        ]}]})
+    );
+    assert_eq!(
+        hooks.status(None).unwrap(),
+        HooksReport::Status {
+            found: vec![found("Notification", "ask-user hook gemini", None)]
+        }
+    );
+    assert_eq!(
+        hooks.uninstall().unwrap(),
+        HooksReport::Uninstalled { restored: true }
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), theirs);
 }

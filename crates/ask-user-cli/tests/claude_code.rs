@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ask_user_testkit::process::{Running, free_port, post_json, wait_for_port};
+use ask_user_testkit::process::{Running, free_port, json_receiver, post_json, wait_for_port};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ask-user");
@@ -483,44 +483,12 @@ fn n4_answered_at_the_keyboard_first_the_ask_leaves_the_inbox() {
     assert_eq!(result["content"], "made-by-bash", "{result}");
 }
 
-/// An ntfy-shaped receiver on loopback: each message posted to it, as JSON.
-fn ntfy_receiver() -> (u16, std::sync::mpsc::Receiver<Value>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream);
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = std::io::Read::read_exact(&mut reader, &mut body);
-            let _ = std::io::Write::write_all(
-                reader.get_mut(),
-                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 9\r\nconnection: close\r\n\r\n{\"id\":1}",
-            );
-            if let Ok(message) = serde_json::from_slice::<Value>(&body) {
-                let _ = tx.send(message);
-            }
-        }
-    });
-    (port, rx)
-}
-
 /// N2 from a phone: the prompt's ntfy notification carries a button for every choice; its
 /// Deny button denies, and the model reads where the denial came from.
 #[test]
 fn n2_denied_from_an_ntfy_button_the_model_reads_where_from() {
     let Some(claude) = claude() else { return };
-    let (port, messages) = ntfy_receiver();
+    let (port, messages) = json_receiver();
     let server = format!("http://127.0.0.1:{port}");
     let machine = Machine::start_with(
         &bash("touch made.txt && echo made-by-bash"),

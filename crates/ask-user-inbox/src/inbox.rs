@@ -89,11 +89,16 @@ struct Inner {
     forwarding: Mutex<bool>,
     /// The questions as a shell answers them in their window.
     shell: Arc<ShellHold>,
+    /// Agents waiting at their own terminals, for the notifiers.
+    attention: tokio::sync::broadcast::Sender<crate::Attention>,
     _host_answerer: AnswererGuard,
     _shell_answerer: AnswererGuard,
 }
 
 type Key = (String, CallId);
+
+/// How many attentions wait for a slow notifier before the oldest are dropped.
+const ATTENTION_QUEUE: usize = 64;
 
 #[derive(Default)]
 struct State {
@@ -167,6 +172,7 @@ impl Inbox {
                 changes: ChangeSignal::new(),
                 forwarding: Mutex::new(false),
                 shell,
+                attention: tokio::sync::broadcast::channel(ATTENTION_QUEUE).0,
                 _host_answerer: guard,
                 _shell_answerer: shell_guard,
             }
@@ -206,6 +212,13 @@ impl Inbox {
             .collect();
         sessions.sort_by(|a, b| a.name.cmp(&b.name));
         sessions
+    }
+
+    /// Agents' hooks telling that their agent waits for its person at its own terminal
+    /// ([`tell_attention`](crate::tell_attention)), each cut to
+    /// [`MAX_ATTENTION`](crate::MAX_ATTENTION): for the notifiers to pass on.
+    pub fn attention(&self) -> tokio::sync::broadcast::Receiver<crate::Attention> {
+        self.inner.attention.subscribe()
     }
 
     /// How many hosts are linked now.
@@ -361,6 +374,18 @@ impl Inner {
             ToInbox::LateReply { id, result } => {
                 if let Some((_, waiter)) = lock(&self.state).late.remove(&id) {
                     let _ = waiter.send(result);
+                }
+            }
+            ToInbox::Attention { id, attention } => {
+                let attention = attention.cut();
+                tracing::info!(
+                    agent = %user_questions::sanitize::visible(&attention.agent),
+                    link,
+                    "an agent waits at its own terminal"
+                );
+                let notifiers = self.attention.send(attention).unwrap_or(0);
+                if let Some(tx) = lock(&self.state).links.get(&link) {
+                    let _ = tx.send(ToHost::Noted { id, notifiers });
                 }
             }
             ToInbox::Answer {

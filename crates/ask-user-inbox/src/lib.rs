@@ -1,12 +1,14 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+mod attention;
 mod inbox;
 mod link;
 mod rendezvous;
 mod shell;
 mod wire;
 
+pub use attention::{Attention, MAX_ATTENTION, tell_attention};
 pub use inbox::{HOST_ANSWERER, Inbox, InboxSession, LATE_WITHIN};
 pub use link::{
     AsyncReadWrite, Connect, InboxLink, LINK_ANSWERER, LinkedHost, LinkedSession, Stream,

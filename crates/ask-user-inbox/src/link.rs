@@ -345,7 +345,7 @@ impl LinkInner {
                 });
             }
             // A shell's word: never sent to a host.
-            ToHost::Answered { .. } => {}
+            ToHost::Answered { .. } | ToHost::Noted { .. } => {}
         }
     }
 }

@@ -62,6 +62,13 @@ pub(crate) enum ToInbox {
         id: u64,
         result: WireLate,
     },
+    /// Not a host's: an agent's hook telling that its agent waits for its person at its own
+    /// terminal, where no card can answer it ([`tell_attention`](crate::tell_attention)).
+    Attention {
+        id: u64,
+        #[serde(flatten)]
+        attention: crate::Attention,
+    },
     /// Not a host's: a shell answering a question in its window (`ask-user answer`).
     Answer {
         id: u64,
@@ -109,6 +116,8 @@ pub(crate) enum ToHost {
     },
     /// What became of a shell's answer ([`ToInbox::Answer`]).
     Answered { id: u64, result: WireAnswer },
+    /// An attention was taken: how many of the inbox's notifiers heard it.
+    Noted { id: u64, notifiers: usize },
 }
 
 /// What became of an answer given in a question's window through the inbox's socket.

@@ -602,3 +602,42 @@ async fn a_shell_answers_in_the_window_through_the_inbox() {
         }
     }
 }
+
+/// An agent waiting at its own terminal (its hook tells the inbox): each follower of
+/// `attention()` hears it, cut to its bound; with nobody following, the hook is told 0.
+#[tokio::test]
+async fn an_agents_attention_reaches_the_notifiers_cut_and_nobody_is_told_when_none_listen() {
+    let served = served();
+    let tell = |attention: ask_user_inbox::Attention| {
+        let inbox = served.inbox.clone();
+        async move {
+            let (ours, theirs) = tokio::io::duplex(64 * 1024);
+            tokio::spawn(async move { inbox.serve_link(theirs).await });
+            ask_user_inbox::tell_attention(Box::new(ours), &attention).await
+        }
+    };
+    let attention = |message: String| ask_user_inbox::Attention {
+        agent: "Gemini CLI".into(),
+        session: "g-1".into(),
+        cwd: Some("/work/shop".into()),
+        message,
+    };
+    assert_eq!(tell(attention("nobody hears".into())).await, Ok(0));
+    let mut heard = served.inbox.attention();
+    let long = "\u{1b}[31m".to_owned() + &"y".repeat(ask_user_inbox::MAX_ATTENTION + 10);
+    assert_eq!(tell(attention(long)).await, Ok(1));
+    let got = heard.recv().await.unwrap();
+    assert_eq!(
+        (got.agent.as_str(), got.cwd.as_deref()),
+        ("Gemini CLI", Some("/work/shop"))
+    );
+    assert!(
+        got.message.ends_with("… (15 more characters)"),
+        "{}",
+        got.message
+    );
+    assert!(
+        got.message.starts_with("\u{1b}[31m"),
+        "kept as said: escaped where shown"
+    );
+}

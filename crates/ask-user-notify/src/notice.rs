@@ -21,13 +21,22 @@ pub enum NoticeKind {
         /// The code.
         code: Option<String>,
     },
+    /// An agent waits for its person at its own terminal, where no card can answer it (Claude
+    /// Code idle at its prompt, Gemini CLI's confirmation): `text` says what it waits for.
+    Attention {
+        /// The agent's name for a person (`Claude Code`, `Gemini CLI`).
+        agent: String,
+        /// What it waits for.
+        text: String,
+    },
 }
 
 impl NoticeKind {
     /// The webhook event type: `question.waiting`, `question.pending`, `question.answered`,
-    /// `question.cancelled`.
+    /// `question.cancelled`, `agent.attention`.
     pub fn event_type(&self) -> &'static str {
         match self {
+            Self::Attention { .. } => "agent.attention",
             Self::Waiting => "question.waiting",
             Self::Pending => "question.pending",
             Self::Answered { .. } => "question.answered",
@@ -139,6 +148,10 @@ impl Notice {
         match &self.kind {
             NoticeKind::Answered { by } => data["answeredBy"] = json!(by),
             NoticeKind::Cancelled { code } => data["code"] = json!(code),
+            NoticeKind::Attention { agent, text } => {
+                data["agent"] = json!(agent);
+                data["message"] = json!(text);
+            }
             NoticeKind::Waiting | NoticeKind::Pending => {}
         }
         json!({
@@ -155,7 +168,8 @@ impl Notice {
             .first()
             .and_then(|q| q.header.clone())
             .unwrap_or_else(|| "ask-user".to_owned());
-        match self.kind {
+        match &self.kind {
+            NoticeKind::Attention { agent, .. } => format!("{agent} is waiting for you"),
             NoticeKind::Waiting => format!("{header}: your agent is waiting for an answer"),
             NoticeKind::Pending => format!("{header}: answer any time"),
             NoticeKind::Answered { .. } => format!("{header}: answered"),
@@ -166,6 +180,9 @@ impl Notice {
     /// The body of a push notification: the question text when included, else a pointer to
     /// the page; what a button press does when there are buttons.
     pub fn message(&self) -> String {
+        if let NoticeKind::Attention { text, .. } = &self.kind {
+            return text.clone();
+        }
         let mut lines: Vec<String> = self
             .questions
             .iter()

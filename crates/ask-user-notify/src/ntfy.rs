@@ -51,6 +51,7 @@ impl Ntfy {
             NoticeKind::Waiting => (4, ["question"]),
             NoticeKind::Pending => (2, ["hourglass"]),
             NoticeKind::Answered { .. } | NoticeKind::Cancelled { .. } => (1, ["white_check_mark"]),
+            NoticeKind::Attention { .. } => (4, ["bell"]),
         };
         let actions: Vec<Value> = notice
             .buttons

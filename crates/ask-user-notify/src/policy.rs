@@ -131,6 +131,27 @@ impl Notifier {
         Self { inner, tasks }
     }
 
+    /// Tells every backend that `agent` (its name for a person) waits for its person at its own
+    /// terminal in `session`, for what `text` says: a notification with no card and no
+    /// buttons (nothing here can answer it), linking to the page.
+    pub fn announce(&self, agent: &str, session: &str, text: &str) {
+        let kind = NoticeKind::Attention {
+            agent: agent.to_owned(),
+            text: text.to_owned(),
+        };
+        let notice = Arc::new(Notice {
+            id: crate::notice::new_id(),
+            kind,
+            session: session.to_owned(),
+            call_id: String::new(),
+            at_ms: user_questions::now_unix_ms(),
+            questions: Vec::new(),
+            url: self.inner.links.as_ref().and_then(|l| l.card_url()),
+            buttons: Vec::new(),
+        });
+        self.inner.enqueue(&notice, false);
+    }
+
     /// The counters so far.
     pub fn stats(&self) -> NotifyStats {
         let c = &self.inner.counters;
@@ -336,11 +357,16 @@ impl Inner {
             url: self.links.as_ref().and_then(|l| l.card_url()),
             buttons,
         });
+        self.enqueue(&notice, resolution);
+    }
+
+    /// Hands `notice` to every backend's queue (a resolution only to those that take them).
+    fn enqueue(&self, notice: &Arc<Notice>, resolution: bool) {
         for (takes_resolutions, queue) in &self.queues {
             if resolution && !takes_resolutions {
                 continue;
             }
-            if queue.try_send(Arc::clone(&notice)).is_ok() {
+            if queue.try_send(Arc::clone(notice)).is_ok() {
                 self.counters.queued.fetch_add(1, Ordering::Relaxed);
             } else {
                 self.counters.dropped.fetch_add(1, Ordering::Relaxed);

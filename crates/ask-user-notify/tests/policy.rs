@@ -340,3 +340,44 @@ async fn a_blocking_ask_without_a_call_id_is_followed_by_its_ask_id() {
     assert_eq!(notice.kind, NoticeKind::Waiting);
     assert!(notice.call_id.starts_with("ask:"), "{}", notice.call_id);
 }
+
+/// An agent waiting at its own terminal: one notification to every backend, no card and no
+/// buttons, its webhook event `agent.attention`, its agent's and message's text escaped on a
+/// phone.
+#[tokio::test]
+async fn an_announcement_reaches_every_backend_without_buttons() {
+    let host = host();
+    let (notifier, mut rx) = notifier(&host, NotifyConfig::default(), None);
+    notifier.announce(
+        "Gemini CLI",
+        "g-1",
+        "Gemini CLI waits for your confirmation: rm\u{1b}[2J -rf build",
+    );
+    let (_, notice) = rx.recv().await.unwrap();
+    assert_eq!(
+        notice.kind,
+        NoticeKind::Attention {
+            agent: "Gemini CLI".into(),
+            text: "Gemini CLI waits for your confirmation: rm\u{1b}[2J -rf build".into()
+        }
+    );
+    assert!(notice.buttons.is_empty() && notice.questions.is_empty());
+    assert_eq!(notice.title(), "Gemini CLI is waiting for you");
+    let payload = notice.payload();
+    assert_eq!(payload["type"], "agent.attention");
+    assert_eq!(payload["data"]["agent"], "Gemini CLI");
+    assert_eq!(payload["data"]["session"], "g-1");
+    let ntfy = ask_user_notify::Ntfy::new(
+        ask_user_notify::NtfyConfig {
+            topic: "t".into(),
+            server: "http://127.0.0.1:9/".into(),
+            token: None,
+        },
+        ask_user_notify::RetryPolicy::default(),
+    )
+    .unwrap();
+    let message = ntfy.message(&notice);
+    assert_eq!(message["title"], "Gemini CLI is waiting for you");
+    assert_eq!(message["tags"][0], "bell");
+    assert!(!message.to_string().contains('\u{1b}'), "{message}");
+}

@@ -37,6 +37,39 @@ pub fn post_json(url: &str, body: &str) {
     assert!(status.is_success(), "{status}: {text}");
 }
 
+/// An ntfy- or webhook-shaped receiver on a loopback port: every JSON body posted to it (any
+/// path), in order; it answers `200 {"id":1}`.
+pub fn json_receiver() -> (u16, std::sync::mpsc::Receiver<serde_json::Value>) {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let _ = reader.get_mut().write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 9\r\nconnection: close\r\n\r\n{\"id\":1}",
+            );
+            if let Ok(message) = serde_json::from_slice(&body) {
+                let _ = tx.send(message);
+            }
+        }
+    });
+    (port, rx)
+}
+
 /// A loopback TCP port nobody listens on now.
 pub fn free_port() -> u16 {
     (std::net::TcpListener::bind("127.0.0.1:0").unwrap())

@@ -44,9 +44,14 @@ pub enum HookEvent {
     },
     /// The agent tells its person something (`Notification`: waiting for input, a prompt shown).
     Notification {
+        /// The agent.
+        agent: Agent,
         /// The agent's session.
         session: String,
-        /// The kind, when it says (`permission_prompt`, `idle_prompt`, …).
+        /// Its folder, when it says.
+        cwd: Option<String>,
+        /// The kind, when it says (Claude Code's `permission_prompt`, `idle_prompt`, …; Gemini
+        /// CLI's `ToolPermission`).
         kind: Option<String>,
         /// The message.
         message: String,
@@ -66,6 +71,40 @@ fn string<'a>(input: &'a Value, key: &'static str) -> Result<&'a str, NativeErro
 }
 
 impl HookEvent {
+    /// What a notification of the agent's should tell its person away from the terminal, when
+    /// its prompt is one no card can answer: Claude Code idle at its prompt (`idle_prompt`) or
+    /// showing an MCP server's form (`elicitation_dialog`), Gemini CLI's own confirmation
+    /// (`ToolPermission`). `None` for everything else (a permission prompt of Claude Code's is
+    /// a card already).
+    pub fn attention(&self) -> Option<String> {
+        let Self::Notification {
+            agent,
+            kind,
+            message,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let at = match agent {
+            Agent::Gemini => "answer it at Gemini CLI's terminal: its hooks cannot approve",
+            _ => "answer it at its terminal",
+        };
+        let what = match (agent, kind.as_deref()?) {
+            (Agent::ClaudeCode, "idle_prompt") => "waits for your input",
+            (Agent::ClaudeCode, "elicitation_dialog") => "shows an MCP server's form",
+            (Agent::Gemini, "ToolPermission") => "waits for your confirmation",
+            _ => return None,
+        };
+        let message = message.trim();
+        let said = if message.is_empty() {
+            String::new()
+        } else {
+            format!(": {message}")
+        };
+        Some(cut(&format!("{} {what}{said}\n({at})", agent.display())))
+    }
+
     /// Reads what `agent` wrote on a hook command's stdin.
     ///
     /// # Errors
@@ -99,7 +138,9 @@ impl HookEvent {
                 fingerprint: fingerprint()?,
             },
             "Notification" => Self::Notification {
+                agent,
                 session: session()?,
+                cwd: (input.get("cwd").and_then(Value::as_str)).map(str::to_owned),
                 kind: (input.get("notification_type").and_then(Value::as_str)).map(str::to_owned),
                 message: string(&input, "message").unwrap_or_default().to_owned(),
             },
@@ -134,7 +175,7 @@ fn ask(agent: Agent, input: &Value) -> Result<NativeAsk, NativeError> {
     } else {
         let suggestions = match agent {
             // Codex takes no rules from a hook: it fails closed on `updatedPermissions`.
-            Agent::Codex => Vec::new(),
+            Agent::Codex | Agent::Gemini => Vec::new(),
             Agent::ClaudeCode => (input.get("permission_suggestions"))
                 .and_then(Value::as_array)
                 .cloned()

@@ -24,28 +24,33 @@ pub enum Agent {
     ClaudeCode,
     /// Codex CLI: its `PermissionRequest` hook runs before its dialog, which waits for it.
     Codex,
+    /// Gemini CLI: its hooks cannot approve; its `Notification` hook tells that a confirmation
+    /// waits.
+    Gemini,
 }
 
 impl Agent {
-    /// The agent's name in commands and session names: `claude-code`, `codex`.
+    /// The agent's name in commands and session names: `claude-code`, `codex`, `gemini`.
     pub fn name(self) -> &'static str {
         match self {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
+            Self::Gemini => "gemini",
         }
     }
 
-    /// The agent's name for a person: `Claude Code`, `Codex`.
+    /// The agent's name for a person: `Claude Code`, `Codex`, `Gemini CLI`.
     pub fn display(self) -> &'static str {
         match self {
             Self::ClaudeCode => "Claude Code",
             Self::Codex => "Codex",
+            Self::Gemini => "Gemini CLI",
         }
     }
 
     /// The agent named `name` ([`Agent::name`]).
     pub fn from_name(name: &str) -> Option<Self> {
-        [Self::ClaudeCode, Self::Codex]
+        [Self::ClaudeCode, Self::Codex, Self::Gemini]
             .into_iter()
             .find(|agent| agent.name() == name)
     }

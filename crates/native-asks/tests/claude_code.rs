@@ -329,3 +329,59 @@ fn an_approval_has_at_most_three_options_so_a_phone_can_answer_it() {
         ["Allow", "Allow always: access to /work/shop", "Deny"]
     );
 }
+
+/// A notification no card can answer becomes a word for the person away from the terminal;
+/// Claude Code's permission prompt does not (it is a card already).
+#[test]
+fn notifications_no_card_can_answer_are_told_and_a_permission_prompt_is_not() {
+    let read = |agent: Agent, kind: &str, message: &str| {
+        let input = json!({"session_id": "s1", "cwd": "/work/shop", "hook_event_name": "Notification",
+            "notification_type": kind, "message": message, "details": {"type": "exec"}});
+        HookEvent::read(agent, &input.to_string()).unwrap()
+    };
+    let idle = read(
+        Agent::ClaudeCode,
+        "idle_prompt",
+        "Claude is waiting for your input",
+    );
+    assert_eq!(
+        idle.attention().as_deref(),
+        Some(
+            "Claude Code waits for your input: Claude is waiting for your input\n(answer it at its terminal)"
+        )
+    );
+    let HookEvent::Notification { agent, cwd, .. } = &idle else {
+        panic!()
+    };
+    assert_eq!(
+        (*agent, cwd.as_deref()),
+        (Agent::ClaudeCode, Some("/work/shop"))
+    );
+    let gemini = read(
+        Agent::Gemini,
+        "ToolPermission",
+        "Allow execution of: rm -rf build?",
+    );
+    assert_eq!(
+        gemini.attention().as_deref(),
+        Some(
+            "Gemini CLI waits for your confirmation: Allow execution of: rm -rf build?\n(answer it at Gemini CLI's terminal: its hooks cannot approve)"
+        )
+    );
+    assert_eq!(
+        read(
+            Agent::ClaudeCode,
+            "permission_prompt",
+            "Claude needs your permission"
+        )
+        .attention(),
+        None
+    );
+    assert_eq!(
+        read(Agent::ClaudeCode, "auth_success", "ok").attention(),
+        None
+    );
+    // Long text is cut like every text of an agent's.
+    let long = read(Agent::Gemini, "ToolPermission", &"x".repeat(MAX_TEXT * 2));
+    assert!(long.attention().unwrap().contains("more characters"));
+}

@@ -14,6 +14,7 @@ use ask_user_web::{WebOptions, WebSurface};
 use clap::Args;
 use pending_answer::QuestionDesk;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::{CliError, Exit};
 use crate::host::LogDesk;
@@ -114,12 +115,32 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
         .web_public_url
         .as_deref()
         .or(file.web.public_url.as_deref());
-    let _notifier = args.notify.start(
+    let notifier = args.notify.start(
         &file.notify,
         inbox.seam(),
         Some(server.links(public_url)),
         false,
     )?;
+    // An agent waiting at its own terminal (its hook told the inbox): a notification.
+    let _attention = notifier.map(|notifier| {
+        let mut heard = inbox.attention();
+        AbortOnDropHandle::new(tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match heard.recv().await {
+                    Ok(a) => {
+                        let text = match &a.cwd {
+                            Some(cwd) => format!("{}\n({cwd})", a.message),
+                            None => a.message.clone(),
+                        };
+                        notifier.announce(&a.agent, &a.session, &text);
+                    }
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        }))
+    });
 
     // The page follows the inbox's desk: its changes (a host linked or went, a question
     // continued, a log answered from a shell) and its labels (where each session runs).
