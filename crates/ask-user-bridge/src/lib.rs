@@ -29,7 +29,7 @@ pub use hooks::{
     ASK_TIMEOUT_SECS, CODEX_HOOK_TIMEOUT_SECS, FoundHook, Hooks, HooksError, HooksReport, Scope,
     WITHDRAW_TIMEOUT_SECS,
 };
-pub use withdraw::withdraw;
+pub use withdraw::{ABANDONED_TEXT, sweep, sweep_every, withdraw};
 
 /// How long a bridge waits for the machine's inbox before it gives no decision.
 pub const REACH_WITHIN: Duration = Duration::from_secs(5);
@@ -139,7 +139,10 @@ pub async fn ask(
         return Ok(Ended::Unreachable);
     }
     let cancel = stop.child_token();
-    let waiting = withdraw::Waiting::listen(&options.state_dir, &ask.fingerprint(), &cancel)?;
+    // What bridges killed outright left open ends now: no surface shows an ask nobody waits on.
+    withdraw::sweep(&options.state_dir);
+    let waiting =
+        withdraw::Waiting::listen(&options.state_dir, &ask.fingerprint(), &name, &cancel)?;
     let host = Arc::new(runtime.create(
         &name,
         SessionOptions::named(session).with_model(ModelInfo::new(ask.agent.name(), "native")),

@@ -527,3 +527,48 @@ fn two_codex_agents_asking_at_once_each_get_their_own_answer() {
         "the denied one did not"
     );
 }
+
+/// A hook killed outright (`SIGKILL`: nothing of it runs again) leaves its log's call open with
+/// no writer; the inbox's sweep ends it `ASK_ABORTED` within seconds, so no surface lists an ask
+/// nobody waits on, and it cannot be answered.
+#[test]
+fn n7_codex_hook_killed_outright_its_ask_is_ended_and_leaves_the_inbox() {
+    let Some(codex) = codex() else { return };
+    let machine = Machine::start(codex, "touch made.txt && echo made-by-codex");
+    machine.ask_user(&["hooks", "install", "codex"]);
+    let _agent = machine.exec();
+    let (call, _) = machine.asked();
+    let hooks = machine.processes(&["hook", "codex"]);
+    assert_eq!(hooks.len(), 1, "one bridge waits");
+    Machine::signal(&hooks, "-KILL");
+    let start = Instant::now();
+    while !machine.pending().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "still listed: {:?}",
+            machine.pending()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let state = machine.home.path().join(".local/state/ask-user/mcp");
+    let log = (std::fs::read_dir(&state).unwrap().flatten())
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("codex-")
+        })
+        .expect("the ask's log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("ASK_ABORTED"), "{text}");
+    let said = (machine.command())
+        .args(["answer", &call, "--pick", "decision=Allow"])
+        .output()
+        .unwrap();
+    assert!(
+        !said.status.success(),
+        "an abandoned ask was answered: {said:?}"
+    );
+    assert!(!machine.project.path().join("made.txt").exists());
+}

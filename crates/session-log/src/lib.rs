@@ -66,7 +66,9 @@ pub use record::{
     InboxTarget, Record, RequestHeaderRecord, RequestSnapshot, StepRecord, TextBlock,
     ToolCallRecord, ToolMessage, ToolResultRecord, TurnEndReason, TurnEndRecord, TurnRecord,
 };
-pub use repair::{RepairReport, RepairedCall, TOOL_OUTCOME_UNKNOWN_TEXT, repair_interrupted};
+pub use repair::{
+    RepairReport, RepairedCall, TOOL_OUTCOME_UNKNOWN_TEXT, abandon_interrupted, repair_interrupted,
+};
 pub use scan::{
     CorruptLine, LogFinding, LogScanner, LossyLine, MAX_LINE_LEN, OpenError, PARALLEL_BATCH,
     READ_CHUNK, ScanPosition, ScanReport, Scanned, ScannedRecord, SeqGap, TornTail,

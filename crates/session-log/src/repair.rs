@@ -61,6 +61,39 @@ impl RepairReport {
 /// `surfaceOp: "append"`, as the reference host's repair does. When the call has no readable
 /// `turn` or `step`, that key is left out rather than invented.
 pub fn repair_interrupted(writer: &mut dyn SessionWriter) -> Result<RepairReport, StoreError> {
+    close_interrupted(writer, &|seq, call| {
+        result(
+            seq,
+            call,
+            TOOL_OUTCOME_UNKNOWN_TEXT,
+            &ErrorCode::ToolOutcomeUnknown,
+        )
+    })
+}
+
+/// Closes what a process left unfinished as [`repair_interrupted`] does, but ends each call with
+/// an error result of `code` and `text` instead of `TOOL_OUTCOME_UNKNOWN`: for a log whose calls
+/// nobody can continue (an ask whose only waiter is gone). A timed `ask_user_question` call ended
+/// this way leaves the projection's active questions (§8.7) rather than becoming continued.
+/// Call it right after opening the log for write, as [`repair_interrupted`]; idempotent.
+///
+/// # Errors
+///
+/// The append fails.
+pub fn abandon_interrupted(
+    writer: &mut dyn SessionWriter,
+    code: &ErrorCode,
+    text: &str,
+) -> Result<RepairReport, StoreError> {
+    close_interrupted(writer, &|seq, call| result(seq, call, text, code))
+}
+
+type ResultOf<'a> = dyn Fn(u64, &OpenCall) -> Result<crate::LogEvent, serde_json::Error> + 'a;
+
+fn close_interrupted(
+    writer: &mut dyn SessionWriter,
+    result_of: &ResultOf<'_>,
+) -> Result<RepairReport, StoreError> {
     let interrupted = writer.interrupted();
     let location = writer.location().display().to_string();
     let mut report = RepairReport {
@@ -81,7 +114,7 @@ pub fn repair_interrupted(writer: &mut dyn SessionWriter) -> Result<RepairReport
     let mut seq = writer.next_seq();
     let mut events = Vec::new();
     for call in interrupted.calls {
-        events.push(synthetic_result(seq, &call)?);
+        events.push(result_of(seq, &call)?);
         report.results.push(RepairedCall {
             call,
             result_seq: seq,
@@ -105,7 +138,7 @@ pub fn repair_interrupted(writer: &mut dyn SessionWriter) -> Result<RepairReport
             call_id = %repaired.call.call_id,
             call_seq = repaired.call.seq,
             result_seq = repaired.result_seq,
-            "resume repair: tool call had no result; appended TOOL_OUTCOME_UNKNOWN"
+            "resume repair: tool call had no result; appended an error result"
         );
     }
     for step in &report.closed_steps {
@@ -119,20 +152,22 @@ pub fn repair_interrupted(writer: &mut dyn SessionWriter) -> Result<RepairReport
     Ok(report)
 }
 
-/// The synthetic `tool/result` for `call`, newest layout (§7.5).
-fn synthetic_result(seq: u64, call: &OpenCall) -> Result<crate::LogEvent, serde_json::Error> {
+/// The synthetic `tool/result` for `call`, newest layout (§7.5): an error of `code` with `text`.
+fn result(
+    seq: u64,
+    call: &OpenCall,
+    text: &str,
+    code: &ErrorCode,
+) -> Result<crate::LogEvent, serde_json::Error> {
     let record = ToolResultRecord::new(
         call.turn,
         call.step,
         format!("interrupted-tool-result-{}-{seq}", call.call_id),
         call.call_id.as_str().into(),
-        TOOL_OUTCOME_UNKNOWN_TEXT,
+        text,
         true,
     )
-    .with_error(
-        ErrorCode::ToolOutcomeUnknown.error_name(),
-        ErrorCode::ToolOutcomeUnknown,
-    );
+    .with_error(code.error_name(), code.clone());
     Ok(Record::ToolResult(record)
         .into_event(seq)?
         .with_source_event_seqs(vec![call.seq]))

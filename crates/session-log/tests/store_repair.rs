@@ -362,3 +362,45 @@ fn a_legacy_call_is_repaired_but_never_enters_the_view() {
         "§8.3: legacy calls are not tracked"
     );
 }
+
+/// A call nobody can continue (its only waiter was killed) is ended with an error of its own
+/// instead: the question leaves the projection's active questions rather than becoming
+/// continued, and a second pass appends nothing.
+#[test]
+fn an_abandoned_timed_call_leaves_the_view_instead_of_continuing() {
+    let (_dir, path) = temp_log();
+    drop(lt_log(&path));
+    let (dir, name) = (
+        path.parent().unwrap(),
+        path.file_name().unwrap().to_str().unwrap(),
+    );
+    let store = session_log::JsonlStore::new(dir.to_path_buf());
+    let (mut writer, _) = session_log::SessionStore::open(&store, name, &mut ()).unwrap();
+    let report = session_log::abandon_interrupted(
+        writer.as_mut(),
+        &user_questions::ErrorCode::AskAborted,
+        "the bridge went away",
+    )
+    .unwrap();
+    assert_eq!(report.results.len(), 1);
+    assert_eq!(report.closed_turns, [1]);
+    let again = session_log::abandon_interrupted(
+        writer.as_mut(),
+        &user_questions::ErrorCode::AskAborted,
+        "the bridge went away",
+    )
+    .unwrap();
+    assert!(again.is_empty());
+    drop(writer);
+    let last = lines_after(&path, 5);
+    assert_eq!(last[0]["data"]["error"]["code"], "ASK_ABORTED");
+    assert_eq!(
+        last[0]["data"]["message"]["content"][0]["text"],
+        "the bridge went away"
+    );
+    let folded = full_fold(&path);
+    assert!(
+        folded.state.view().active.is_empty(),
+        "dropped, not continued"
+    );
+}

@@ -121,26 +121,13 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
         Some(server.links(public_url)),
         false,
     )?;
+    // Bridges killed outright (`SIGKILL`) leave an ask nobody waits on: its card goes.
+    let _sweeping = AbortOnDropHandle::new(tokio::spawn(ask_user_bridge::sweep_every(
+        state_dir.clone(),
+        SWEEP_EVERY,
+    )));
     // An agent waiting at its own terminal (its hook told the inbox): a notification.
-    let _attention = notifier.map(|notifier| {
-        let mut heard = inbox.attention();
-        AbortOnDropHandle::new(tokio::spawn(async move {
-            use tokio::sync::broadcast::error::RecvError;
-            loop {
-                match heard.recv().await {
-                    Ok(a) => {
-                        let text = match &a.cwd {
-                            Some(cwd) => format!("{}\n({cwd})", a.message),
-                            None => a.message.clone(),
-                        };
-                        notifier.announce(&a.agent, &a.session, &text);
-                    }
-                    Err(RecvError::Lagged(_)) => {}
-                    Err(RecvError::Closed) => return,
-                }
-            }
-        }))
-    });
+    let _attention = notifier.map(|notifier| tell_notifier(&inbox, notifier));
 
     // The page follows the inbox's desk: its changes (a host linked or went, a question
     // continued, a log answered from a shell) and its labels (where each session runs).
@@ -219,5 +206,29 @@ pub(crate) fn connector(
             command.env(ask_user_notify::WEBHOOK_SECRET_ENV, secret);
         }
         starter.spawn(command)
+    }))
+}
+
+/// How often the inbox ends the asks of native-ask bridges killed outright.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Hands what agents' hooks tell the inbox (an agent waiting at its own terminal) to `notifier`.
+fn tell_notifier(inbox: &Inbox, notifier: ask_user_notify::Notifier) -> AbortOnDropHandle<()> {
+    let mut heard = inbox.attention();
+    AbortOnDropHandle::new(tokio::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            match heard.recv().await {
+                Ok(a) => {
+                    let text = match &a.cwd {
+                        Some(cwd) => format!("{}\n({cwd})", a.message),
+                        None => a.message.clone(),
+                    };
+                    notifier.announce(&a.agent, &a.session, &text);
+                }
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return,
+            }
+        }
     }))
 }
