@@ -61,7 +61,7 @@ impl RepairReport {
 /// `surfaceOp: "append"`, as the reference host's repair does. When the call has no readable
 /// `turn` or `step`, that key is left out rather than invented.
 pub fn repair_interrupted(writer: &mut dyn SessionWriter) -> Result<RepairReport, StoreError> {
-    close_interrupted(writer, &|seq, call| {
+    close_interrupted(writer, &ErrorCode::ToolOutcomeUnknown, &|seq, call| {
         result(
             seq,
             call,
@@ -85,13 +85,14 @@ pub fn abandon_interrupted(
     code: &ErrorCode,
     text: &str,
 ) -> Result<RepairReport, StoreError> {
-    close_interrupted(writer, &|seq, call| result(seq, call, text, code))
+    close_interrupted(writer, code, &|seq, call| result(seq, call, text, code))
 }
 
 type ResultOf<'a> = dyn Fn(u64, &OpenCall) -> Result<crate::LogEvent, serde_json::Error> + 'a;
 
 fn close_interrupted(
     writer: &mut dyn SessionWriter,
+    code: &ErrorCode,
     result_of: &ResultOf<'_>,
 ) -> Result<RepairReport, StoreError> {
     let interrupted = writer.interrupted();
@@ -138,7 +139,8 @@ fn close_interrupted(
             call_id = %repaired.call.call_id,
             call_seq = repaired.call.seq,
             result_seq = repaired.result_seq,
-            "resume repair: tool call had no result; appended an error result"
+            "resume repair: tool call had no result; appended {}",
+            code.as_str()
         );
     }
     for step in &report.closed_steps {
