@@ -165,6 +165,8 @@ impl Machine {
             ("DISABLE_AUTOUPDATER", "1".to_owned()),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
             ("DISABLE_TELEMETRY", "1".to_owned()),
+            // MCP tools listed to the model as they are, not behind a tool search.
+            ("ENABLE_TOOL_SEARCH", "false".to_owned()),
         ]
     }
 
@@ -220,6 +222,15 @@ fn post(url: &str, body: &str) {
 }
 
 impl Machine {
+    /// Adds `ask-user ARGS` to Claude Code's MCP servers (user scope) as `ask-user`.
+    fn serve_mcp(&self, args: &[&str]) {
+        let file = self.home.path().join(".claude.json");
+        let mut seeded: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        seeded["mcpServers"] = json!({"ask-user": {"type": "stdio", "command": BIN, "args": args}});
+        std::fs::write(&file, seeded.to_string()).unwrap();
+    }
+
     /// The tool result the model received, once it has.
     fn model_result(&self) -> Value {
         let start = Instant::now();
@@ -349,6 +360,11 @@ struct Tui {
 
 impl Tui {
     fn start(machine: &Machine, claude: &Path) -> Self {
+        Self::start_with(machine, claude, &[])
+    }
+
+    /// [`Tui::start`], Claude Code given `args` too.
+    fn start_with(machine: &Machine, claude: &Path, args: &[&str]) -> Self {
         let socket =
             format!("ask-user-test-{}", std::process::id()) + &machine.model_port.to_string();
         let env: Vec<String> = (machine.agent_env().into_iter())
@@ -371,6 +387,7 @@ impl Tui {
             .args(&env)
             .arg(claude)
             .args(["--permission-mode", "manual"])
+            .args(args)
             .status()
             .expect("tmux runs");
         assert!(status.success());
@@ -399,6 +416,19 @@ impl Tui {
             assert!(
                 start.elapsed() < WITHIN,
                 "the screen never showed {text:?}:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Waits until the screen no longer shows `text`, for at most `within`.
+    fn until_gone(&self, text: &str, within: Duration) {
+        let start = Instant::now();
+        while self.screen().contains(text) {
+            assert!(
+                start.elapsed() < within,
+                "the screen still shows {text:?}:\n{}",
                 self.screen()
             );
             std::thread::sleep(Duration::from_millis(200));
@@ -521,4 +551,37 @@ fn n2_denied_from_an_ntfy_button_the_model_reads_where_from() {
         "{result}"
     );
     assert!(!machine.project.path().join("made.txt").exists());
+}
+
+/// SPEC (timed forms in every era): Claude Code 2.1.328 probes the 2026-07-28 era and takes
+/// tasks, where a timed form would stay on its screen after the window. `ask-user mcp --mode
+/// timed` offers it the handshake era: the question shows in Claude Code's own dialog while the
+/// window lasts, and the dialog leaves when the window closes; the model reads `pending`.
+#[test]
+fn a_timed_mcp_question_shows_in_claude_codes_dialog_for_its_window_and_then_leaves() {
+    let Some(claude) = claude() else { return };
+    let tool = json!({"name": "mcp__ask-user__ask_user_question", "input": {"questions": [{
+        "id": "db", "question": "Which database?", "header": "Database",
+        "options": [{"label": "PostgreSQL"}, {"label": "SQLite"}]
+    }]}});
+    let machine = Machine::start(&tool, None);
+    machine.serve_mcp(&["mcp", "--mode", "timed", "--timeout", "10"]);
+    let tui = Tui::start_with(
+        &machine,
+        &claude,
+        &["--allowedTools", "mcp__ask-user__ask_user_question"],
+    );
+    tui.keys(&["pick a database", "Enter"]);
+    tui.until("requests your input");
+    assert!(tui.screen().contains("Which database?"), "{}", tui.screen());
+    // Listed in the inbox too while the dialog shows: the page, a phone and the shell race it.
+    let (_, questions) = machine.asked();
+    assert_eq!(questions[0]["question"], "Which database?");
+    tui.until_gone("requests your input", Duration::from_secs(30));
+    let result = machine.model_result();
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with(r#"{"pending":true"#),
+        "the model reads: {result}"
+    );
 }

@@ -27,9 +27,17 @@ fn client_dir() -> Option<PathBuf> {
 
 /// Runs the client in `mode`, picking `pick` in the form; the JSON lines it printed, by step.
 fn run_client(dir: &Path, mode: &str, pick: &str) -> Vec<Value> {
-    // The script imports the SDK from the folder it sits in (a copy per mode: the tests run at
+    run_client_with(dir, mode, pick, &[])
+}
+
+/// [`run_client`] with more of the script's flags (`--timeout N`, `--hold yes`).
+fn run_client_with(dir: &Path, mode: &str, pick: &str, flags: &[&str]) -> Vec<Value> {
+    // The script imports the SDK from the folder it sits in (a copy per test: the tests run at
     // once).
-    let script = dir.join(format!("ts_client-{mode}.mjs"));
+    let script = dir.join(format!(
+        "ts_client-{mode}-{}.mjs",
+        flags.join("").replace('-', "")
+    ));
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ts_client.mjs"),
         &script,
@@ -48,6 +56,7 @@ fn run_client(dir: &Path, mode: &str, pick: &str) -> Vec<Value> {
             "--state-dir",
         ])
         .arg(state.path())
+        .args(flags)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -116,4 +125,39 @@ fn the_same_typescript_client_still_speaks_the_handshake_era() {
     let Some(dir) = client_dir() else { return };
     let steps = run_client(&dir, "legacy", "SQLite");
     check_session(&steps, "2025-11-25", "SQLite");
+}
+
+/// SPEC: a timed question shows in the client's own form in every era the client speaks. The
+/// client (auto negotiation, forms, no tasks) is offered the handshake era by `server/discover`,
+/// falls back to `initialize`, and gets the question as `elicitation/create` while the window is
+/// open; its answer is the call's result.
+#[test]
+fn a_timed_question_shows_in_the_clients_own_form_in_the_era_it_negotiates() {
+    let Some(dir) = client_dir() else { return };
+    let steps = run_client_with(&dir, "auto", "PostgreSQL", &["--timeout", "60"]);
+    let called = step(&steps, "called");
+    assert_eq!(step(&steps, "connected")["protocolVersion"], "2025-11-25");
+    assert_eq!(called["forms"], 1, "{called}");
+    assert_eq!(
+        called["text"],
+        r#"{"answers":[{"id":"db","selected":["PostgreSQL"]}]}"#
+    );
+}
+
+/// The same form left unanswered: the window closes, the server withdraws the form (the SDK
+/// aborts the handler's request) and the call returns pending.
+#[test]
+fn a_timed_form_left_open_is_withdrawn_when_its_window_closes() {
+    let Some(dir) = client_dir() else { return };
+    let steps = run_client_with(
+        &dir,
+        "auto",
+        "PostgreSQL",
+        &["--timeout", "2", "--hold", "yes"],
+    );
+    assert_eq!(step(&steps, "withdrawn")["aborted"], true);
+    let called = step(&steps, "called");
+    assert_eq!(called["forms"], 1, "{called}");
+    let text = called["text"].as_str().unwrap();
+    assert!(text.starts_with(r#"{"pending":true"#), "{text}");
 }

@@ -13,8 +13,10 @@
 //!
 //! A timed call claims its wait while the form is open, for the time the window had left when
 //! the form was sent; when that runs out the claim is released, the call returns its pending
-//! result, and the form stays open while the call is continued: an `accept` that arrives after
-//! the window is a late answer, which the session takes once the call is continued
+//! result, and the form is withdrawn once the call is continued: nothing stays on the person's
+//! screen while the model works on; the page, a phone and the shell take the late answer. An
+//! `accept` that arrives before the withdrawal but after the window (the call's request ended
+//! first) is a late answer, which the session takes once the call is continued
 //! (`pending_answer::when_continued`) and which waits in its inbox for the companion tool.
 
 use std::sync::{Arc, Weak};
@@ -310,29 +312,31 @@ impl FormChannel {
 }
 
 /// Awaits the client's answer to the form. While the answerer waits, the answer goes to it.
-/// After that, the form stays open only while its call is continued (the host announced it: its
-/// pending result is durable) or events were lost: a call that ended otherwise (answered
-/// elsewhere, cancelled, an error), or whose request ended without the announcement (its result
-/// could not be logged, or a blocking call), withdraws its form (`notifications/cancelled`), so
-/// nobody answers into nothing. An `accept` after the window goes to the session, which takes it
-/// once the call is continued.
+/// The form is withdrawn (`notifications/cancelled`, or taken off its task) once its call is
+/// over for the form: continued (the window closed and the pending result is durable: nothing is
+/// left on the person's screen while the model works on; the page, a phone and the shell take
+/// the late answer), answered elsewhere, cancelled, or its request ended. An answer that crosses
+/// the withdrawal (sent by the client before `notifications/cancelled` reached it) is dropped by
+/// rmcp, which forgets a request once it cancels it: the question stays pending for the other
+/// surfaces.
 async fn form_task(channel: FormChannel, tx: oneshot::Sender<FormOutcome>, mut late: LateRoute) {
     let (response, withdraw) = channel.split();
     tokio::pin!(response);
     let session = late.in_flight.session_id.clone();
     let call_id = late.call_id.clone();
-    let mut continued = false;
+    let mut listening = true;
     let outcome = loop {
         let over = late.in_flight.done.cancelled();
         tokio::select! {
             biased;
             outcome = &mut response => break Some(outcome),
             // The host announces a continued call before its request ends: read first.
-            told = next_word(&mut late.events, &session, &call_id), if !continued => match told {
-                Continuation::Continued | Continuation::Unknown => continued = true,
-                Continuation::Ended => break None,
+            told = next_word(&mut late.events, &session, &call_id), if listening => match told {
+                Continuation::Continued | Continuation::Ended => break None,
+                // Events were lost: the request's end decides.
+                Continuation::Unknown => listening = false,
             },
-            () = over, if !continued => break None,
+            () = over => break None,
         }
     };
     let Some(outcome) = outcome else {

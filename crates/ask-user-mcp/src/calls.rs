@@ -394,7 +394,14 @@ fn result_of(outcome: &ToolOutcome) -> CallToolResult {
 fn shows_forms(context: &RequestContext<RoleServer>) -> bool {
     context
         .client_capabilities()
-        .and_then(|capabilities| capabilities.elicitation)
+        .is_some_and(|capabilities| declares_forms(&capabilities))
+}
+
+/// Whether the capabilities declare forms (`elicitation` with `form`, or with neither mode).
+pub(crate) fn declares_forms(capabilities: &rmcp::model::ClientCapabilities) -> bool {
+    capabilities
+        .elicitation
+        .as_ref()
         .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
 }
 

@@ -12,8 +12,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, DiscoverResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, DiscoverResult, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -80,13 +80,21 @@ impl ServerHandler for McpConnection {
 
     async fn discover(
         &self,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, McpError> {
-        // The stateless era's probe: every version served, and the tools.
-        Ok(DiscoverResult::from_server_info(
-            self.supported_protocol_versions().into_owned(),
-            self.get_info(),
-        ))
+        // The stateless era's probe: every version served, and the tools; but a client whose
+        // timed questions' forms could not be withdrawn in that era is offered the handshake era.
+        let server = self.inner.server();
+        let timed = server.runtime().tool().takes_late_answers();
+        let versions = if timed
+            && !server.options().stateless_forms
+            && forms_need_the_handshake(context.client_capabilities().as_ref())
+        {
+            ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE).to_vec()
+        } else {
+            self.supported_protocol_versions().into_owned()
+        };
+        Ok(DiscoverResult::from_server_info(versions, self.get_info()))
     }
 
     async fn get_task(
@@ -214,6 +222,16 @@ impl ServerHandler for McpConnection {
     ) -> Result<rmcp::model::CustomResult, McpError> {
         Err(not_understood(&request.method))
     }
+}
+
+/// Whether a client that probes with these capabilities sees the form of a timed question, and
+/// sees it go when the window closes, only in the handshake era: it shows forms. In the stateless
+/// era such a call's form is a round of its own, which cannot be withdrawn, or a task's input
+/// request, which a client reads only when it polls (Claude Code 2.1.328 polls no more while its
+/// dialog is up: the form stays on screen after the window); `elicitation/create` in a session
+/// is withdrawn by `notifications/cancelled`, and clients close the dialog.
+pub(crate) fn forms_need_the_handshake(capabilities: Option<&ClientCapabilities>) -> bool {
+    capabilities.is_some_and(crate::calls::declares_forms)
 }
 
 /// The methods a client may send this server (both eras).

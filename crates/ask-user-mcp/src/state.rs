@@ -54,6 +54,13 @@ pub struct McpOptions {
     /// [`AskUserMcp::with_store`](crate::AskUserMcp::with_store). Server instances that serve one
     /// client's rounds between them need the same key.
     pub request_state_key: Option<RequestStateKey>,
+    /// Serve clients that show forms in the stateless era (2026-07-28) in timed mode too: their
+    /// timed forms come through tasks (with the tasks extension; none without it) and stay on
+    /// the client's screen after the window. `false` (the default): such a client's
+    /// `server/discover` is offered the handshake era only, where the form shows while the window
+    /// lasts and is withdrawn when it closes; a client that speaks only the stateless era then
+    /// cannot connect, and needs this.
+    pub stateless_forms: bool,
 }
 
 /// The limits of streamable HTTP ([`AskUserMcp::serve_http`](crate::AskUserMcp::serve_http)), its
@@ -123,7 +130,15 @@ impl McpOptions {
             on_open: None,
             http: McpHttpOptions::default(),
             request_state_key: None,
+            stateless_forms: false,
         }
+    }
+
+    /// With [`McpOptions::stateless_forms`].
+    #[must_use]
+    pub fn with_stateless_forms(mut self, stateless_forms: bool) -> Self {
+        self.stateless_forms = stateless_forms;
+        self
     }
 
     /// With these limits for streamable HTTP.

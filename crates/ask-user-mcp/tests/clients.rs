@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use ask_user_mcp::companion::nothing_waiting;
 use ask_user_mcp::{AskUserMcp, McpOptions, McpSessionInfo};
-use common::{ClientSetup, Harness, Reply, accept, one_question, texts};
+use common::{ClientSetup, Harness, Reply, one_question, texts};
 use pending_answer::{Accepted, LateRefusal, QuestionDesk as _, Submission};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
@@ -120,10 +120,11 @@ async fn a_client_timeout_ends_a_timed_call_pending_and_the_question_stays_answe
 }
 
 /// A cancellation without a reason while the client's form is open keeps the question too: the
-/// call ends pending, the form stays open, and the person's answer becomes a late answer that the
-/// companion hands over without a call id.
+/// call ends pending and its form is withdrawn (nothing stays on the person's screen while the
+/// model works on); an answer the person sent as it went (it crossed the withdrawal) becomes a
+/// late answer that the companion hands over without a call id.
 #[tokio::test(start_paused = true)]
-async fn a_cancellation_without_a_reason_keeps_the_question_and_its_form() {
+async fn a_cancellation_without_a_reason_keeps_the_question_and_withdraws_its_form() {
     let mut harness = Harness::start(Some(AskUserConfig::timed_secs(300)), true).await;
     harness.reply(Reply::Hold);
     let call = harness.send_call("ask_user_question", one_question()).await;
@@ -134,30 +135,85 @@ async fn a_cancellation_without_a_reason_keeps_the_question_and_its_form() {
         result_text(&data).starts_with(r#"{"pending":true"#),
         "{data}"
     );
-    assert_eq!(
-        *harness.handler.withdrawn.lock().unwrap(),
-        0,
-        "the form stays"
-    );
-
-    form.reply.send(accept(json!({"q01": "SQLite"}))).unwrap();
-    let mut fetched = Vec::new();
     for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        fetched = companion(&harness, json!({})).await;
-        if !fetched[0].starts_with("No late answer") {
+        if *harness.handler.withdrawn.lock().unwrap() > 0 {
             break;
         }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let reply: Value = serde_json::from_str(&fetched[0]).unwrap();
     assert_eq!(
-        reply["answers"],
-        json!([{"id": "db", "selected": ["SQLite"]}])
+        *harness.handler.withdrawn.lock().unwrap(),
+        1,
+        "the form is withdrawn"
     );
+
+    drop(form);
+    // The question stays, pending, for the page, a phone or the shell.
+    let call_id: Value = serde_json::from_str(&result_text(&data)).unwrap();
     assert_eq!(
-        reply["provenance"],
-        Value::Null,
-        "provenance stays out of model text"
+        companion(&harness, json!({})).await,
+        [nothing_waiting(&[call_id["callId"].as_str().unwrap()])]
+    );
+}
+
+/// The window closes: the call returns pending and its form is withdrawn
+/// (`notifications/cancelled` of the form's request). An answer that crosses the withdrawal (the
+/// client sent it before the notification reached it) settles nothing: the question stays
+/// pending for the page, a phone and the shell.
+#[tokio::test]
+async fn a_timed_form_is_withdrawn_when_its_window_closes_and_a_crossed_answer_settles_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server =
+        AskUserMcp::new(McpOptions::new(dir.path()).with_tool(Some(AskUserConfig::timed_secs(1))))
+            .unwrap();
+    let mut raw = Raw::start(server);
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    )
+    .await;
+    let _ = raw.recv().await;
+    raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "ask_user_question", "arguments": one_question()}}))
+        .await;
+    let mut form = None;
+    let mut withdrawn = false;
+    let mut pending = None;
+    while form.is_none() || pending.is_none() || !withdrawn {
+        let message = raw.recv().await;
+        if message["method"] == "elicitation/create" {
+            form = Some(message["id"].clone());
+        } else if message["method"] == "notifications/cancelled" {
+            assert_eq!(message["params"]["requestId"], *form.as_ref().unwrap());
+            withdrawn = true;
+        } else if message["id"] == 2 {
+            pending = Some(message);
+        }
+    }
+    let pending = pending.unwrap();
+    let text = pending["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with(r#"{"pending":true"#), "{pending}");
+    // The answer the client had sent before the withdrawal reached it.
+    raw.send(json!({"jsonrpc": "2.0", "id": form.unwrap(),
+        "result": {"action": "accept", "content": {"q01": "SQLite"}}}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "ask_user_question_answer", "arguments": {}}}))
+        .await;
+    let message = loop {
+        let message = raw.recv().await;
+        if message["id"] == 3 {
+            break message;
+        }
+    };
+    let waiting = message["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        waiting.starts_with("No late answer is waiting. Still pending: call_"),
+        "{waiting}"
     );
 }
 
@@ -614,4 +670,54 @@ async fn sse_responses_carry_no_priming_event() {
     );
     cancel.cancel();
     serving.await.unwrap().unwrap();
+}
+
+/// The versions a `server/discover` probe with `capabilities` is offered by a server in `tool`'s
+/// mode.
+async fn discovered_versions(tool: Option<AskUserConfig>, capabilities: Value) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let server = AskUserMcp::new(McpOptions::new(dir.path()).with_tool(tool)).unwrap();
+    let mut raw = Raw::start(server);
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        }}}),
+    )
+    .await;
+    let reply = raw.recv().await;
+    reply["result"]["supportedVersions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{reply}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A client that shows forms sees a timed question's form, and sees it go when the window
+/// closes, only in the handshake era (a stateless round cannot be withdrawn; a task's form is
+/// read only when the client polls, which Claude Code does not while its dialog is up): its probe
+/// is offered the handshake versions, and the SDKs' `auto` negotiation falls back to
+/// `initialize`. A client without forms, with or without tasks, and every client of a blocking
+/// server keep the stateless era.
+#[tokio::test]
+async fn a_timed_server_offers_a_client_with_forms_the_handshake_era() {
+    let timed = || Some(AskUserConfig::timed_secs(60));
+    let forms = json!({"elicitation": {"form": {}}});
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let forms_and_tasks = json!({"elicitation": {"form": {}},
+        "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    for capabilities in [forms.clone(), forms_and_tasks] {
+        let versions = discovered_versions(timed(), capabilities.clone()).await;
+        assert_eq!(versions.last().unwrap(), "2025-11-25", "{capabilities}");
+        assert!(
+            !versions.iter().any(|v| v.as_str() >= "2026"),
+            "{versions:?}"
+        );
+    }
+    for (tool, capabilities) in [(timed(), tasks), (timed(), json!({})), (None, forms)] {
+        let versions = discovered_versions(tool, capabilities.clone()).await;
+        assert_eq!(versions.last().unwrap(), "2026-07-28", "{capabilities}");
+    }
 }

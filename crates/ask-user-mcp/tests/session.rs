@@ -265,62 +265,34 @@ async fn a_waiting_call_reports_progress_every_fifteen_seconds() {
     assert_eq!(counts, [1.0, 2.0, 3.0], "{progress:?}");
 }
 
+/// The window closes with the form open: the call returns pending and the form is withdrawn
+/// (nothing stays on the person's screen while the model works on); the question stays pending,
+/// for the page, a phone or the shell.
 #[tokio::test(start_paused = true)]
-async fn a_form_answered_after_the_window_is_a_late_answer_for_the_companion() {
+async fn a_form_left_open_past_its_window_is_withdrawn_and_the_question_stays_pending() {
     let mut harness = Harness::start(Some(AskUserConfig::timed_secs(30)), true).await;
     harness.reply(Reply::Hold);
     let call = harness.send_call("ask_user_question", one_question()).await;
     let form = harness.held.recv().await.unwrap();
-    // The form stays open past the window: the call returns pending.
     let result = common::response_result(call.await_response().await.unwrap());
     let pending: Value = serde_json::from_str(&texts(&result)[0]).unwrap();
     assert_eq!(pending["pending"], true);
     let call_id = pending["callId"].as_str().unwrap().to_owned();
-
-    // Before the person answers, the companion says pending again.
-    let early = harness
-        .call("ask_user_question_answer", json!({"callId": call_id}))
-        .await;
-    assert!(texts(&early)[0].starts_with(r#"{"pending":true"#));
-
-    form.reply.send(accept(json!({"q01": "SQLite"}))).unwrap();
-    let mut reply = Vec::new();
     for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        let fetched = harness
-            .call("ask_user_question_answer", json!({"callId": call_id}))
-            .await;
-        reply = texts(&fetched);
-        if !reply[0].starts_with(r#"{"pending""#) {
+        if *harness.handler.withdrawn.lock().unwrap() > 0 {
             break;
         }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let reply: Value = serde_json::from_str(&reply[0]).unwrap();
-    assert_eq!(reply["kind"], "answer_to_pending_question");
-    assert_eq!(
-        reply["answers"],
-        json!([{"id": "db", "selected": ["SQLite"]}])
+    assert_eq!(*harness.handler.withdrawn.lock().unwrap(), 1, "withdrawn");
+    assert!(
+        form.reply.send(accept(json!({"q01": "SQLite"}))).is_err(),
+        "the client closed the form"
     );
-
-    // Asking again gives the same reply, and the question settled exactly once.
     let again = harness
         .call("ask_user_question_answer", json!({"callId": call_id}))
         .await;
-    assert_eq!(
-        serde_json::from_str::<Value>(&texts(&again)[0]).unwrap(),
-        reply
-    );
-    let events = harness.events();
-    let admitted = events
-        .iter()
-        .filter(|e| {
-            e["type"] == "user/message" && e["data"]["source"]["callId"] == call_id.as_str()
-        })
-        .count();
-    assert_eq!(admitted, 1);
-    let state = ask_user_testkit::logs::full_fold(&harness.logs()[0]).state;
-    assert_eq!(state.view().settled.len(), 1);
-    assert!(state.view().active.is_empty());
+    assert!(texts(&again)[0].starts_with(r#"{"pending":true"#));
 }
 
 #[tokio::test(start_paused = true)]
@@ -446,59 +418,6 @@ async fn a_call_the_person_cancelled_withdraws_its_form() {
     }
     assert_eq!(withdrawn, 1, "the form of a cancelled call is withdrawn");
     assert_eq!(first_error_code(&harness), "ASK_ABORTED");
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_late_form_answer_waits_while_another_process_holds_the_log() {
-    let mut harness = Harness::start(Some(AskUserConfig::timed_secs(30)), true).await;
-    harness.reply(Reply::Hold);
-    let call = harness.send_call("ask_user_question", one_question()).await;
-    let form = harness.held.recv().await.unwrap();
-    let result = common::response_result(call.await_response().await.unwrap());
-    let call_id = serde_json::from_str::<Value>(&texts(&result)[0]).unwrap()["callId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-
-    // Another writer (say `ask-user answer` in another shell) holds the log for ten seconds.
-    let log = harness.logs()[0].clone();
-    let (store, name) = session_log::JsonlStore::for_file(&log).unwrap();
-    let other =
-        ask_user_host::HostRuntime::new(store, Some(AskUserConfig::timed_secs(30))).unwrap();
-    let (holder, _) = other
-        .open(&name, ask_user_host::SessionOptions::named("holder"))
-        .unwrap();
-    form.reply.send(accept(json!({"q01": "SQLite"}))).unwrap();
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    // The log really is taken: this session cannot open it meanwhile.
-    let busy = harness
-        .call("ask_user_question_answer", json!({"callId": call_id}))
-        .await;
-    assert!(
-        texts(&busy)[0].contains("already open for write"),
-        "{:?}",
-        texts(&busy)
-    );
-    drop(holder);
-
-    // The answer was kept and queued once the log was free.
-    let mut reply = Vec::new();
-    for _ in 0..100 {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        reply = texts(
-            &harness
-                .call("ask_user_question_answer", json!({"callId": call_id}))
-                .await,
-        );
-        if !reply[0].starts_with(r#"{"pending""#) && !reply[0].starts_with("Error") {
-            break;
-        }
-    }
-    let reply: Value = serde_json::from_str(&reply[0]).unwrap();
-    assert_eq!(
-        reply["answers"],
-        json!([{"id": "db", "selected": ["SQLite"]}])
-    );
 }
 
 #[tokio::test]

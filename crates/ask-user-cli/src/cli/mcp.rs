@@ -26,6 +26,12 @@ pub struct McpArgs {
     /// carry.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    /// Serve clients that show forms in the 2026-07-28 era in timed mode too (their forms come
+    /// through tasks and stay on screen after the window). By default such clients are offered
+    /// the handshake era, where a timed form goes when its window closes; a client that speaks
+    /// only 2026-07-28 needs this flag to connect to a timed server.
+    #[arg(long)]
+    stateless_forms: bool,
     #[command(flatten)]
     http_flags: ask_user_mcp::HttpArgs,
     #[command(flatten)]
@@ -63,7 +69,8 @@ pub(super) async fn run(
         .map_err(|e| CliError::new("BAD_TLS", e.to_string(), Exit::Usage))?;
     let options = McpOptions::new(&state_dir)
         .with_tool(config)
-        .with_http(http.clone());
+        .with_http(http.clone())
+        .with_stateless_forms(args.stateless_forms);
     let (server, where_) = if let Some(url) = &args.pg.pg {
         let server = super::pg::mcp_server(url, args.pg.schema(), options)?;
         (server, "the database".to_owned())

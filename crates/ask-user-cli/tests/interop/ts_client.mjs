@@ -1,8 +1,10 @@
 // The official TypeScript SDK v2 client (`@modelcontextprotocol/client`) against `ask-user mcp`
 // over stdio, in the era `--mode` asks for (`auto`: negotiates 2026-07-28 through
 // `server/discover`; `legacy`: the 2025 handshake). Its `elicitation/create` handler answers the
-// form (the SDK fulfils a 2026-07-28 `input_required` round through the same handler). Prints
-// one JSON line per step; exits non-zero on any failure.
+// form (the SDK fulfils a 2026-07-28 `input_required` round through the same handler). With
+// `--timeout N` the server runs the timed tool with an N-second window; with `--hold yes` the
+// handler answers nothing and waits until the server withdraws the form. Prints one JSON line
+// per step; exits non-zero on any failure.
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
@@ -16,15 +18,21 @@ const client = new Client(
   { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: args.mode } },
 );
 const forms = [];
-client.setRequestHandler('elicitation/create', async (request) => {
+client.setRequestHandler('elicitation/create', async (request, ctx) => {
   const params = request.params;
   forms.push(params);
+  if (args.hold === 'yes') {
+    const signal = ctx.mcpReq.signal;
+    await new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', resolve)));
+    say('withdrawn', { aborted: signal.aborted });
+    return { action: 'cancel' };
+  }
   const first = Object.keys(params.requestedSchema?.properties ?? {})[0];
   return { action: 'accept', content: { [first]: args.pick } };
 });
 const transport = new StdioClientTransport({
   command: args.binary,
-  args: ['mcp', '--state-dir', args['state-dir']],
+  args: ['mcp', '--state-dir', args['state-dir'], ...(args.timeout ? ['--mode', 'timed', '--timeout', args.timeout] : [])],
   stderr: 'inherit',
 });
 await client.connect(transport);

@@ -195,7 +195,14 @@ impl Harness {
         tool: Option<AskUserConfig>,
         setup: ClientSetup,
     ) -> Self {
-        let server = AskUserMcp::new(McpOptions::new(dir.path()).with_tool(tool)).unwrap();
+        // Stateless clients with forms are served in their era (tasks): the tests of that era
+        // connect modern-only clients. The default, offering them the handshake, is `clients.rs`'s.
+        let server = AskUserMcp::new(
+            McpOptions::new(dir.path())
+                .with_tool(tool)
+                .with_stateless_forms(true),
+        )
+        .unwrap();
         let connected = connect_as(&server, setup).await;
         Self {
             dir,
