@@ -642,8 +642,8 @@ fn answer_settles_a_pending_question_late_and_a_second_answer_is_refused() {
         "--pick",
         "scope=Everything",
     ]);
-    let message = out.failed(3, "NOT_CONTINUED");
-    assert!(message.contains("late_1") && message.contains("already settled"));
+    let message = out.failed(9, "ALREADY_ANSWERED");
+    assert!(message.contains("late_1") && message.contains("answered already"));
     assert_eq!(s.logs(), before);
 }
 
@@ -787,7 +787,7 @@ fn failing_ground() -> Session {
 /// Both questions of `release-args.json` answered.
 const BOTH: [&str; 4] = ["--pick", "scope=Everything", "--pick", "targets=linux"];
 
-/// Unknown, settled and legacy calls.
+/// Unknown and legacy calls (exit 3), a settled one (exit 9).
 #[test]
 fn exit_3_when_the_call_is_not_waiting_for_a_late_answer() {
     let s = &failing_ground();
@@ -795,21 +795,21 @@ fn exit_3_when_the_call_is_not_waiting_for_a_late_answer() {
         s,
         &answer("continued.jsonl", "nobody", &BOTH),
         3,
-        "NOT_CONTINUED",
+        "NOT_WAITING",
         &["nobody"],
     );
     check(
         s,
         &answer("settled.jsonl", "done", &BOTH),
-        3,
-        "NOT_CONTINUED",
-        &["done", "already settled"],
+        9,
+        "ALREADY_ANSWERED",
+        &["done", "answered already"],
     );
     check(
         s,
         &answer("legacy.jsonl", "legacy_1", &BOTH),
         3,
-        "NOT_CONTINUED",
+        "NOT_WAITING",
         &["legacy_1", "legacy"],
     );
 }
@@ -943,9 +943,9 @@ fn exit_5_reply_queued_in_the_durable_inbox() {
     check(
         s,
         &answer("queued.jsonl", "queued_1", &BOTH),
-        3,
-        "NOT_CONTINUED",
-        &["settled"],
+        9,
+        "ALREADY_ANSWERED",
+        &["answered already"],
     );
 }
 

@@ -262,10 +262,10 @@ fn pending_lists_every_session_of_the_state_directory_and_answer_finds_a_call_by
         .args(["answer", "call_a", "--pick", "q=no"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(6), "answered once only: {out:?}");
+    assert_eq!(out.status.code(), Some(9), "answered once only: {out:?}");
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("no session of the state directory has call call_a"),
+            .contains("error[ALREADY_ANSWERED]: call call_a is answered already"),
         "{out:?}"
     );
     let out = ask_user(home.path()).arg("pending").output().unwrap();

@@ -573,3 +573,98 @@ fn a_question_whose_server_was_killed_in_its_window_is_answerable_on_every_path(
     );
     second.stop();
 }
+
+/// An open call of `state`'s logs other than `except` (waits until one is listed).
+fn open_call(state: &Path, except: &str) -> String {
+    for _ in 0..200 {
+        let listed = ask_user(&[
+            "pending",
+            "--json",
+            "--state-dir",
+            &state.display().to_string(),
+        ]);
+        let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+        if let Some(open) = (listed["questions"].as_array().into_iter().flatten())
+            .find(|q| q["state"] == "open" && q["callId"] != except)
+        {
+            return open["callId"].as_str().unwrap().to_owned();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no open question in {}", state.display());
+}
+
+/// `ask-user answer CALL_ID` from a shell, for `state`: its exit status and stderr.
+fn answer_from_shell(state: &Path, call: &str) -> (Option<i32>, String) {
+    let out = ask_user(&[
+        "answer",
+        call,
+        "--pick",
+        "db=SQLite",
+        "--state-dir",
+        &state.display().to_string(),
+    ]);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// SPEC (the shell as a surface): `ask-user answer CALL_ID` answers a question in its window,
+/// racing the other surfaces, once the server is linked to the state directory's inbox (every
+/// `ask-user mcp` joins one that runs); each refusal says where the call stands, with its own
+/// code and exit status.
+#[test]
+fn the_shell_answers_a_question_in_its_window_and_says_where_a_call_stands() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path();
+    let mut server = Server::start(dir, &["--mode", "timed", "--timeout", "60"]);
+    server.initialize(false);
+
+    // No inbox runs: the shell cannot reach the server in the window, and says so.
+    server.send(&json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
+        "params": {"name": "ask_user_question", "arguments": question()}}));
+    let first = open_call(dir, "");
+    let (code, said) = answer_from_shell(dir, &first);
+    assert_eq!(code, Some(12), "{said}");
+    assert!(said.contains("error[IN_WINDOW_ELSEWHERE]"), "{said}");
+    let (code, said) = answer_from_shell(dir, "call_nobody_1");
+    assert_eq!(code, Some(3), "{said}");
+    assert!(said.contains("error[UNKNOWN_CALL]"), "{said}");
+
+    // The person starts the inbox; the running server joins it (it links again every few
+    // seconds) and its next question is answered from the shell in its window.
+    let mut inbox = Command::new(BIN)
+        .args(["inbox", "--addr", "127.0.0.1:0", "--state-dir"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(inbox.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let _inbox = ask_user_testkit::process::Running(inbox);
+    std::thread::sleep(Duration::from_secs(6));
+    server.send(&json!({"jsonrpc": "2.0", "id": 51, "method": "tools/call",
+        "params": {"name": "ask_user_question", "arguments": question()}}));
+    let second = open_call(dir, &first);
+    let (code, said) = answer_from_shell(dir, &second);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("answered in its window"), "{said}");
+    let result = loop {
+        let message = server.recv();
+        if message["id"] == 51 {
+            break message;
+        }
+    };
+    assert_eq!(
+        texts(&result),
+        [r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#]
+    );
+    // Once more: the question is settled.
+    let (code, said) = answer_from_shell(dir, &second);
+    assert_eq!(code, Some(9), "{said}");
+    assert!(said.contains("error[ALREADY_ANSWERED]"), "{said}");
+}

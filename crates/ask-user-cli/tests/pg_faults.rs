@@ -161,7 +161,7 @@ fn start_worker(
 enum Attempt {
     /// Exit 0: this answer was accepted.
     Accepted,
-    /// Exit 5 (`REPLY_QUEUED`) or 3 (`NOT_CONTINUED`: already settled): another answer was first (perhaps one
+    /// Exit 5 (`REPLY_QUEUED`) or 9 (`ALREADY_ANSWERED`): another answer was first (perhaps one
     /// of an earlier attempt that was killed after its commit).
     Queued,
     /// Killed, or failed for want of the database: whether it was accepted is unknown.
@@ -199,7 +199,7 @@ fn answer_once(
     }
     match child.wait().unwrap().code() {
         Some(0) => Attempt::Accepted,
-        Some(3 | 5) => Attempt::Queued,
+        Some(5 | 9) => Attempt::Queued,
         _ => Attempt::Unknown,
     }
 }

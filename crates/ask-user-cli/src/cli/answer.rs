@@ -1,4 +1,5 @@
-//! `ask-user answer`: answer a continued question late, as a person would from another surface.
+//! `ask-user answer`: answer a question from the shell, in its window (through the machine's
+//! inbox, racing the other surfaces) or late, as a person would from another surface.
 //!
 //! The answer goes to the desk of the session (`LogDesk` for a log, `PgDesk` with `--pg`). For a
 //! log, the desk opens it for write (resume repair first, so a call interrupted by a crash becomes
@@ -34,10 +35,10 @@ pub const ANSWERER: &str = user_questions::surface_names::SHELL;
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("batch").required(true).multiple(true).args(["pick", "custom", "skip", "answers"])))]
 pub struct AnswerArgs {
-    /// `[LOG] CALL_ID`: the session log (with `--pg`: the session's name) and the call id of the
-    /// continued question. With the call id alone, the session is the one of the state
-    /// directory (`--state-dir`, default `ask-user mcp`'s) whose log has that call open or
-    /// continued.
+    /// `[LOG] CALL_ID`: the session log (with `--pg`: the session's name) and the call id. With
+    /// the call id alone, the session is the one of the state directory (`--state-dir`, default
+    /// `ask-user mcp`'s) whose log has that call: in its window it is answered through the
+    /// machine's inbox (the first answer of any surface wins), after it late.
     #[arg(required = true, num_args = 1..=2, value_names = ["LOG", "CALL_ID"])]
     targets: Vec<String>,
     /// The state directory searched for a call id given alone (default: `ask-user mcp`'s).
@@ -88,14 +89,11 @@ pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Resu
         }
         [call] if pg.pg.is_none() => {
             let call_id = CallId::from(call.as_str());
-            let desk = super::desk::state_dir(args.state_dir.clone(), file)?
-                .ok_or_else(|| not_continued(&call_id))?;
-            let dir = super::state_dir(args.state_dir.clone(), file)?;
-            if let Some(exit) = in_window(&desk, &dir, &call_id, &batch, from_flags).await? {
-                return Ok(exit);
-            }
-            let session = session_of(&desk, &call_id).await?;
-            (session, Picked::Logs(desk), call_id)
+            let Some(desk) = by_call_id(args, file, &call_id, &batch, from_flags).await? else {
+                return Ok(Exit::Ok);
+            };
+            let session = session_of(&desk.0, &call_id, desk.1).await?;
+            (session, Picked::Logs(desk.0), call_id)
         }
         _ => {
             return Err(CliError::usage(
@@ -163,16 +161,40 @@ pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Resu
     }
 }
 
+/// A call named by its id alone: answered in its window through the inbox (`None`), else the
+/// state directory's desk and whether the call was open when this began.
+async fn by_call_id(
+    args: &AnswerArgs,
+    file: &super::config::Config,
+    call_id: &CallId,
+    batch: &AnswerBatch,
+    from_flags: bool,
+) -> Result<Option<(LogDesk, bool)>, CliError> {
+    let desk = super::desk::state_dir(args.state_dir.clone(), file)?
+        .ok_or_else(|| unknown_call(call_id))?;
+    let dir = super::state_dir(args.state_dir.clone(), file)?;
+    let found = desk.find(call_id).await?;
+    if found.is_empty() {
+        return Err(unknown_call(call_id));
+    }
+    let was_open = found.iter().any(|q| q.state == DeskState::Open);
+    if was_open && in_window(&desk, &dir, call_id, batch, from_flags).await? {
+        return Ok(None);
+    }
+    Ok(Some((desk, was_open)))
+}
+
 /// A question open in its window at a host linked to the state directory's inbox (an agent's
-/// own prompt, an MCP call) is answered there, as the page would: first answer wins. `None`
-/// when no such question waits there.
+/// own prompt, an MCP call) is answered there, as the page would: first answer wins. `false`
+/// when no such question waits there (no inbox runs, its host is not linked, another surface
+/// answered first, or its window closed): the caller looks at where the call stands now.
 async fn in_window(
     desk: &LogDesk,
     dir: &std::path::Path,
     call_id: &CallId,
     batch: &AnswerBatch,
     from_flags: bool,
-) -> Result<Option<Exit>, CliError> {
+) -> Result<bool, CliError> {
     let found = desk.find(call_id).await?;
     let open: Vec<_> = (found.iter())
         .filter(|q| q.state == DeskState::Open)
@@ -181,7 +203,7 @@ async fn in_window(
         open.as_slice(),
         connect(&Rendezvous::new(dir).socket()).await,
     ) else {
-        return Ok(None);
+        return Ok(false);
     };
     let batch = if from_flags {
         in_question_order(batch, &question.questions)
@@ -197,7 +219,7 @@ async fn in_window(
     );
     match answered.await {
         Ok(()) => eprintln!("call {}: answered in its window", visible(call_id.as_str())),
-        Err(InWindowRefusal::NotWaiting { .. }) => return Ok(None),
+        Err(InWindowRefusal::NotWaiting { .. }) => return Ok(false),
         Err(InWindowRefusal::BadAnswer { message, .. }) => {
             let every = answer_problems(call_id, &question.questions, &batch);
             return Err(CliError::new(
@@ -210,7 +232,7 @@ async fn in_window(
             return Err(CliError::log("INBOX_UNREACHABLE", refusal.to_string()));
         }
     }
-    Ok(Some(Exit::Ok))
+    Ok(true)
 }
 
 /// Every problem of a refused answer, named against the questions the call asked (the seam
@@ -255,6 +277,16 @@ fn print_admitted(call_id: &CallId, reply: &UserMessage, settled: bool) {
 /// The command's failure for a refused answer.
 fn refused(refusal: LateRefusal, call_id: &CallId, in_database: bool) -> CliError {
     match refusal {
+        LateRefusal::NotWaiting(NotWaiting::Settled) => already_answered(call_id),
+        LateRefusal::NotWaiting(NotWaiting::Open) => in_window_elsewhere(call_id),
+        LateRefusal::NotWaiting(NotWaiting::Closing) => CliError::new(
+            "NOT_DURABLE",
+            format!(
+                "call {call_id} {}: try again in a moment; if this lasts, its server could not write its log",
+                NotWaiting::Closing.reason()
+            ),
+            Exit::NotDurable,
+        ),
         LateRefusal::NotWaiting(why) => {
             let place = if in_database {
                 "of this session"
@@ -268,7 +300,7 @@ fn refused(refusal: LateRefusal, call_id: &CallId, in_database: bool) -> CliErro
                 why.reason(),
                 unknown.unwrap_or_default()
             );
-            CliError::new("NOT_CONTINUED", message, Exit::NotContinued)
+            CliError::new("NOT_WAITING", message, Exit::NotContinued)
         }
         // A reply an earlier (crashed) session accepted waited in the durable inbox: the desk,
         // the session's host now, admitted it, which settles the question with that first answer.
@@ -310,12 +342,25 @@ fn refused(refusal: LateRefusal, call_id: &CallId, in_database: bool) -> CliErro
     }
 }
 
-/// The session of the state directory whose log has `call_id` open or continued (an answer
-/// reaches it): the one, or an error naming none or several.
-async fn session_of(desk: &LogDesk, call_id: &CallId) -> Result<String, CliError> {
+/// The session of the state directory whose log has `call_id` where a late answer reaches it:
+/// the one, or an error saying where the call stands instead (`was_open`: it was in its window
+/// when this command began, so a settled call was answered elsewhere meanwhile).
+async fn session_of(desk: &LogDesk, call_id: &CallId, was_open: bool) -> Result<String, CliError> {
     match desk.sessions_answering(call_id).await?.as_slice() {
         [one] => Ok(one.clone()),
-        [] => Err(not_continued(call_id)),
+        [] => {
+            let found = desk.find(call_id).await?;
+            let state = |state| found.iter().any(|q| q.state == state);
+            Err(if state(DeskState::Open) {
+                in_window_elsewhere(call_id)
+            } else if state(DeskState::Settled) && was_open {
+                answered_elsewhere(call_id)
+            } else if state(DeskState::Settled) {
+                already_answered(call_id)
+            } else {
+                unknown_call(call_id)
+            })
+        }
         several => Err(CliError::new(
             "AMBIGUOUS",
             format!(
@@ -328,13 +373,52 @@ async fn session_of(desk: &LogDesk, call_id: &CallId) -> Result<String, CliError
     }
 }
 
-fn not_continued(call_id: &CallId) -> CliError {
-    CliError::log(
-        "NOT_WAITING",
+/// `UNKNOWN_CALL`: no session has the call.
+fn unknown_call(call_id: &CallId) -> CliError {
+    CliError::new(
+        "UNKNOWN_CALL",
         format!(
-            "no session of the state directory has call {} continued (`{} pending` lists them)",
+            "no session of the state directory has call {} (`{} pending` lists the questions that wait)",
             visible(call_id.as_str()),
             super::invoked()
         ),
+        Exit::NotContinued,
+    )
+}
+
+/// `ALREADY_ANSWERED`: the call is settled.
+fn already_answered(call_id: &CallId) -> CliError {
+    CliError::new(
+        "ALREADY_ANSWERED",
+        format!(
+            "call {} is answered already: its answer reached the model, and this one was not used",
+            visible(call_id.as_str())
+        ),
+        Exit::AlreadyAnswered,
+    )
+}
+
+/// `ANSWERED_ELSEWHERE`: in its window, another surface answered first.
+fn answered_elsewhere(call_id: &CallId) -> CliError {
+    CliError::new(
+        "ANSWERED_ELSEWHERE",
+        format!(
+            "call {} was answered elsewhere first (the client's form, the page or a phone): the first answer wins, and this one was not used",
+            visible(call_id.as_str())
+        ),
+        Exit::AnsweredElsewhere,
+    )
+}
+
+/// `IN_WINDOW_ELSEWHERE`: in its window at a process no inbox reaches.
+fn in_window_elsewhere(call_id: &CallId) -> CliError {
+    CliError::new(
+        "IN_WINDOW_ELSEWHERE",
+        format!(
+            "call {} is in its window at a process this shell cannot reach (no inbox runs for the state directory, or its server is not linked to it): answer it in the client's own form, or here once its window closes; with `{} inbox` running, the questions asked from then on are answered here in their windows too",
+            visible(call_id.as_str()),
+            super::invoked()
+        ),
+        Exit::InWindowElsewhere,
     )
 }

@@ -81,7 +81,7 @@ pub(super) async fn run(
     };
     let link = link_inbox(&args, &server, &state_dir, loaded)?;
     match &link {
-        Some(link) => {
+        Some(LinkedInbox::Started(link)) => {
             // Said once the inbox answers (a started one takes a moment), on stderr, which
             // clients show in their server logs.
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), link.connected()).await;
@@ -98,7 +98,7 @@ pub(super) async fn run(
                 super::invoked()
             );
         }
-        None => eprintln!(
+        Some(LinkedInbox::Joined { .. }) | None => eprintln!(
             "ask-user mcp: logs in {} (`{} pending{}` lists their questions)",
             super::visible(&where_),
             super::invoked(),
@@ -153,7 +153,7 @@ fn link_inbox(
     server: &AskUserMcp,
     state_dir: &std::path::Path,
     loaded: &super::config::Loaded,
-) -> Result<Option<ask_user_inbox::InboxLink>, CliError> {
+) -> Result<Option<LinkedInbox>, CliError> {
     let flagged = args.inbox || args.web.web || args.notify.any();
     // The configuration file's page or notifications to a phone or a webhook are surfaces too
     // (its bell alone is not: a server in the background has no terminal).
@@ -163,7 +163,20 @@ fn link_inbox(
         || file.notify.ntfy.is_some()
         || !file.notify.webhooks.is_empty();
     if !(flagged || configured) {
-        return Ok(None);
+        if args.pg.pg.is_some() {
+            return Ok(None);
+        }
+        // No surface of its own: the sessions still join an inbox that runs for the state
+        // directory (started by another agent, a hook or the person), so its page and
+        // `ask-user answer` reach them in their windows; none is started.
+        let socket = ask_user_inbox::Rendezvous::new(state_dir).socket();
+        let join: ask_user_inbox::Connect = std::sync::Arc::new(move || {
+            let socket = socket.clone();
+            Box::pin(async move { ask_user_inbox::connect(&socket).await })
+        });
+        return Ok(Some(LinkedInbox::Joined {
+            _link: server.link_inbox(join),
+        }));
     }
     if args.pg.pg.is_some() {
         if !flagged {
@@ -189,5 +202,16 @@ fn link_inbox(
     let (notify, secret) = args.notify.forwarded();
     inbox_args.extend(notify);
     let connect = super::inbox::connector(state_dir.to_path_buf(), loaded, inbox_args, secret);
-    Ok(Some(server.link_inbox(connect)))
+    Ok(Some(LinkedInbox::Started(server.link_inbox(connect))))
+}
+
+/// The sessions' link to the machine's inbox.
+enum LinkedInbox {
+    /// To the inbox the surfaces asked for, started when none runs.
+    Started(ask_user_inbox::InboxLink),
+    /// To an inbox that runs, whenever one does; none is started.
+    Joined {
+        /// Held while the server serves.
+        _link: ask_user_inbox::InboxLink,
+    },
 }

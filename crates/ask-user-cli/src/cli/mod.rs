@@ -38,7 +38,8 @@ pub enum Exit {
     Failure = 1,
     /// Bad command-line usage (clap's own status).
     Usage = 2,
-    /// `answer`: the call is not waiting for a late answer (unknown, open, settled or legacy).
+    /// `answer`: no session has the call, or it takes no answer (a legacy call, or one that
+    /// ended without an answer): `UNKNOWN_CALL`, `NOT_WAITING`.
     NotContinued = 3,
     /// `answer`: the answers do not fit the questions (`BAD_ANSWER`).
     BadAnswer = 4,
@@ -50,6 +51,17 @@ pub enum Exit {
     ToolError = 7,
     /// An input file (arguments, answers, script) is unreadable or invalid.
     Input = 8,
+    /// `answer`: the question is settled already (`ALREADY_ANSWERED`).
+    AlreadyAnswered = 9,
+    /// `answer`: the question was in its window and another surface answered it first
+    /// (`ANSWERED_ELSEWHERE`).
+    AnsweredElsewhere = 10,
+    /// `answer`: its window closed but its pending result is not in the log (yet), so it takes
+    /// no late answer (`NOT_DURABLE`).
+    NotDurable = 11,
+    /// `answer`: the question is in its window at a process no inbox reaches
+    /// (`IN_WINDOW_ELSEWHERE`).
+    InWindowElsewhere = 12,
     /// Interrupted (Ctrl-C).
     Interrupted = 130,
 }
