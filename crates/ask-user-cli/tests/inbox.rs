@@ -342,3 +342,71 @@ fn a_bell_in_the_configuration_file_alone_starts_no_inbox_for_a_server() {
     assert!(line.contains("pending"), "no inbox: {line}");
     assert!(!state.join("inbox.sock").exists());
 }
+
+/// A secret whose variable is not set fails only the command that needs it, naming the key:
+/// `pending`, `answer` and `schema` run; `mcp` runs and says, once, which configured surface it
+/// leaves out and why; `config` says so too; a command that needs `[pg]` fails.
+#[test]
+fn a_missing_secret_fails_only_the_command_that_needs_it() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config/ask-user");
+    std::fs::create_dir_all(&config).unwrap();
+    let state = home.path().join("sessions");
+    let file = config.join("config.toml");
+    std::fs::write(
+        &file,
+        "[notify.ntfy]\ntopic_env = \"ASK_USER_TEST_TOPIC_NOT_SET\"\n",
+    )
+    .unwrap();
+    let state_arg = state.to_str().unwrap();
+    continued(home.path(), &state, "s.jsonl", "call_c", "Merge?");
+    let out = ask_user(home.path())
+        .args(["pending", "--state-dir", state_arg])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = ask_user(home.path())
+        .args([
+            "answer",
+            "call_nobody",
+            "--skip",
+            "q",
+            "--state-dir",
+            state_arg,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let out = ask_user(home.path()).arg("config").output().unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("# [notify.ntfy] left out: ")
+            && printed.contains("ASK_USER_TEST_TOPIC_NOT_SET is not set"),
+        "{printed}"
+    );
+    let server = Server::start(home.path(), &["--state-dir", state_arg]);
+    let line = server.until("[notify.ntfy] is not used");
+    assert!(
+        line.contains("config.toml:2:13: `topic_env`: the environment variable ASK_USER_TEST_TOPIC_NOT_SET is not set"),
+        "{line}"
+    );
+    assert!(
+        line.contains("`env` in the client's configuration"),
+        "{line}"
+    );
+
+    std::fs::write(&file, "[pg]\nurl_env = \"ASK_USER_TEST_PG_NOT_SET\"\n").unwrap();
+    let out = ask_user(home.path())
+        .args(["pending", "--state-dir", state_arg])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("error[BAD_CONFIG]")
+            && said.contains(
+                "`url_env`: the environment variable ASK_USER_TEST_PG_NOT_SET is not set"
+            ),
+        "{said}"
+    );
+}

@@ -113,9 +113,31 @@ struct Place {
 pub struct Read {
     path: PathBuf,
     keys: BTreeMap<String, Place>,
+    unavailable: Vec<Unavailable>,
+}
+
+/// A table of the file left out because a secret of it could not be read: the variable its
+/// `…_env` key names is not set, is empty or is not UTF-8. A command that needs the table fails
+/// with [`Unavailable::error`]; one that does not goes on without it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unavailable {
+    /// The table left out: `notify.ntfy`, `notify.webhooks[1]`, `pg`.
+    pub table: String,
+    /// The `…_env` key: `notify.ntfy.topic_env`.
+    pub key: String,
+    /// The variable it names.
+    pub variable: String,
+    /// The error, at the `…_env` key's line: "the environment variable NAME is not set".
+    pub error: SettingsError,
 }
 
 impl Read {
+    /// The tables left out because a secret of theirs could not be read, in file order.
+    #[must_use]
+    pub fn unavailable(&self) -> &[Unavailable] {
+        &self.unavailable
+    }
+
     /// Where the value at `key` (`notify.webhooks[0].url`) came from; `None` for a key the file
     /// does not set (its default).
     #[must_use]
@@ -145,12 +167,13 @@ impl Read {
 
 /// Reads `text`, the file at `path`, into `T`: each `KEY_env` key of a secret of `tables` is
 /// replaced by `KEY` with the value of the variable it names (read by `env`), then `T` is
-/// deserialised.
+/// deserialised. A table whose secret's variable is not set (or empty) is left out, as if the
+/// file did not have it, and listed in [`Read::unavailable`]: only a command that needs it fails.
 ///
 /// # Errors
 ///
 /// The first problem, at its line: TOML that does not parse, a key `T` refuses (the message lists
-/// the keys it takes, with their `…_env` keys), a variable that is not set or empty, a secret
+/// the keys it takes, with their `…_env` keys), an `…_env` key that names no variable, a secret
 /// given both ways.
 pub fn read<T: DeserializeOwned>(
     text: &str,
@@ -164,6 +187,7 @@ pub fn read<T: DeserializeOwned>(
         env,
         tables,
         keys: BTreeMap::new(),
+        unavailable: Vec::new(),
     };
     let mut doc = DeTable::parse(text).map_err(|e| reader.toml_error(&e))?;
     reader.walk(doc.get_mut(), "", "")?;
@@ -172,6 +196,7 @@ pub fn read<T: DeserializeOwned>(
     let read = Read {
         path: path.to_path_buf(),
         keys: reader.keys,
+        unavailable: reader.unavailable,
     };
     Ok((settings, read))
 }
@@ -212,6 +237,7 @@ struct Reader<'a> {
     env: EnvReader<'a>,
     tables: &'a [Table],
     keys: BTreeMap<String, Place>,
+    unavailable: Vec<Unavailable>,
 }
 
 impl Reader<'_> {
@@ -262,13 +288,14 @@ impl Reader<'_> {
     }
 
     /// Reads the secrets the `…_env` keys of `table` (at `path`; `pattern` without indexes) name
-    /// into their keys, and notes where every key is and came from.
+    /// into their keys, and notes where every key is and came from. `false`: a secret's variable
+    /// is not set, and the table is to be left out (noted in `unavailable`).
     fn walk(
         &mut self,
         table: &mut DeTable<'_>,
         path: &str,
         pattern: &str,
-    ) -> Result<(), SettingsError> {
+    ) -> Result<bool, SettingsError> {
         for (key, what, list) in self.secrets(pattern) {
             let env_key = format!("{key}_env");
             let Some((name_key, name)) = table.remove_entry(env_key.as_str()) else {
@@ -278,7 +305,18 @@ impl Reader<'_> {
             if table.contains_key(key.as_str()) {
                 return Err(self.error(&span, &format!("give `{key}` or `{env_key}`, not both")));
             }
-            let (variable, text) = self.variable(&env_key, name.get_ref(), &span)?;
+            let (variable, text) = match self.variable(&env_key, name.get_ref(), &span)? {
+                Ok(found) => found,
+                Err((variable, error)) => {
+                    self.unavailable.push(Unavailable {
+                        table: path.to_owned(),
+                        key: join(path, &env_key),
+                        variable,
+                        error,
+                    });
+                    return Ok(false);
+                }
+            };
             let item =
                 |text: &str| Spanned::new(span.clone(), DeValue::String(text.to_owned().into()));
             let value = if list {
@@ -304,39 +342,61 @@ impl Reader<'_> {
         let other_names = self
             .table(pattern)
             .map_or(&[][..], |table| table.other_names);
+        let mut left_out = Vec::new();
         for (key, value) in table.iter_mut() {
             // A value under another name of its key (`notifyAfter`) is the key's.
             let name = (other_names.iter().find(|n| n.0 == key.get_ref()))
                 .map_or(key.get_ref().as_ref(), |n| n.1);
             let (path, pattern) = (join(path, name), join(pattern, name));
-            let key = key.span();
-            let place = self.place(key.clone(), value.span(), None);
+            let key_span = key.span();
+            let place = self.place(key_span.clone(), value.span(), None);
             self.keys.entry(path.clone()).or_insert(place);
             match value.get_mut() {
-                DeValue::Table(inner) => self.walk(inner, &path, &pattern)?,
+                DeValue::Table(inner) => {
+                    let kept = self.walk(inner, &path, &pattern)?;
+                    if !kept {
+                        left_out.push(key.get_ref().to_string());
+                    }
+                }
                 DeValue::Array(items) => {
+                    let mut keep = Vec::with_capacity(items.len());
                     for (i, item) in items.iter_mut().enumerate() {
-                        let place = self.place(key.clone(), item.span(), None);
-                        if let DeValue::Table(inner) = item.get_mut() {
-                            let path = format!("{path}[{i}]");
-                            self.keys.insert(path.clone(), place);
-                            self.walk(inner, &path, &format!("{pattern}[]"))?;
-                        }
+                        let place = self.place(key_span.clone(), item.span(), None);
+                        let kept = match item.get_mut() {
+                            DeValue::Table(inner) => {
+                                let path = format!("{path}[{i}]");
+                                self.keys.insert(path.clone(), place);
+                                self.walk(inner, &path, &format!("{pattern}[]"))?
+                            }
+                            _ => true,
+                        };
+                        keep.push(kept);
+                    }
+                    if keep.contains(&false) {
+                        let all = std::mem::replace(items, std::iter::empty().collect());
+                        *items = (all.into_iter().zip(keep))
+                            .filter_map(|(item, kept)| kept.then_some(item))
+                            .collect();
                     }
                 }
                 _ => {}
             }
         }
-        Ok(())
+        for key in left_out {
+            table.remove(key.as_str());
+        }
+        Ok(true)
     }
 
-    /// The variable an `…_env` key names (`name`, at `span`), and its value.
+    /// The variable an `…_env` key names (`name`, at `span`), and its value; the inner error
+    /// names a variable that is not set, empty or not UTF-8.
+    #[allow(clippy::type_complexity)]
     fn variable(
         &self,
         env_key: &str,
         name: &DeValue<'_>,
         span: &Range<usize>,
-    ) -> Result<(String, String), SettingsError> {
+    ) -> Result<Result<(String, String), (String, SettingsError)>, SettingsError> {
         let name = match name {
             DeValue::String(name)
                 if !name.is_empty()
@@ -352,13 +412,14 @@ impl Reader<'_> {
             }
         };
         let problem = match (self.env)(&name) {
-            Ok(value) if !value.is_empty() => return Ok((name, value)),
+            Ok(value) if !value.is_empty() => return Ok(Ok((name, value))),
             Ok(_) => "is empty",
             Err(VarError::NotPresent) => "is not set",
             Err(VarError::NotUnicode(_)) => "is not UTF-8",
         };
         let message = format!("`{env_key}`: the environment variable {name} {problem}");
-        Err(self.error(span, &message))
+        let error = self.error(span, &message);
+        Ok(Err((name, error)))
     }
 
     /// An error of the TOML reader or of the settings type, at its line. Its message quotes no
@@ -706,5 +767,36 @@ mod tests {
         assert_eq!(pattern("notify.webhooks[12].url"), "notify.webhooks[].url");
         assert_eq!(header("notify.webhooks[0]"), "[[notify.webhooks]]");
         assert_eq!(header("notify.ntfy"), "[notify.ntfy]");
+    }
+
+    #[test]
+    fn a_table_whose_secret_is_not_set_is_left_out_and_said() {
+        let text = "[t]\nname = \"a\"\ntoken_env = \"TOKEN\"\n[u]\nname = \"b\"\n";
+        let tables = [
+            Table {
+                path: "t",
+                secrets: &[("token", "the token")],
+                other_names: &[],
+            },
+            Table {
+                path: "u",
+                secrets: &[],
+                other_names: &[],
+            },
+        ];
+        let env = |_: &str| Err(VarError::NotPresent);
+        let (value, read): (toml::Value, Read) =
+            read(text, Path::new("f.toml"), &tables, &env).unwrap();
+        assert!(value.get("t").is_none(), "{value:?}");
+        assert_eq!(value["u"]["name"].as_str(), Some("b"));
+        let [unavailable] = read.unavailable() else {
+            panic!("{:?}", read.unavailable());
+        };
+        assert_eq!(unavailable.table, "t");
+        assert_eq!(unavailable.key, "t.token_env");
+        assert_eq!(
+            unavailable.error.message(),
+            "f.toml:3:13: `token_env`: the environment variable TOKEN is not set"
+        );
     }
 }

@@ -66,7 +66,7 @@ pub struct AnswerArgs {
 pub(super) async fn run(args: &AnswerArgs, file: &super::config::Config) -> Result<Exit, CliError> {
     let pg = args.pg.filled(
         args.targets.len() == 2 || args.state_dir.is_some(),
-        &file.pg,
+        file.pg()?,
     );
     let batch = match &args.answers {
         Some(path) => batch_from_json(&read_input(path)?),

@@ -146,6 +146,47 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, CliError> {
     Ok(loaded)
 }
 
+impl Config {
+    /// The tables left out because a secret of theirs is not in the environment (the variable
+    /// its `…_env` key names is not set or empty): a command that needs one fails
+    /// ([`Config::needs`]), one that would only use it as a surface goes on without it and says so.
+    pub(crate) fn unavailable(&self) -> &[settings_file::Unavailable] {
+        self.read.unavailable()
+    }
+
+    /// `Err` naming the key when a table at or below `table` (`pg`, `mcp`) was left out for a
+    /// secret not in the environment: the command needs it.
+    pub(crate) fn needs(&self, table: &str) -> Result<(), CliError> {
+        match (self.unavailable().iter())
+            .find(|u| u.table == table || u.table.starts_with(&format!("{table}.")))
+        {
+            Some(unavailable) => Err(bad_config(unavailable.error.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// `[pg]`, which a command that may keep its sessions in the database needs whole.
+    pub(crate) fn pg(&self) -> Result<&PgSettings, CliError> {
+        self.needs("pg")?;
+        Ok(&self.pg)
+    }
+
+    /// The surfaces of the file left out for a secret not in the environment, one line each for
+    /// stderr: "[notify.ntfy] is not used: " and the error at its key.
+    pub(crate) fn unused_surfaces(&self) -> Vec<String> {
+        (self.unavailable().iter())
+            .filter(|u| u.table.starts_with("notify") || u.table.starts_with("web"))
+            .map(|u| {
+                format!(
+                    "{} is not used: {} (pass the variable in the server's environment, e.g. `env` in the client's configuration, or give the key in the file)",
+                    settings_file::header(&u.table),
+                    u.error
+                )
+            })
+            .collect()
+    }
+}
+
 fn bad_config(message: String) -> CliError {
     CliError::new("BAD_CONFIG", message, Exit::Usage)
 }
@@ -226,6 +267,13 @@ fn render(loaded: &Loaded, state_default: Option<PathBuf>) -> String {
         }
         _ => "# file: none (neither XDG_CONFIG_HOME nor HOME is set)".to_owned(),
     });
+    for unavailable in config.unavailable() {
+        out.line(&format!(
+            "# {} left out: {}",
+            settings_file::header(&unavailable.table),
+            unavailable.error
+        ));
+    }
     out.line("");
     let state_dir = config.state_dir.clone().or(state_default);
     let state_dir = state_dir.map(|dir| quote(&dir.to_string_lossy()));

@@ -218,7 +218,7 @@ fn open_session(
     config: tool_ask_user::AskUserConfig,
     file: &super::config::Config,
 ) -> Result<Session, CliError> {
-    let pg = args.pg.filled(false, &file.pg);
+    let pg = args.pg.filled(false, file.pg()?);
     if let Some(url) = &pg.pg {
         let store = ask_user_pg::connect(url, pg.schema(), true)?;
         let live = (store.start_session(url, "demo", config, ScriptedModel::info()))?;

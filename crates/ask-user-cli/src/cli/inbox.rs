@@ -55,7 +55,7 @@ fn io_error(code: &'static str, what: &str) -> impl Fn(std::io::Error) -> CliErr
 }
 
 pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result<Exit, CliError> {
-    let pg = args.pg.filled(args.state_dir.is_some(), &file.pg);
+    let pg = args.pg.filled(args.state_dir.is_some(), file.pg()?);
     if pg.pg.is_some() && !args.url {
         // A database's sessions are answered through its ledger from any process: its page is
         // the one `serve --pg` serves.
@@ -115,6 +115,9 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
         .web_public_url
         .as_deref()
         .or(file.web.public_url.as_deref());
+    for unused in file.unused_surfaces() {
+        eprintln!("inbox › {}", super::visible(&unused));
+    }
     let notifier = args.notify.start(
         &file.notify,
         inbox.seam(),

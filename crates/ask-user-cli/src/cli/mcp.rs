@@ -57,13 +57,17 @@ pub(super) async fn run(
 ) -> Result<Exit, CliError> {
     let file = &loaded.config;
     // A state directory given names where the sessions are: the file's database does not.
-    args.pg = args.pg.filled(args.state_dir.is_some(), &file.pg);
+    args.pg = args.pg.filled(args.state_dir.is_some(), file.pg()?);
     let config = Some(args.tool.config(file.mode, file.timeout)?);
     // With --pg the sessions live in the database: no state directory is needed.
     let state_dir = match super::state_dir(args.state_dir.clone(), file) {
         Err(_) if args.pg.pg.is_some() => PathBuf::new(),
         dir => dir?,
     };
+    if args.http.is_some() {
+        // Its bearer tokens and TLS: served without them would be served open.
+        file.needs("mcp")?;
+    }
     let http = (args.http_flags)
         .options(args.http.is_some(), &file.mcp, file.mcp_tls.as_ref())
         .map_err(|e| CliError::new("BAD_TLS", e.to_string(), Exit::Usage))?;
@@ -80,34 +84,49 @@ pub(super) async fn run(
         (server, state_dir.display().to_string())
     };
     let link = link_inbox(&args, &server, &state_dir, loaded)?;
+    // Said once, on stderr (clients show it in their server logs): where the logs go, which
+    // surfaces the questions go to, and the configured ones left out.
+    let mut surfaces = vec!["the client's own form (when it shows forms)".to_owned()];
     match &link {
         Some(LinkedInbox::Started(link)) => {
-            // Said once the inbox answers (a started one takes a moment), on stderr, which
-            // clients show in their server logs.
+            // Said once the inbox answers (a started one takes a moment). Without the token: a
+            // client keeps this line in its logs.
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), link.connected()).await;
-            // Without the token: a client keeps this line in its logs.
             let page = (ask_user_inbox::Rendezvous::new(&state_dir).running().await)
                 .map(|running| running.base());
-            eprintln!(
-                "ask-user mcp: logs in {}; questions on the inbox page too: {} (`{} inbox --url` prints its address with the token)",
-                super::visible(&where_),
+            surfaces.push(format!(
+                "the inbox page {} (`{} inbox --url` prints its address with the token)",
                 page.as_deref().map_or_else(
-                    || "(the inbox is not up yet)".to_owned(),
+                    || "(not up yet)".to_owned(),
                     |u| super::visible(u).into_owned()
                 ),
                 super::invoked()
-            );
+            ));
+            surfaces.extend(notified(&args, file));
+            surfaces.push(format!("`{} answer CALL_ID` from a shell", super::invoked()));
         }
-        Some(LinkedInbox::Joined { .. }) | None => eprintln!(
-            "ask-user mcp: logs in {} (`{} pending{}` lists their questions)",
-            super::visible(&where_),
-            super::invoked(),
-            if args.pg.pg.is_some() {
-                " --pg <URL>"
-            } else {
-                ""
-            }
-        ),
+        Some(LinkedInbox::Joined { .. }) => surfaces.push(format!(
+            "the machine's inbox while one runs for the state directory (its page, its notifications, `{} answer CALL_ID` from a shell)",
+            super::invoked()
+        )),
+        None => surfaces.push(format!(
+            "the database's ledger (`{} answer --pg …` from any shell)",
+            super::invoked()
+        )),
+    }
+    eprintln!(
+        "ask-user mcp: logs in {}; questions go to {}; late answers: `{} pending{}` lists them",
+        super::visible(&where_),
+        surfaces.join(", "),
+        super::invoked(),
+        if args.pg.pg.is_some() {
+            " --pg <URL>"
+        } else {
+            ""
+        }
+    );
+    for unused in file.unused_surfaces() {
+        eprintln!("ask-user mcp: {}", super::visible(&unused));
     }
     let outcome = match args.http {
         None => server.serve_stdio().await,
@@ -203,6 +222,19 @@ fn link_inbox(
     inbox_args.extend(notify);
     let connect = super::inbox::connector(state_dir.to_path_buf(), loaded, inbox_args, secret);
     Ok(Some(LinkedInbox::Started(server.link_inbox(connect))))
+}
+
+/// The notifications the started inbox sends, as the server's stderr names them.
+fn notified(args: &McpArgs, file: &super::config::Config) -> Vec<String> {
+    let mut notified = Vec::new();
+    if args.notify.ntfy.is_some() || file.notify.ntfy.is_some() {
+        notified.push("ntfy".to_owned());
+    }
+    let webhooks = args.notify.notify_webhook.len() + file.notify.webhooks.len();
+    if webhooks > 0 {
+        notified.push(format!("{webhooks} webhook(s)"));
+    }
+    notified
 }
 
 /// The sessions' link to the machine's inbox.

@@ -36,7 +36,7 @@ pub(super) async fn run(
     let logs: Vec<PathBuf> = args.log.iter().cloned().collect();
     let pg = args
         .pg
-        .filled(args.log.is_some() || args.state_dir.is_some(), &file.pg);
+        .filled(args.log.is_some() || args.state_dir.is_some(), file.pg()?);
     if pg.pg.is_none() && logs.is_empty() {
         let mut questions: Vec<DeskQuestion> =
             match super::desk::state_dir(args.state_dir.clone(), file)? {

@@ -45,6 +45,9 @@ impl Surfaces {
         late: bool,
     ) -> Result<Self, CliError> {
         let seam = host.seam();
+        for unused in file.unused_surfaces() {
+            eprintln!("ask-user: {}", super::visible(&unused));
+        }
         let mut guards = Vec::new();
         if let Some(script) = script {
             let name = script.name().to_owned();

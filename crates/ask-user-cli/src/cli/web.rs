@@ -72,7 +72,7 @@ pub struct ServeArgs {
 }
 
 pub(super) async fn serve(args: ServeArgs, file: &super::config::Config) -> Result<Exit, CliError> {
-    let pg = args.pg.filled(!args.logs.is_empty(), &file.pg);
+    let pg = args.pg.filled(!args.logs.is_empty(), file.pg()?);
     serve_desk(&pg, &args.logs, args.addr, file).await
 }
 
