@@ -27,6 +27,11 @@ pub trait Links: Send + Sync {
     /// The page's address, without its token (a notification goes to receivers that must not
     /// get the page's capability): the person opens the link the host printed.
     fn card_url(&self) -> Option<String>;
+    /// The page's address with its token, which a person's tap opens (ntfy's `click`: the phone
+    /// is the person's); `None` (the default): the tap opens [`Links::card_url`].
+    fn open_url(&self) -> Option<String> {
+        None
+    }
     /// A one-time answer choosing `label` for `question_id`: the URL to `POST` and its JSON
     /// body.
     fn answer_button(

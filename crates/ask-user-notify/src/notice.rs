@@ -126,8 +126,12 @@ pub struct Notice {
     pub at_ms: i64,
     /// The questions.
     pub questions: Vec<NoticeQuestion>,
-    /// The web card's URL, when a web surface shows it.
+    /// The web card's URL, when a web surface shows it, without the page's token (what webhooks
+    /// get).
     pub url: Option<String>,
+    /// The page's URL with its token (the page's capability, as the page's own address carries
+    /// it), for a person's tap on a phone's notification (ntfy's `click`); never in a webhook.
+    pub open_url: Option<String>,
     /// Answer buttons, when the call's first question is single-select with at most three
     /// options and a web surface takes one-time answers.
     pub buttons: Vec<Button>,

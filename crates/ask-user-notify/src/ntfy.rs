@@ -77,7 +77,7 @@ impl Ntfy {
             "priority": priority,
             "tags": tags,
         });
-        if let Some(url) = &notice.url {
+        if let Some(url) = notice.open_url.as_ref().or(notice.url.as_ref()) {
             message["click"] = json!(url);
         }
         if !actions.is_empty() {

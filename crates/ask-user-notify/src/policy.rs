@@ -147,6 +147,7 @@ impl Notifier {
             at_ms: user_questions::now_unix_ms(),
             questions: Vec::new(),
             url: self.inner.links.as_ref().and_then(|l| l.card_url()),
+            open_url: self.inner.links.as_ref().and_then(|l| l.open_url()),
             buttons: Vec::new(),
         });
         self.inner.enqueue(&notice, false);
@@ -355,6 +356,7 @@ impl Inner {
             at_ms: user_questions::now_unix_ms(),
             questions,
             url: self.links.as_ref().and_then(|l| l.card_url()),
+            open_url: self.links.as_ref().and_then(|l| l.open_url()),
             buttons,
         });
         self.enqueue(&notice, resolution);

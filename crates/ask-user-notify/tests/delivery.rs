@@ -87,6 +87,7 @@ fn notice(kind: NoticeKind) -> Notice {
             detail: None,
         }],
         url: Some("http://127.0.0.1:9/".into()),
+        open_url: None,
         // One per option, as the policy sends them (all or none).
         buttons: vec![
             Button {

@@ -1,6 +1,6 @@
 //! What the page adds to notifications (`ask-user-notify`'s [`Links`]): the questions a card
-//! shows, the page's address without its token, and one-time answer buttons below the address a
-//! phone reaches.
+//! shows, the page's address without its token (webhooks) and with it (a phone's tap), and
+//! one-time answer buttons below the address a phone reaches.
 
 use std::sync::Arc;
 
@@ -40,6 +40,10 @@ impl Links for PageLinks {
 
     fn card_url(&self) -> Option<String> {
         Some(format!("{}/", self.base))
+    }
+
+    fn open_url(&self) -> Option<String> {
+        Some(format!("{}/?token={}", self.base, self.surface.token()))
     }
 
     fn answer_button(
