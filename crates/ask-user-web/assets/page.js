@@ -301,7 +301,13 @@
       finish(card, "This question was closed without an answer.", false, null);
       removeLater(card);
     },
-    ended() {
+    ended(data) {
+      if (data.back) {
+        // The inbox stopped and comes back at this address with this token: the event stream
+        // reconnects by itself (every `retry`) and the snapshot shows the questions of then.
+        statusLine.textContent = "The inbox stopped: this page reconnects when it is back…";
+        return;
+      }
       // The host stopped serving: nothing more will come, so the page stops reconnecting.
       ended = true;
       if (source) { source.close(); source = null; }

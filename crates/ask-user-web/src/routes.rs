@@ -394,10 +394,11 @@ fn card_stream(
         }
         let update = tokio::select! {
             () = feed.stop.cancelled() => {
-                // The server stops: the page is told nothing more will come, and stops
-                // reconnecting.
+                // The server stops: the page is told whether it comes back (then the page
+                // waits and reconnects) or nothing more will come (it stops reconnecting).
                 feed.ended = true;
-                return Some((Ok(Event::default().event("ended").data("{}")), feed));
+                let data = if feed.hub.options.returns { r#"{"back":true}"# } else { "{}" };
+                return Some((Ok(Event::default().event("ended").data(data)), feed));
             }
             update = feed.updates.recv() => update,
         };

@@ -46,6 +46,10 @@ pub struct WebOptions {
     /// `Host` may name the server by a DNS name too (the one its certificate holds), and the
     /// page's own origin is its `https://` one.
     pub tls: Option<ServerTls>,
+    /// Whether the server comes back at the same address with the same token after it stops
+    /// (the machine's inbox, restarted): an open page then waits for it and reconnects, showing
+    /// the questions of then; `false` (the default): the page is told nothing more will come.
+    pub returns: bool,
 }
 
 impl Default for WebOptions {
@@ -61,6 +65,7 @@ impl Default for WebOptions {
             countdowns: true,
             limits: HttpLimits::default(),
             tls: None,
+            returns: false,
         }
     }
 }

@@ -781,15 +781,56 @@ async fn inbox_page() -> (
     user_questions::AnswererGuard,
     WebServer,
 ) {
+    inbox_page_at("127.0.0.1:0".parse().unwrap(), None).await
+}
+
+/// [`inbox_page`] at `addr` with `token` (the kept address and token of a restarted inbox).
+async fn inbox_page_at(
+    addr: std::net::SocketAddr,
+    token: Option<String>,
+) -> (
+    ask_user_inbox::Inbox,
+    ask_user_web::WebSurface,
+    user_questions::AnswererGuard,
+    WebServer,
+) {
     let inbox = ask_user_inbox::Inbox::new(std::sync::Arc::new(NoLogs)).unwrap();
     let options = ask_user_web::WebOptions {
         countdowns: false,
+        returns: true,
+        token,
         ..ask_user_web::WebOptions::default()
     };
     let page = ask_user_web::WebSurface::new(inbox.seam(), Some(inbox.desk()), options).unwrap();
     let guard = page.register(inbox.seam());
-    let server = page.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let server = page.bind(addr).await.unwrap();
     (inbox, page, guard, server)
+}
+
+/// An open page follows the inbox across a restart (same address, same token): told the inbox
+/// stopped, it waits, reconnects by itself and shows the questions of the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_page_follows_the_inbox_across_a_restart() {
+    let _one = lock().await;
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let (inbox, page, guard, server) = inbox_page().await;
+    let (addr, token) = (server.local_addr(), page.token().to_owned());
+    browser.client.goto(&server.url()).await.unwrap();
+    browser.wait_text("#status", "Connected").await;
+    server.stop().await;
+    drop((guard, page, inbox, server));
+    browser.wait_text("#status", "reconnect").await;
+    let (inbox, _page, _guard, _server) = inbox_page_at(addr, Some(token)).await;
+    let host = linked_host(&inbox, "shop", "claude-code", "~/src/shop");
+    tokio::time::timeout(Duration::from_secs(15), host.link.connected())
+        .await
+        .expect("the host never linked to the new inbox");
+    let _call = host.ask("call_after_restart", "Still there?");
+    browser.card("call_after_restart", "open").await;
+    browser.wait_text("#status", "Connected").await;
+    browser.quit().await;
 }
 
 /// The machine's inbox in a browser: three agents' sessions (three clients, three folders) on

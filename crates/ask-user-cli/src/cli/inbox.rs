@@ -171,6 +171,8 @@ async fn serve_page(
         token: saved.map(|s| s.token.clone()),
         // Each host's own window decides: the inbox's cards show no countdown.
         countdowns: false,
+        // Restarted, it serves the kept address and token again: open pages wait for it.
+        returns: true,
         tls: super::web::load_tls(file.web_tls.as_ref())?,
         ..WebOptions::default()
     };
