@@ -168,17 +168,27 @@ impl Conn {
         McpSessionInfo {
             log: self.log.clone(),
             client: lock_unpoisoned(&self.client_name).clone(),
-            cwd: self.roots.cwd(),
+            // The client's first root; else the server's own working directory, which clients
+            // set to the project they run in (a stateless client is never asked for roots).
+            cwd: self.roots.cwd().or_else(|| {
+                std::env::current_dir()
+                    .ok()
+                    .map(|dir| dir.display().to_string())
+            }),
         }
     }
 
-    /// Remembers the client's name (`clientInfo.name`) once the session knows it.
+    /// Remembers the client's name and version (`clientInfo`: `claude-code 2.1.328`) once the
+    /// session knows them.
     pub(crate) fn note_client(&self, client: Option<&Implementation>) {
         let mut known = lock_unpoisoned(&self.client_name);
         if known.is_none()
             && let Some(info) = client
         {
-            *known = Some(info.name.clone());
+            *known = Some(match info.version.trim() {
+                "" => info.name.clone(),
+                version => format!("{} {version}", info.name),
+            });
         }
     }
 

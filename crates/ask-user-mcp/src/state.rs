@@ -185,10 +185,12 @@ impl McpOptions {
 pub struct McpSessionInfo {
     /// The session log's name in the store (`mcp-<time>-<uuid>.jsonl`).
     pub log: String,
-    /// The client's name (`clientInfo.name`), once the client told it.
+    /// The client's name and version (`clientInfo`: `claude-code 2.1.328`), once the client
+    /// told them.
     pub client: Option<String>,
     /// The client's first root as a path, when the client declared the `roots` capability and
-    /// answered `roots/list` (asked once, on the session's first tool call) with a `file://` root.
+    /// answered `roots/list` (asked once, on the session's first tool call) with a `file://` root;
+    /// else the server's working directory (clients start a stdio server in the project).
     pub cwd: Option<String>,
 }
 

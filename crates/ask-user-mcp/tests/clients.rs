@@ -296,8 +296,9 @@ async fn the_companion_without_a_call_id_returns_every_waiting_reply_in_order() 
     assert!(texts(&empty)[0].contains("omit it"), "{:?}", texts(&empty));
 }
 
-/// What an inbox reads of a session: its log, its client's name and, when the client declared
-/// `roots`, its first `file://` root as a path, asked once on the first tool call.
+/// What an inbox reads of a session: its log, its client's name and version and, when the client
+/// declared `roots`, its first `file://` root as a path, asked once on the first tool call; until
+/// then (and for a client without roots) the server's own working directory.
 #[tokio::test(start_paused = true)]
 async fn session_info_names_the_log_the_client_and_its_first_root() {
     let harness = Harness::start_as(
@@ -311,12 +312,13 @@ async fn session_info_names_the_log_the_client_and_its_first_root() {
     )
     .await;
     harness.client.peer().list_all_tools().await.unwrap();
+    let here = std::env::current_dir().unwrap().display().to_string();
     assert_eq!(
         harness.server.session_info(&harness.session),
         Some(McpSessionInfo {
             log: harness.log.clone(),
-            client: Some("test-client".to_owned()),
-            cwd: None,
+            client: Some("test-client 1.0".to_owned()),
+            cwd: Some(here.clone()),
         }),
         "roots are asked on the first tool call"
     );
@@ -324,7 +326,10 @@ async fn session_info_names_the_log_the_client_and_its_first_root() {
     let mut info = None;
     for _ in 0..100 {
         info = harness.server.session_info(&harness.session);
-        if info.as_ref().is_some_and(|info| info.cwd.is_some()) {
+        if info
+            .as_ref()
+            .is_some_and(|info| info.cwd.as_ref() != Some(&here))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -345,7 +350,7 @@ async fn session_info_names_the_log_the_client_and_its_first_root() {
     let info = harness.server.session_info(&other.session).unwrap();
     assert_eq!(info.log, other.log);
     assert_ne!(info.log, harness.log);
-    assert_eq!(info.cwd, None);
+    assert_eq!(info.cwd, Some(here));
     // Once its client is gone, the session is no longer listed.
     other.client.cancel().await.unwrap();
     let mut gone = false;

@@ -330,7 +330,7 @@ async fn a_phones_answer_button_answers_a_question_of_a_client_without_forms() {
             .sessions()
             .first()
             .and_then(|s| s.cwd.clone())
-            .is_none()
+            .is_none_or(|cwd| cwd != "/work/app")
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -339,11 +339,11 @@ async fn a_phones_answer_button_answers_a_question_of_a_client_without_forms() {
     .expect("the session's folder never reached the inbox");
     let sessions = machine.inbox.sessions();
     assert_eq!(sessions.len(), 1);
-    assert_eq!(sessions[0].client.as_deref(), Some("test-client"));
+    assert_eq!(sessions[0].client.as_deref(), Some("test-client 1.0"));
     assert_eq!(sessions[0].cwd.as_deref(), Some("/work/app"));
     assert_eq!(
         sessions[0].label().as_deref(),
-        Some("test-client · /work/app")
+        Some("test-client 1.0 · /work/app")
     );
     let notice = machine.notice(&call_id, true).await;
     let button = notice

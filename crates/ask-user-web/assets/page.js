@@ -52,6 +52,10 @@
   };
 
   const refresh = () => {
+    // An agent's group goes with its last card.
+    for (const [agent, group] of groups) {
+      if (!group.querySelector("article")) { group.remove(); groups.delete(agent); }
+    }
     const waiting = [...cards.values()].filter((c) => !c.done).length;
     empty.hidden = cards.size > 0;
     if (source && source.readyState === EventSource.OPEN) {
@@ -69,10 +73,40 @@
     if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
     return `${Math.floor(s / 86400)}d`;
   };
-  const originText = (data) => [
-    data.label ? visible(data.label) : null,
+  // The session's label is `agent · folder` (the inbox's: the client's name and version, its
+  // folder); the agent heads the question's group, and the card names the folder, the session
+  // and the age, each a field that wraps as a whole.
+  const labelParts = (data) => (data.label ? String(data.label).split(" · ") : []);
+  const agentOf = (data) => labelParts(data)[0] || "";
+  const sessionText = (session) => {
+    const name = String(session || "").replace(/\.jsonl$/, "");
+    const id = /([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.exec(name);
+    return `session ${id ? id[1] : name}`;
+  };
+  const originFields = (data) => [
+    ...labelParts(data).slice(1),
+    data.session ? sessionText(data.session) : null,
     typeof data.askedAtMs === "number" ? `asked ${ageText(Date.now() - data.askedAtMs)} ago` : null,
-  ].filter(Boolean).join(" · ");
+  ].filter(Boolean);
+  const showOrigin = (card) => {
+    const fields = originFields(card.data);
+    const shown = [...card.origin.children].map((f) => f.textContent);
+    if (shown.length === fields.length && shown.every((t, i) => t === visible(fields[i]))) return;
+    card.origin.replaceChildren(...fields.map((field) => el("span", { class: "field", title: visible(field), text: field })));
+    card.origin.title = visible(card.data.session || "");
+  };
+  const groups = new Map();
+  const groupOf = (data) => {
+    const agent = agentOf(data);
+    let group = groups.get(agent);
+    if (!group) {
+      group = el("section", { class: "group", "data-agent": agent },
+        agent ? el("h2", { class: "agent", text: agent }) : null);
+      groups.set(agent, group);
+      list.append(group);
+    }
+    return group;
+  };
 
   const clockText = (card) => {
     const data = card.data;
@@ -88,7 +122,7 @@
     for (const card of cards.values()) {
       if (!card.done) {
         card.clock.textContent = clockText(card);
-        card.origin.textContent = originText(card.data);
+        showOrigin(card);
       }
     }
   };
@@ -247,7 +281,7 @@
     card.form.addEventListener("input", () => hold(card));
     card.article = el("article", { class: "card", "data-call-id": data.callId, "data-session": data.session },
       el("div", { class: "top" }, chip, card.origin, card.clock), card.form);
-    list.append(card.article);
+    groupOf(data).append(card.article);
     cards.set(card.key, card);
     if (cards.size === 1) {
       const first = card.form.querySelector("input, textarea");
@@ -271,7 +305,10 @@
       card.message.textContent = "An answer was sent; the agent reads it in its next turn.";
     }
     card.clock.textContent = clockText(card);
-    card.origin.textContent = originText(data);
+    // A label that names another agent now (the session's host told more) moves the card.
+    const group = groupOf(data);
+    if (card.article.parentNode !== group) group.append(card.article);
+    showOrigin(card);
     refresh();
   };
 

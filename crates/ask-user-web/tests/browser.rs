@@ -833,9 +833,64 @@ async fn an_open_page_follows_the_inbox_across_a_restart() {
     browser.quit().await;
 }
 
+/// Three agents' sessions linked to `inbox`: Claude Code, Codex and Gemini CLI, each in a folder.
+fn three_hosts(inbox: &ask_user_inbox::Inbox) -> [LinkedHost; 3] {
+    [
+        linked_host(
+            inbox,
+            "mcp-1796487398-2c5cf5db-e558-4b27-93ec-8eb0f0e11c4b",
+            "claude-code 2.1.328",
+            "/home/ana/src/shop-frontend/checkout-redesign",
+        ),
+        linked_host(
+            inbox,
+            "mcp-1796487411-9a0e55c1-1d2b-4c3e-8f4a-5b6c7d8e9f00",
+            "codex-mcp-client 0.171.0",
+            "/home/ana/src/payments-api",
+        ),
+        linked_host(
+            inbox,
+            "mcp-1796487420-77aa31e0-2b3c-4d5e-9f60-718293a4b5c6",
+            "gemini-cli-mcp-client 0.61.0",
+            "/home/ana/src/docs-site",
+        ),
+    ]
+}
+
+/// The page at 1280 and at 390 pixels wide (the README's screenshots): at 390 the origin line
+/// wraps between its fields, never inside one.
+async fn screenshots(browser: &Browser) {
+    for (width, height, name) in [(1280, 1000, "inbox-1280.png"), (390, 1500, "inbox-390.png")] {
+        browser.client.set_window_size(width, height).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let broken = browser
+            .client
+            .execute(
+                "return [...document.querySelectorAll('.origin .field')].filter((f) => f.getClientRects().length !== 1).length",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            broken,
+            json!(0),
+            "a field wrapped inside itself at {width} px"
+        );
+        let png = browser.client.screenshot().await.unwrap();
+        std::fs::write(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name), &png).unwrap();
+        if std::env::var_os("ASK_USER_UPDATE_SCREENSHOT").is_some() {
+            let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../docs")
+                .join(name);
+            std::fs::write(docs, &png).unwrap();
+        }
+    }
+}
+
 /// The machine's inbox in a browser: three agents' sessions (three clients, three folders) on
 /// one page, each card naming its session's client and folder and its age, answered one by one;
-/// each answer reaches its own agent. The screenshot in the README (`docs/inbox.png`).
+/// each answer reaches its own agent. The screenshots in the README (`docs/inbox-1280.png`,
+/// `docs/inbox-390.png`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_inbox_page_shows_three_sessions_and_each_is_answered_in_turn() {
     let _one = lock().await;
@@ -843,11 +898,7 @@ async fn the_inbox_page_shows_three_sessions_and_each_is_answered_in_turn() {
         return;
     };
     let (inbox, page, _page, server) = inbox_page().await;
-    let hosts = [
-        linked_host(&inbox, "shop", "claude-code", "~/src/shop"),
-        linked_host(&inbox, "api", "codex-mcp-client", "~/src/api"),
-        linked_host(&inbox, "docs", "gemini-cli-mcp-client", "~/src/docs"),
-    ];
+    let hosts = three_hosts(&inbox);
     // A link hands questions to the inbox once it has reached it (before, the host's own
     // surfaces answer alone): the three links connect first.
     for host in &hosts {
@@ -881,26 +932,29 @@ async fn the_inbox_page_shows_three_sessions_and_each_is_answered_in_turn() {
             .text()
             .await
             .unwrap();
-        let label = format!(
-            "{} · {}",
-            host.session.client.as_deref().unwrap(),
-            host.session.cwd.as_deref().unwrap()
+        // The card names the folder, the session and the age; its agent heads its group.
+        let fields: Vec<&str> = origin.lines().collect();
+        let session = &host.session.name["mcp-1796487398-".len()..][..8];
+        assert_eq!(
+            fields[..2],
+            [
+                host.session.cwd.as_deref().unwrap(),
+                &format!("session {session}")
+            ],
+            "{origin}"
         );
-        assert!(origin.starts_with(&label), "{origin}");
-        assert!(origin.contains("asked "), "{origin}");
+        assert!(fields[2].starts_with("asked "), "{origin}");
+        let agent = browser
+            .client
+            .execute(
+                "return arguments[0].closest('section.group').querySelector('h2.agent').textContent",
+                vec![serde_json::to_value(&card).unwrap()],
+            )
+            .await
+            .unwrap();
+        assert_eq!(agent, host.session.client.as_deref().unwrap());
     }
-    // Wide and tall enough for the three cards.
-    browser.client.set_window_size(760, 1500).await.unwrap();
-    let png = browser.client.screenshot().await.unwrap();
-    std::fs::write(
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("inbox.png"),
-        &png,
-    )
-    .unwrap();
-    if std::env::var_os("ASK_USER_UPDATE_SCREENSHOT").is_some() {
-        let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/inbox.png");
-        std::fs::write(docs, &png).unwrap();
-    }
+    screenshots(&browser).await;
     // Answered one by one: each answer reaches its own agent, and only that card goes.
     for ((host, call), choice) in hosts.iter().zip(calls).zip(["Yes", "No", "Yes"]) {
         let call_id = format!("call_{}", host.session.name);
