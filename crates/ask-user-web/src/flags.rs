@@ -10,8 +10,8 @@ use crate::WebSettings;
 /// `--web`, `--web-addr` and `--web-public-url`: a page beside another surface.
 #[derive(Clone, Debug, Default, Args)]
 pub struct WebArgs {
-    /// Also show the questions on a web page whose URL is printed: the page and the terminal
-    /// card race, and the first answer wins.
+    /// Also show the questions on a web page whose URL is printed: the page and the command's
+    /// other surfaces (a terminal card, an MCP client's form) race, and the first answer wins.
     #[arg(long)]
     pub web: bool,
     /// Where to serve the page (default 127.0.0.1 on a free port). An address other than

@@ -211,6 +211,20 @@ pub fn header(path: &str) -> String {
     }
 }
 
+/// The bare word (letters, digits, `_`, `-`) that starts at `offset` of `text`, if any.
+fn bare_word(text: &str, offset: usize) -> &str {
+    let rest = text.get(offset..).unwrap_or("");
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .unwrap_or(rest.len());
+    let word = &rest[..end];
+    if word.starts_with(|c: char| c.is_ascii_alphabetic()) && word != "true" && word != "false" {
+        word
+    } else {
+        ""
+    }
+}
+
 /// `path` with each index of an array left out: `notify.webhooks[0]` is `notify.webhooks[]`.
 fn pattern(path: &str) -> String {
     let mut index = false;
@@ -430,6 +444,12 @@ impl Reader<'_> {
         let Some(span) = error.span() else {
             return SettingsError(format!("{}: {message}", self.path.display()));
         };
+        // A bare word where a value goes (`mode = timed`): TOML reads it as a broken boolean
+        // or number; the person meant text.
+        let word = bare_word(self.text, span.start);
+        if message.starts_with("invalid ") && !word.is_empty() {
+            message = format!("{message}: text needs quotes, as in \"{word}\"");
+        }
         if let Some((path, _)) = self.keys.iter().find(|(_, place)| place.key == span) {
             let table = path.rsplit_once('.').map_or("", |(table, _)| table);
             message = self.with_env_keys(&message, &pattern(table));

@@ -86,14 +86,30 @@ fn state_dir<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<PathBu
         .map_err(|e| D::Error::custom(format_args!("`state_dir` {e}")))
 }
 
+/// A value as the file wrote it, to say what a key takes when it is of another type.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Raw {
+    Text(String),
+    Number(i64),
+    Other(serde::de::IgnoredAny),
+}
+
 fn mode<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Mode>, D::Error> {
-    Mode::from_str(&String::deserialize(deserializer)?, false)
-        .map(Some)
-        .map_err(|_| D::Error::custom("`mode` is `legacy` or `timed`"))
+    let takes = || D::Error::custom(r#"`mode` takes "legacy" or "timed", in quotes"#);
+    let Raw::Text(text) = Raw::deserialize(deserializer)? else {
+        return Err(takes());
+    };
+    Mode::from_str(&text, false).map(Some).map_err(|_| takes())
 }
 
 fn timeout<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
-    let secs = i64::deserialize(deserializer)?;
+    let Raw::Number(secs) = Raw::deserialize(deserializer)? else {
+        return Err(D::Error::custom(format_args!(
+            "`timeout` takes a number of seconds without quotes: -1 (wait indefinitely) or 1 to {}",
+            tool_ask_user::MAX_TIMEOUT_SECS
+        )));
+    };
     if !tool_ask_user::is_valid_timeout(secs) {
         return Err(D::Error::custom(format_args!(
             "`timeout` is -1 (wait indefinitely) or 1 to {} seconds",

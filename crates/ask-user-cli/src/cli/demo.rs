@@ -21,8 +21,14 @@ use crate::terminal::is_interactive_terminal;
 /// Arguments of `demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// The foreground window in seconds before the question goes pending.
-    #[arg(long, default_value_t = 30)]
+    /// The foreground window in seconds before the question goes pending (as `--timeout` of
+    /// `ask` and `mcp`; `--window` is an older name of it).
+    #[arg(
+        long = "timeout",
+        alias = "window",
+        value_name = "SECS",
+        default_value_t = 30
+    )]
     window: i64,
     /// The session log to write (default: a new file in the temporary directory).
     #[arg(long)]
@@ -111,7 +117,7 @@ impl Demo {
     async fn start(args: &DemoArgs, file: &super::config::Config) -> Result<Self, CliError> {
         if args.window < 1 {
             return Err(CliError::usage(
-                "--window needs a positive number of seconds",
+                "--timeout needs a positive number of seconds",
             ));
         }
         if !is_interactive_terminal() && args.answers.is_none() && !args.web.web {
@@ -161,13 +167,20 @@ impl Demo {
     /// Before the call: says how to answer and, at a terminal a person reads, waits for Enter
     /// (the window starts with the card: let the person read the above first).
     async fn wait_until_ready(&self) {
+        self.say(format!(
+            "host  › session log: {} (held while the demo runs: `{} pending {}` reads it now)",
+            super::visible(&self.path.display().to_string()),
+            super::invoked(),
+            self.session_arg
+        ));
         if self.answerable() {
             self.say(format!(
                 "        (answer in the card, or let the {} s window pass and answer later)",
                 self.window
             ));
         }
-        if !self.surfaces.interactive || self.scripted {
+        // With a page, the question goes there at once: a page open before it shows it.
+        if !self.surfaces.interactive || self.scripted || self.surfaces.web.is_some() {
             return;
         }
         self.say(format!(

@@ -140,14 +140,27 @@ impl From<FlagsError> for CliError {
 
 impl From<crate::store::StoreError> for CliError {
     fn from(error: crate::store::StoreError) -> Self {
-        Self::new(error.code(), error.to_string(), Exit::Log)
+        let mut message = error.to_string();
+        if matches!(error, crate::store::StoreError::Locked { .. }) {
+            // Who holds it, most likely, and what to do.
+            message.push_str(
+                " (a running `demo`, `ask`, `serve` or `mcp` session): answer where it runs (its card or page), or once it has ended",
+            );
+        }
+        Self::new(error.code(), message, Exit::Log)
     }
 }
 
 const AFTER_HELP: &str = "\
-Exit status: 0 success; 1 unexpected failure; 2 usage; 3 the call is not waiting for a late
-answer; 4 BAD_ANSWER; 5 REPLY_QUEUED; 6 the session log cannot be used; 7 the tool returned an
-error result; 8 an input file is invalid; 130 interrupted.
+Exit status: 0 success; 1 unexpected failure; 2 usage; 3 the call takes no answer (UNKNOWN_CALL,
+NOT_WAITING); 4 BAD_ANSWER; 5 REPLY_QUEUED; 6 the session log cannot be used; 7 the tool returned
+an error result; 8 an input file is invalid; 9 ALREADY_ANSWERED; 10 ANSWERED_ELSEWHERE; 11
+NOT_DURABLE; 12 IN_WINDOW_ELSEWHERE; 130 interrupted.
+
+Which to run: `demo` tries the whole path in this terminal (`demo --web` on a page instead);
+`mcp` serves your agents (Claude Code, Codex, …); `inbox` is the one page and notification stream
+for all of them (`mcp` starts it when a surface is configured); `serve` puts the pending
+questions of log files you name on a page; `pending` and `answer` work from the shell.
 
 Start with `ask-user demo`.";
 
@@ -178,7 +191,7 @@ pub enum Command {
     /// Run the whole path: a scripted model asks two questions through the timed tool; answer in
     /// the terminal card in time, or let the window pass and answer late.
     #[command(
-        after_help = "Example:\n  ask-user demo\n  ask-user demo --window 10 --log demo.jsonl"
+        after_help = "Example:\n  ask-user demo\n  ask-user demo --timeout 10 --log demo.jsonl\n  ask-user demo --web          # on a page instead of the terminal"
     )]
     Demo(demo::DemoArgs),
     /// Run one `ask_user_question` call from the model's arguments and print the tool result as
@@ -187,14 +200,17 @@ pub enum Command {
         after_help = "Example:\n  echo '{\"questions\":[{\"id\":\"go\",\"question\":\"Ship it?\",\"options\":[{\"label\":\"yes\"},{\"label\":\"no\"}]}]}' \\\n    | ask-user ask --mode timed --timeout 60 --log session.jsonl -"
     )]
     Ask(ask::AskArgs),
-    /// List the open and continued questions of a session log (read only).
+    /// List the open and continued questions of the state directory's logs (`ask-user mcp`'s),
+    /// or of one session log (read only).
     #[command(
         after_help = "Example:\n  ask-user pending session.jsonl\n  ask-user pending session.jsonl --json"
     )]
     Pending(pending::PendingArgs),
-    /// Answer a continued (pending) question late; the reply is admitted into the log.
+    /// Answer a question from the shell: in its window (through the machine's inbox, racing the
+    /// other surfaces) or late (the reply is admitted into its log).
     #[command(
-        after_help = "Example: on the demo's own log (`ask-user demo --log demo.jsonl`, the window let pass),\n  ask-user answer demo.jsonl call_demo_1 --pick db=LABEL --pick checks=LABEL --pick checks=LABEL --custom checks=TEXT\nwith LABEL one of the question's labels, as `ask-user pending demo.jsonl` lists them (quoted for the shell when it has spaces: --pick ID='two words')."
+        override_usage = "ask-user answer CALL_ID [--state-dir DIR] (--pick ID=LABEL… | --custom ID=TEXT… | --skip ID… | --answers FILE)\n       ask-user answer LOG CALL_ID (--pick …)\n       ask-user answer --pg URL SESSION CALL_ID (--pick …) [--admit]",
+        after_help = "Example: a question `ask-user pending` lists, in its window or late,\n  ask-user answer call_2c5cf5dbe5584b2793ec8eb0f0e11c4b_1 --pick db=SQLite\nOn the demo's own log (`ask-user demo --log demo.jsonl`, the window let pass),\n  ask-user answer demo.jsonl call_demo_1 --pick db=LABEL --pick checks=LABEL --pick checks=LABEL --custom checks=TEXT\nwith LABEL one of the question's labels, as `ask-user pending demo.jsonl` lists them (quoted for the shell when it has spaces: --pick ID='two words')."
     )]
     Answer(answer::AnswerArgs),
     /// Print the tool schema the model sees.
@@ -413,10 +429,24 @@ fn usage_line(rendered: &str) -> String {
         .map(|usage| {
             usage
                 .split_whitespace()
-                .take_while(|word| !word.starts_with(['<', '[', '-']))
+                // The command's words: up to its first argument (`<X>`, `[X]`, `--x`, `CALL_ID`).
+                .take_while(|word| {
+                    !word.starts_with(['<', '[', '-', '('])
+                        && word.chars().any(|c| c.is_ascii_lowercase())
+                })
                 .collect::<Vec<_>>()
                 .join(" ")
         });
+    // clap's "did you mean": `tip: a similar subcommand exists: 'answer'`.
+    let tips: Vec<&str> = rendered
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("tip: "))
+        .filter(|tip| tip.contains("similar"))
+        .collect();
+    let line = match tips.as_slice() {
+        [] => line,
+        tips => format!("{line}; {}", tips.join("; ")),
+    };
     match command.filter(|c| !c.is_empty()) {
         Some(command) => format!("{line} (see `{command} --help`)"),
         None => line,
