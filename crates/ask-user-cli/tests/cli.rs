@@ -1169,6 +1169,32 @@ fn exit_2_on_bad_usage() {
         &["timeout 0"],
     );
     check(s, &["demo"], 2, "NO_TERMINAL", &["--answers"]);
+    // A misspelt command or flag: clap's "did you mean", kept in the one line.
+    check(
+        s,
+        &["answr", "call_1"],
+        2,
+        "BAD_USAGE",
+        &["a similar subcommand exists: 'answer'"],
+    );
+    check(
+        s,
+        &["answer", "call_1", "--pik", "db=x"],
+        2,
+        "BAD_USAGE",
+        &[
+            "a similar argument exists: '--pick'",
+            "ask-user answer --help",
+        ],
+    );
+    // The demo's window is --timeout, as everywhere else.
+    check(
+        s,
+        &["demo", "--timeout", "0"],
+        2,
+        "BAD_USAGE",
+        &["--timeout needs a positive number of seconds"],
+    );
     // A timed question nobody could answer late: without a log the session ends with `ask`.
     check(
         s,

@@ -682,7 +682,7 @@ fn a_value_of_the_wrong_type_or_out_of_range_is_an_error_at_its_line() {
     for (text, expected) in [
         (
             "mode = \"fast\"\n",
-            "FILE:1:8: `mode` is `legacy` or `timed`",
+            r#"FILE:1:8: `mode` takes "legacy" or "timed", in quotes"#,
         ),
         (
             "timeout = 0\n",
@@ -690,7 +690,7 @@ fn a_value_of_the_wrong_type_or_out_of_range_is_an_error_at_its_line() {
         ),
         (
             "timeout = 1.5\n",
-            "FILE:1:11: invalid type: floating point `1.5`, expected i64",
+            "FILE:1:11: `timeout` takes a number of seconds without quotes: -1 (wait indefinitely) or 1 to 2147483",
         ),
         ("state_dir = \"\"\n", "FILE:1:13: `state_dir` is empty"),
         (
@@ -867,5 +867,23 @@ fn mcp_beyond_loopback_needs_bearer_tokens() {
         out.stderr
             .contains("error[BAD_TLS]: cannot read /nonexistent/cert.pem"),
         "{out:?}"
+    );
+}
+
+/// A value of the wrong kind says what the key takes: text needs quotes, a number none.
+#[test]
+fn a_value_of_the_wrong_kind_says_what_the_key_takes() {
+    let home = Home::new();
+    assert_eq!(
+        home.error_for("mode = timed\n"),
+        r#"FILE:1:8: invalid boolean, expected `true`: text needs quotes, as in "timed""#
+    );
+    assert_eq!(
+        home.error_for("mode = 1\n"),
+        r#"FILE:1:8: `mode` takes "legacy" or "timed", in quotes"#
+    );
+    assert!(
+        home.error_for("timeout = \"300\"\n")
+            .starts_with("FILE:1:11: `timeout` takes a number of seconds without quotes"),
     );
 }
