@@ -46,7 +46,14 @@ fn schema_names_postgresql_would_cut_or_cannot_take_are_refused_before_use() {
 #[test]
 fn database_errors_name_the_servers_message_and_code_never_the_password() {
     let Some(url) = common::pg_url() else { return };
-    let conninfo = format!("{url} dbname=no_such_database password=sekrit");
+    // The server's URL in either form the store takes: keywords, or a `postgres://` URL (whose
+    // query carries the same keywords).
+    let conninfo = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let join = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{join}dbname=no_such_database&password=sekrit")
+    } else {
+        format!("{url} dbname=no_such_database password=sekrit")
+    };
     let error = PgStore::connect(&conninfo, &PgOptions::in_schema(&common::fresh_schema()))
         .expect_err("no such database");
     let message = error.to_string();
