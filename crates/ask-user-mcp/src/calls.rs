@@ -192,6 +192,10 @@ async fn form_round_two(
         Conn::for_round(conn.server(), &round)
     };
     let call_id = CallId::from(round.call.clone());
+    // One second round of a call at a time: a duplicate sent meanwhile is told it was used.
+    let Some(_running) = RoundRuns::start(conn.server(), &round.call) else {
+        return Err(refused(crate::mrtr::RoundError::Used(round.call)));
+    };
     match knows_call(&conn, &call_id) {
         Ok(false) => {}
         Ok(true) => return Err(refused(crate::mrtr::RoundError::Used(round.call))),
@@ -210,6 +214,29 @@ async fn form_round_two(
         task: None,
     };
     Ok(run_call(&conn, arguments, context, run).await.into())
+}
+
+/// A form's second round running in this process, taken off the server's set when it ends.
+struct RoundRuns<'a> {
+    server: &'a crate::state::ServerInner,
+    call: String,
+}
+
+impl<'a> RoundRuns<'a> {
+    /// `None` when the call's second round runs already.
+    fn start(server: &'a crate::state::ServerInner, call: &str) -> Option<Self> {
+        let mut rounds = user_questions::sync::lock_unpoisoned(&server.rounds);
+        rounds.insert(call.to_owned()).then(|| Self {
+            server,
+            call: call.to_owned(),
+        })
+    }
+}
+
+impl Drop for RoundRuns<'_> {
+    fn drop(&mut self) {
+        user_questions::sync::lock_unpoisoned(&self.server.rounds).remove(&self.call);
+    }
 }
 
 /// Whether the session's log already holds a call `call_id` (a form's second round sent

@@ -137,6 +137,7 @@ impl AskUserMcp {
                 http_sessions: Arc::default(),
                 state_key,
                 tasks: crate::tasks::Tasks::default(),
+                rounds: std::sync::Mutex::default(),
             }),
             sessions: Arc::default(),
         })

@@ -206,6 +206,9 @@ pub(crate) struct ServerInner {
     pub(crate) state_key: Option<RequestStateKey>,
     /// The timed calls this process runs as tasks.
     pub(crate) tasks: crate::tasks::Tasks,
+    /// The calls whose form's second round runs now: the same round sent again meanwhile is
+    /// refused as used, as it is once the call is in the log.
+    pub(crate) rounds: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl ServerInner {

@@ -206,6 +206,56 @@ async fn a_changed_or_replayed_state_is_refused_and_nothing_is_written() {
     assert_eq!(logged(&dir), before, "a replay writes nothing");
 }
 
+/// The same second round sent twice at once (a client that retried): one runs the call, the
+/// other is told the state was used already, as a replay after it is; one call in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_duplicates_of_a_second_round_are_told_it_was_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir, None);
+    let connected = connect_stateless(&server, true).await;
+    let peer = connected.client.peer();
+    let CallToolResponse::InputRequired(round) =
+        peer.call_tool_once(params(&question())).await.unwrap()
+    else {
+        panic!("the first round asks for input");
+    };
+    let state = round.request_state.clone().unwrap();
+    let mut answer = rmcp::model::InputResponses::new();
+    answer.insert(
+        "ask_user_question".to_owned(),
+        json!({"action": "accept", "content": {"q01": "SQLite"}}),
+    );
+    let retry = || {
+        let mut request = params(&question());
+        request.request_state = Some(state.clone());
+        request.input_responses = Some(answer.clone());
+        peer.call_tool_once(request)
+    };
+    let (one, two) = tokio::join!(retry(), retry());
+    let mut answered = 0;
+    for outcome in [one, two] {
+        match outcome {
+            Ok(CallToolResponse::Complete(done)) => {
+                assert_eq!(
+                    texts(&done),
+                    [r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#]
+                );
+                answered += 1;
+            }
+            Err(rmcp::ServiceError::McpError(error)) => {
+                assert!(error.message.contains("was used already"), "{error:?}");
+            }
+            other => panic!("neither the answer nor the refusal: {other:?}"),
+        }
+    }
+    assert_eq!(answered, 1);
+    let calls = kinds(&logged(&dir))
+        .into_iter()
+        .filter(|k| k == "tool/call")
+        .count();
+    assert_eq!(calls, 1);
+}
+
 /// A timed call of the stateless revision sends no form (a form in a round cannot be taken back
 /// when the window ends; a client that shows forms is offered the handshake era instead, see
 /// `clients.rs`): it holds its window as in the handshake era, and returns pending.
