@@ -1096,6 +1096,7 @@ fn exit_8_when_an_input_file_is_unreadable_or_invalid() {
 
 /// clap's own usage errors and the commands' are all one `error[…]` line.
 #[test]
+#[allow(clippy::too_many_lines)] // one table of bad command lines
 fn exit_2_on_bad_usage() {
     let s = &failing_ground();
     let args = fixture(ARGS);

@@ -624,9 +624,9 @@ async fn a_timed_task_is_answered_through_tasks_update() {
     );
 }
 
-/// The window's end completes the task with the pending result; an answer given to the form
-/// after that is a late answer, which the companion delivers, and the task keeps its pending
-/// result. A task this process does not hold (another instance's) is read from the log.
+/// The window's end completes the task with the pending result and takes the form off it; an
+/// answer given elsewhere after that is a late answer, which the companion delivers, and the task
+/// keeps its pending result. A task this process does not hold (another instance's) is read from the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_completes_pending_at_its_window_and_a_late_update_reaches_the_companion() {
     let dir = tempfile::tempdir().unwrap();
@@ -636,13 +636,33 @@ async fn a_task_completes_pending_at_its_window_and_a_late_update_reaches_the_co
     let pending = poll_until(&connected, &id, |task| task.status().is_terminal()).await;
     let text = completed_text(&pending);
     assert!(text.starts_with(r#"{"pending":true"#), "{text}");
-    // The form is still the client's to answer: late.
-    connected
+    // The form went off the task with the window: the client cannot answer it any more.
+    let late_form = connected
         .client
         .peer()
         .update_task(rmcp::model::UpdateTaskParams::new(
             &id,
             form_answer("PostgreSQL"),
+        ))
+        .await;
+    assert!(late_form.is_err(), "{late_form:?}");
+    // Answered late elsewhere (the page, a phone, the shell: the server's desk).
+    let log = logs_in(dir.path())[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    use pending_answer::QuestionDesk as _;
+    server
+        .desk()
+        .submit(pending_answer::Submission::new(
+            &log,
+            user_questions::CallId::from(id.as_str()),
+            user_questions::AnswerBatch::new([user_questions::AnswerItem::selected(
+                "db",
+                ["PostgreSQL"],
+            )]),
+            user_questions::Provenance::human("test-page"),
         ))
         .await
         .unwrap();
