@@ -9,6 +9,7 @@ mod common;
 
 use ask_user_mcp::{AskUserMcp, McpOptions};
 use common::{Reply, accept, action, connect_stateless, events, logs_in, texts};
+use pending_answer::QuestionDesk as _;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction, ProtocolVersion};
 use serde_json::{Value, json};
 use tool_ask_user::AskUserConfig;
@@ -652,7 +653,6 @@ async fn a_task_completes_pending_at_its_window_and_a_late_update_reaches_the_co
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    use pending_answer::QuestionDesk as _;
     server
         .desk()
         .submit(pending_answer::Submission::new(
