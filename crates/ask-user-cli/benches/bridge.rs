@@ -13,7 +13,7 @@
 // Test code stops at its first broken expectation: unwrap and expect are assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -121,16 +121,10 @@ fn main() {
     let home = tempfile::tempdir().unwrap();
     let state_dir = home.path().join("state/ask-user/mcp");
     // The inbox runs already, as it does once any agent used it.
-    let mut inbox = env(&mut Command::new(BIN), home.path())
-        .args(["inbox", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut url = String::new();
-    BufReader::new(inbox.stdout.take().unwrap())
-        .read_line(&mut url)
-        .unwrap();
+    // Its URL printed: it is up.
+    let (inbox, _url) = ask_user_testkit::process::start_reading_line(
+        env(&mut Command::new(BIN), home.path()).args(["inbox", "--addr", "127.0.0.1:0"]),
+    );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let bridge = format!("'{BIN}' hook claude-code");
     let anchor = format!("cat >/dev/null; printf '%s\\n' '{ALLOW}'");
@@ -146,8 +140,7 @@ fn main() {
         assert_eq!(out.trim(), ALLOW);
         theirs.push(took);
     }
-    let _ = inbox.kill();
-    let _ = inbox.wait();
+    drop(inbox);
     let (ours, theirs) = (median(ours), median(theirs));
     let more = ours.saturating_sub(theirs);
     println!("bridge hook (answered when shown)  {:8.1} ms", ms(ours));

@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -36,17 +36,9 @@ fn inbox(home: &Path, port: Option<u16>) -> Running {
         let server = format!("http://127.0.0.1:{port}");
         inbox.args(["--ntfy", "phone-topic", "--ntfy-server", &server]);
     }
-    let mut inbox = inbox
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut url = String::new();
-    BufReader::new(inbox.stdout.take().unwrap())
-        .read_line(&mut url)
-        .unwrap();
+    let (inbox, url) = ask_user_testkit::process::start_reading_line(&mut inbox);
     assert!(url.contains("token="), "{url}");
-    Running(inbox)
+    inbox
 }
 
 /// `ask-user hook AGENT` with `input` on stdin: its stdout and stderr.

@@ -13,7 +13,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -95,18 +94,12 @@ impl Machine {
             std::fs::write(&file, settings.to_string()).unwrap();
         }
         // The inbox, on a free port; the hook finds it through the state directory.
-        let mut inbox = Self::command(home.path())
-            .args(["inbox", "--addr", "127.0.0.1:0"])
-            .args(inbox_args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut url = String::new();
-        BufReader::new(inbox.stdout.take().unwrap())
-            .read_line(&mut url)
-            .unwrap();
-        let (page, token) = url.trim().split_once("/?token=").expect("the inbox's URL");
+        let (inbox, url) = ask_user_testkit::process::start_reading_line(
+            Self::command(home.path())
+                .args(["inbox", "--addr", "127.0.0.1:0"])
+                .args(inbox_args),
+        );
+        let (page, token) = url.split_once("/?token=").expect("the inbox's URL");
         wait_for_port(model_port, WITHIN, "the scripted model");
         Self {
             page: page.to_owned(),
@@ -116,7 +109,7 @@ impl Machine {
             model_log,
             model_port,
             _model: model,
-            _inbox: Running(inbox),
+            _inbox: inbox,
         }
     }
 
@@ -565,7 +558,7 @@ fn a_timed_mcp_question_shows_in_claude_codes_dialog_for_its_window_and_then_lea
         "options": [{"label": "PostgreSQL"}, {"label": "SQLite"}]
     }]}});
     let machine = Machine::start(&tool, None);
-    machine.serve_mcp(&["mcp", "--mode", "timed", "--timeout", "10"]);
+    machine.serve_mcp(&["mcp", "--mode", "timed", "--timeout", "30"]);
     let tui = Tui::start_with(
         &machine,
         &claude,
@@ -577,7 +570,7 @@ fn a_timed_mcp_question_shows_in_claude_codes_dialog_for_its_window_and_then_lea
     // Listed in the inbox too while the dialog shows: the page, a phone and the shell race it.
     let (_, questions) = machine.asked();
     assert_eq!(questions[0]["question"], "Which database?");
-    tui.until_gone("requests your input", Duration::from_secs(30));
+    tui.until_gone("requests your input", Duration::from_secs(60));
     let result = machine.model_result();
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(

@@ -15,7 +15,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -98,18 +97,14 @@ impl Machine {
             .arg(calls.to_string())
             .spawn()
             .unwrap();
-        let mut inbox = Command::new(BIN)
-            .envs(env(home.path(), &codex))
-            .args(["inbox", "--addr", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut url = String::new();
-        BufReader::new(inbox.stdout.take().unwrap())
-            .read_line(&mut url)
-            .unwrap();
-        let (page, token) = url.trim().split_once("/?token=").expect("the inbox's URL");
+        let (inbox, url) = ask_user_testkit::process::start_reading_line(
+            Command::new(BIN).envs(env(home.path(), &codex)).args([
+                "inbox",
+                "--addr",
+                "127.0.0.1:0",
+            ]),
+        );
+        let (page, token) = url.split_once("/?token=").expect("the inbox's URL");
         let (page, token) = (page.to_owned(), token.to_owned());
         wait_for_port(port, WITHIN, "the scripted model");
         Self {
@@ -120,7 +115,7 @@ impl Machine {
             page,
             token,
             _model: Running(model),
-            inbox: Running(inbox),
+            inbox,
         }
     }
 

@@ -634,18 +634,12 @@ fn the_shell_answers_a_question_in_its_window_and_says_where_a_call_stands() {
 
     // The person starts the inbox; the running server joins it (it links again every few
     // seconds) and its next question is answered from the shell in its window.
-    let mut inbox = Command::new(BIN)
-        .args(["inbox", "--addr", "127.0.0.1:0", "--state-dir"])
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut url = String::new();
-    BufReader::new(inbox.stdout.take().unwrap())
-        .read_line(&mut url)
-        .unwrap();
-    let _inbox = ask_user_testkit::process::Running(inbox);
+    let (_inbox, url) = ask_user_testkit::process::start_reading_line(
+        Command::new(BIN)
+            .args(["inbox", "--addr", "127.0.0.1:0", "--state-dir"])
+            .arg(dir),
+    );
+    assert!(url.contains("token="), "{url}");
     std::thread::sleep(Duration::from_secs(6));
     server.send(&json!({"jsonrpc": "2.0", "id": 51, "method": "tools/call",
         "params": {"name": "ask_user_question", "arguments": question()}}));

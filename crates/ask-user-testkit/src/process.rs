@@ -16,6 +16,27 @@ impl Drop for Running {
     }
 }
 
+/// Starts `command` (an `ask-user inbox`, say) with its stdout piped and its stderr dropped,
+/// and reads the first line it prints (the inbox's URL with its token), trimmed; killed when the
+/// returned [`Running`] is dropped.
+///
+/// # Panics
+///
+/// When the command cannot start or prints no line.
+pub fn start_reading_line(command: &mut Command) -> (Running, String) {
+    use std::io::BufRead as _;
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the command starts");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout is piped"))
+        .read_line(&mut line)
+        .expect("the command prints a line");
+    (Running(child), line.trim().to_owned())
+}
+
 /// Posts `body` as JSON to `url`, as a page's form or a notification's button does, from a
 /// test's own thread; it must succeed.
 pub fn post_json(url: &str, body: &str) {
