@@ -224,6 +224,20 @@ impl Machine {
         std::fs::write(&file, seeded.to_string()).unwrap();
     }
 
+    /// How many requests for `prompt` reached the model without `tool` among their tools.
+    fn requests_without(&self, tool: &str, prompt: &str) -> usize {
+        let log = std::fs::read_to_string(&self.model_log).unwrap_or_default();
+        log.lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|request| {
+                let body = &request["body"];
+                let offered = body["tools"].as_array().into_iter().flatten();
+                body["messages"].to_string().contains(prompt)
+                    && !offered.into_iter().any(|t| t["name"] == tool)
+            })
+            .count()
+    }
+
     /// The tool result the model received, once it has.
     fn model_result(&self) -> Value {
         let start = Instant::now();
@@ -428,6 +442,32 @@ impl Tui {
         }
     }
 
+    /// Types `prompt` and Enter, and waits until the screen shows `shows`. Claude Code starts a
+    /// turn without waiting for its MCP servers to connect: a turn whose model was not offered
+    /// `tool` yet (the scripted model says "ok") is prompted again.
+    fn prompt_until(&self, machine: &Machine, tool: &str, prompt: &str, shows: &str) {
+        let start = Instant::now();
+        let mut without = machine.requests_without(tool, prompt);
+        self.keys(&[prompt, "Enter"]);
+        loop {
+            let screen = self.screen();
+            if screen.contains(shows) {
+                return;
+            }
+            let now = machine.requests_without(tool, prompt);
+            if now > without {
+                without = now;
+                std::thread::sleep(Duration::from_secs(1));
+                self.keys(&[prompt, "Enter"]);
+            }
+            assert!(
+                start.elapsed() < WITHIN,
+                "the screen never showed {shows:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys"];
         args.extend(keys);
@@ -564,13 +604,17 @@ fn a_timed_mcp_question_shows_in_claude_codes_dialog_for_its_window_and_then_lea
         &claude,
         &["--allowedTools", "mcp__ask-user__ask_user_question"],
     );
-    tui.keys(&["pick a database", "Enter"]);
-    tui.until("requests your input");
+    tui.prompt_until(
+        &machine,
+        "mcp__ask-user__ask_user_question",
+        "pick a database",
+        "requests your input",
+    );
     assert!(tui.screen().contains("Which database?"), "{}", tui.screen());
     // Listed in the inbox too while the dialog shows: the page, a phone and the shell race it.
     let (_, questions) = machine.asked();
     assert_eq!(questions[0]["question"], "Which database?");
-    tui.until_gone("requests your input", Duration::from_secs(60));
+    tui.until_gone("requests your input", Duration::from_mins(1));
     let result = machine.model_result();
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(
