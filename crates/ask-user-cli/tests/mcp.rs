@@ -625,6 +625,20 @@ fn the_shell_answers_a_question_in_its_window_and_says_where_a_call_stands() {
     server.send(&json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
         "params": {"name": "ask_user_question", "arguments": question()}}));
     let first = open_call(dir, "");
+    // `pending` says whose question it is and where it runs, from the log alone: the client's
+    // name and version, and the server's working directory (this client declares no roots).
+    let state_dir = dir.display().to_string();
+    let listed = ask_user(&["pending", "--json", "--state-dir", &state_dir]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let here = std::env::current_dir().unwrap().display().to_string();
+    assert_eq!(listed["questions"][0]["agent"], "line-client 1", "{listed}");
+    assert_eq!(listed["questions"][0]["folder"], here.as_str(), "{listed}");
+    let table = ask_user(&["pending", "--state-dir", &state_dir]);
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        table.contains("\nline-client 1") && table.contains(&format!("\n{here}")),
+        "{table}"
+    );
     let (code, said) = answer_from_shell(dir, &first);
     assert_eq!(code, Some(12), "{said}");
     assert!(said.contains("error[IN_WINDOW_ELSEWHERE]"), "{said}");

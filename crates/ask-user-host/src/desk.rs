@@ -102,6 +102,8 @@ impl LiveDesk {
             questions,
             settled: Some(state.view().settled.len()),
             writing: true,
+            agent: None,
+            folder: None,
         }
     }
 }
@@ -454,6 +456,8 @@ impl Inner {
             questions,
             settled: Some(state.view().settled.len()),
             writing,
+            agent: listing.model,
+            folder: listing.cwd,
         })
     }
 
@@ -708,11 +712,16 @@ fn unavailable(error: HostError) -> LateRefusal {
 struct Listing {
     replay: Option<Replay>,
     times: HashMap<String, i64>,
+    /// The header's `cwd`.
+    cwd: Option<String>,
+    /// The model of the last `request/header`.
+    model: Option<String>,
 }
 
 impl LogVisitor for Listing {
     fn header(&mut self, header: &SessionHeader) {
         self.replay = Some(Replay::new(header));
+        self.cwd.clone_from(&header.cwd);
     }
 
     fn line(&mut self, line: &Scanned<'_>) {
@@ -722,11 +731,16 @@ impl LogVisitor for Listing {
         if let Some(replay) = &mut self.replay {
             replay.apply_record(record.line, &record.record);
         }
-        if let Some(event) = record.record.event()
-            && let EventBody::ToolCall(call) = &event.body
-            && let (Some(call_id), Some(time)) = (&call.call_id, event.time)
-        {
-            self.times.insert(call_id.as_str().to_owned(), time);
+        match record.record.event().map(|event| (event, &event.body)) {
+            Some((event, EventBody::ToolCall(call))) => {
+                if let (Some(call_id), Some(time)) = (&call.call_id, event.time) {
+                    self.times.insert(call_id.as_str().to_owned(), time);
+                }
+            }
+            Some((_, EventBody::RequestHeader(header))) if header.model.is_some() => {
+                self.model.clone_from(&header.model);
+            }
+            _ => {}
         }
     }
 }

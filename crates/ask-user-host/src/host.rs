@@ -162,6 +162,8 @@ pub struct SessionOptions {
     pub owner: Option<AgentHandle>,
     /// The model the session's requests go to (its `request/header` records it).
     pub model: ModelInfo,
+    /// Where the session runs (the project folder), written in a new log's header as `cwd`.
+    pub cwd: Option<String>,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -171,6 +173,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("agent_id", &self.agent_id)
             .field("owner", &self.owner.as_ref().map(|o| o.id().clone()))
             .field("model", &self.model)
+            .field("cwd", &self.cwd)
             .finish()
     }
 }
@@ -183,6 +186,7 @@ impl Default for SessionOptions {
             agent_id: "root".to_owned(),
             owner: None,
             model: ModelInfo::default(),
+            cwd: None,
         }
     }
 }
@@ -196,6 +200,7 @@ impl SessionOptions {
             session_id,
             owner: None,
             model: ModelInfo::default(),
+            cwd: None,
         }
     }
 
@@ -363,10 +368,13 @@ impl HostRuntime {
     pub fn create(&self, name: &str, options: SessionOptions) -> Result<Host, HostError> {
         let _sessions = lock_unpoisoned(&self.inner.sessions);
         self.check_agent_id(&options)?;
-        let writer = self
-            .inner
-            .store
-            .create(name, &NewSession::new(options.session_id.clone()))?;
+        let writer = self.inner.store.create(
+            name,
+            &NewSession {
+                cwd: options.cwd.clone(),
+                ..NewSession::new(options.session_id.clone())
+            },
+        )?;
         Ok(self
             .start(name, writer, None, Restore::default(), options)
             .0)
@@ -558,6 +566,7 @@ impl Host {
             agent_id: options.agent_id,
             owner: options.owner,
             model: options.model,
+            cwd: None,
         };
         match &options.log {
             LogTarget::Memory | LogTarget::Create(_) => {

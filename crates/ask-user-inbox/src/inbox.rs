@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use pending_answer::{
     Accepted, ChangeSignal, DeskChanges, DeskError, DeskErrorKind, DeskQuestion, DeskSession,
@@ -122,6 +123,8 @@ struct SessionEntry {
 struct QuestionEntry {
     link: u64,
     timed: bool,
+    /// When the host's window of a timed question closes (wall-clock Unix ms), as it said.
+    ends_at_ms: Option<i64>,
     /// To the host answerer, once the host tells how the window ended.
     verdict: Option<oneshot::Sender<Verdict>>,
     /// Taken by the host answerer when the inbox's ask reaches it.
@@ -335,7 +338,8 @@ impl Inner {
                 questions,
                 timed,
                 asked_at_ms: _,
-            } => self.open(link, session, call, questions, timed),
+                ends_at_ms,
+            } => self.open(link, session, call, questions, timed, ends_at_ms),
             ToInbox::Over { session, call, how } => {
                 let verdict = match how {
                     Over::Answered {
@@ -446,6 +450,7 @@ impl Inner {
         call: CallId,
         questions: Vec<user_questions::Question>,
         timed: bool,
+        ends_at_ms: Option<i64>,
     ) {
         let agent = self.session(&session, Some(link), None, None);
         let key = (session, call);
@@ -462,6 +467,7 @@ impl Inner {
                 QuestionEntry {
                     link,
                     timed,
+                    ends_at_ms: ends_at_ms.filter(|_| timed),
                     verdict: Some(tx),
                     verdict_rx: Some(rx),
                     from_host: false,
@@ -824,6 +830,17 @@ impl QuestionDesk for InboxDesk {
 
     fn looking(&self, looking: bool) {
         self.inner.fallback.looking(looking);
+    }
+
+    /// As the question's host said when it handed the question over.
+    fn window_left(&self, session: &str, call_id: &CallId) -> Option<Duration> {
+        let state = lock(&self.inner.state);
+        let ends_at_ms = state
+            .questions
+            .get(&(session.to_owned(), call_id.clone()))?
+            .ends_at_ms?;
+        let left = ends_at_ms.saturating_sub(user_questions::now_unix_ms());
+        Some(Duration::from_millis(u64::try_from(left).unwrap_or(0)))
     }
 
     fn label(&self, session: &str) -> Option<String> {

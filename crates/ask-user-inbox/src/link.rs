@@ -16,7 +16,7 @@ use user_questions::sync::lock_unpoisoned as lock;
 use user_questions::{
     AnswerBatch, AnswerPath, AnswerRequest, Answered, Answerer, AnswererError, AnswererGuard,
     CallId, ErrorCode, Next, Provenance, Question, QuestionEventKind, Received, RegisterOptions,
-    SessionId, UserQuestionError, UserQuestions, WaitKey, async_trait,
+    SessionId, UserQuestionError, UserQuestions, WaitKey, WeakUserQuestions, async_trait,
 };
 
 use crate::wire::{Over, Reader, ToHost, ToInbox, WireLate, Writer};
@@ -109,6 +109,8 @@ struct OpenQuestion {
     questions: Vec<Question>,
     timed: bool,
     asked_at_ms: i64,
+    /// When the window closes (wall-clock Unix ms), for the inbox to show the time left.
+    ends_at_ms: Option<i64>,
     answer: Option<oneshot::Sender<(AnswerBatch, Provenance)>>,
 }
 
@@ -136,6 +138,7 @@ impl InboxLink {
         let answerer = seam.register(
             Arc::new(LinkAnswerer {
                 inner: Arc::downgrade(&inner),
+                seam: seam.downgrade(),
             }),
             RegisterOptions::global(LINK_ANSWERER).prepended(),
         );
@@ -247,6 +250,7 @@ impl LinkInner {
         questions: &[Question],
         timed: bool,
         keyed: bool,
+        ends_at_ms: Option<i64>,
     ) -> Handed {
         let key = (session.to_owned(), call);
         let (tx, rx) = oneshot::channel();
@@ -258,6 +262,7 @@ impl LinkInner {
                 questions: questions.to_vec(),
                 timed,
                 asked_at_ms,
+                ends_at_ms,
                 answer: Some(tx),
             },
         );
@@ -267,6 +272,7 @@ impl LinkInner {
             questions: questions.to_vec(),
             timed,
             asked_at_ms,
+            ends_at_ms,
         });
         drop(open);
         Handed {
@@ -411,6 +417,7 @@ async fn serve(inner: Arc<LinkInner>, stream: Stream) {
                 questions: open.questions.clone(),
                 timed: open.timed,
                 asked_at_ms: open.asked_at_ms,
+                ends_at_ms: open.ends_at_ms,
             });
         }
         *lock(&inner.out) = Some(tx);
@@ -512,6 +519,8 @@ async fn relay_events(
 /// The link's answerer in the host's seam.
 struct LinkAnswerer {
     inner: Weak<LinkInner>,
+    /// To read how long a timed question's window has left, without holding it.
+    seam: WeakUserQuestions,
 }
 
 /// Takes an unkeyed question off the inbox however the answerer's future ends.
@@ -601,8 +610,27 @@ impl Answerer for LinkAnswerer {
                 false,
             ),
         };
+        // The time left as the window opens: the inbox counts it down; the seam here closes it.
+        let ends_at_ms = match (&request.agent, self.seam.upgrade()) {
+            (Some(agent), Some(seam)) if timed => seam
+                .wait_remaining(agent, &call)
+                .ok()
+                .flatten()
+                .map(|left| {
+                    let left = i64::try_from(left.as_millis()).unwrap_or(i64::MAX);
+                    user_questions::now_unix_ms().saturating_add(left)
+                }),
+            _ => None,
+        };
         inner.announce(&session);
-        let mut handed = inner.hand_over(&session.name, call, &request.questions, timed, keyed);
+        let mut handed = inner.hand_over(
+            &session.name,
+            call,
+            &request.questions,
+            timed,
+            keyed,
+            ends_at_ms,
+        );
         let rest = next.run();
         tokio::pin!(rest);
         let mut rest_done = false;

@@ -43,6 +43,10 @@ pub(crate) enum ToInbox {
         timed: bool,
         #[serde(rename = "askedAtMs")]
         asked_at_ms: i64,
+        /// When the host's window of a timed question closes (wall-clock Unix ms); absent when
+        /// untimed, or from a host that does not say.
+        #[serde(rename = "endsAtMs", default, skip_serializing_if = "Option::is_none")]
+        ends_at_ms: Option<i64>,
     },
     Over {
         session: String,
@@ -320,13 +324,21 @@ mod tests {
             questions: vec![Question::new("q", "Which?")],
             timed: true,
             asked_at_ms: 5,
+            ends_at_ms: Some(30_005),
         };
         let line = serde_json::to_string(&open).unwrap();
         assert!(
             line.starts_with(r#"{"t":"open","session":"mcp-1.jsonl""#),
             "{line}"
         );
+        assert!(line.contains(r#""endsAtMs":30005"#), "{line}");
         assert_eq!(serde_json::from_str::<ToInbox>(&line).unwrap(), open);
+        // From a host that does not tell its window's end.
+        let older = line.replace(r#","endsAtMs":30005"#, "");
+        let ToInbox::Open { ends_at_ms, .. } = serde_json::from_str(&older).unwrap() else {
+            panic!("{older}");
+        };
+        assert_eq!(ends_at_ms, None);
         let over = ToInbox::Over {
             session: "s".to_owned(),
             call: CallId::from("c"),

@@ -411,6 +411,46 @@ async fn a_question_answered_in_the_inbox_reaches_its_host_in_the_window() {
     assert!(sessions[0].linked);
 }
 
+/// Cards show the time left of a question in its window: the host tells the inbox when its
+/// window closes; an untimed question has none.
+#[tokio::test(start_paused = true)]
+async fn the_inbox_knows_the_time_left_of_a_question_in_its_hosts_window() {
+    let (world, _form) = world(None);
+    world.linked().await;
+    let call = CallId::from("call_1");
+    let asked = world.ask_timed(60_000);
+    world.page.reached().await;
+    let left = world.inbox.desk().window_left("log-1.jsonl", &call);
+    // Told in wall-clock time, which runs on while the test's clock is paused.
+    let left = left.expect("the host told the window's end");
+    assert!(
+        left <= Duration::from_mins(1) && left > Duration::from_secs(50),
+        "{left:?}"
+    );
+    assert_eq!(world.inbox.desk().window_left("other.jsonl", &call), None);
+    world.page.answer(batch("SQLite")).await;
+    finish(asked).await;
+    assert_eq!(world.inbox.desk().window_left("log-1.jsonl", &call), None);
+    // Untimed: the agent waits; no time left to tell.
+    let seam = world.host.seam.clone();
+    let agent = Arc::clone(&world.host.agent);
+    let untimed = tokio::spawn(async move {
+        seam.ask(
+            user_questions::AskRequest::new([question()])
+                .with_agent(agent)
+                .with_wait(user_questions::WaitKey::Indefinite {
+                    call_id: CallId::from("call_2"),
+                }),
+        )
+        .await
+    });
+    world.page.reached().await;
+    let call_2 = CallId::from("call_2");
+    assert_eq!(world.inbox.desk().window_left("log-1.jsonl", &call_2), None);
+    world.page.answer(batch("SQLite")).await;
+    finish(untimed).await.unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_hosts_form_answering_first_closes_the_inbox_card() {
     let form = Hand::default();

@@ -291,13 +291,18 @@ impl Conn {
             Arc::clone(host)
         } else {
             let runtime = self.server.runtime();
-            // The model is the client's: its name, as the client gave it, is all this server knows.
-            let client = lock_unpoisoned(&self.client).clone();
+            // The model is the client's: its name and version, as the client gave them, are all
+            // this server knows. The log's header keeps where the session runs: both are what
+            // `ask-user pending` shows of a session after its server is gone.
+            let info = self.info();
+            let client = (info.client.as_deref().map(client_label))
+                .or_else(|| lock_unpoisoned(&self.client).clone());
             let options = SessionOptions {
                 session_id: self.session_id.clone(),
                 agent_id: self.agent_id.clone(),
                 owner: None,
                 model: ModelInfo::new("mcp", client.unwrap_or_else(|| "unknown".to_owned())),
+                cwd: info.cwd,
             };
             let host = Arc::new(runtime.open_or_create(&self.log, options)?.0);
             // The model sees the companion tool beside the ask tool: the log's request header

@@ -197,6 +197,8 @@ impl QuestionDesk for PgDesk {
                     questions: vec![question],
                     settled: None,
                     writing: false,
+                    agent: None,
+                    folder: None,
                 }),
             }
         }

@@ -76,8 +76,8 @@ pub fn format_age(ms: i64) -> String {
     }
 }
 
-/// A plain-text table under `header`, columns padded to their widest cell; the last column may
-/// span several lines. No rows: "no open or continued questions".
+/// A plain-text table under `header`, columns padded to their widest line; any cell may span
+/// several lines (a row is as tall as its tallest cell). No rows: "no open or continued questions".
 pub fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
     if rows.is_empty() {
         return String::from("no open or continued questions\n");
@@ -85,23 +85,24 @@ pub fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String 
     let last = N.saturating_sub(1);
     let widths: Vec<usize> = (0..last)
         .map(|col| {
-            rows.iter()
-                .map(|r| r[col].chars().count())
-                .chain([header[col].chars().count()])
+            (rows.iter().flat_map(|r| r[col].lines()))
+                .chain([header[col]])
+                .map(|line| line.chars().count())
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    let indent: usize = widths.iter().map(|w| w + 2).sum();
     let mut out = String::new();
     let mut line = |cells: [&str; N]| {
-        for (cell, width) in cells.iter().zip(&widths) {
-            let _ = write!(out, "{cell:width$}  ");
-        }
-        let mut lines = cells[last].lines();
-        let _ = writeln!(out, "{}", lines.next().unwrap_or(""));
-        for more in lines {
-            let _ = writeln!(out, "{:indent$}{more}", "");
+        let mut columns: Vec<std::str::Lines<'_>> = cells.iter().map(|c| c.lines()).collect();
+        let height = cells.iter().map(|c| c.lines().count()).max().unwrap_or(0);
+        for _ in 0..height.max(1) {
+            let mut text = String::new();
+            for (column, width) in columns.iter_mut().zip(&widths) {
+                let _ = write!(text, "{:width$}  ", column.next().unwrap_or(""));
+            }
+            text.push_str(columns[last].next().unwrap_or(""));
+            let _ = writeln!(out, "{}", text.trim_end());
         }
     };
     line(header);

@@ -54,21 +54,56 @@ pub fn log_table(session: Option<&DeskSession>, now_ms: i64) -> String {
     out
 }
 
+/// A question as a listing of several sessions shows it: with who asks in its session and where
+/// that runs, when the desk knows ([`DeskSession::agent`], [`DeskSession::folder`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Listed<'a> {
+    /// The question.
+    pub question: &'a DeskQuestion,
+    /// Who asks: an MCP client's name and version.
+    pub agent: Option<&'a str>,
+    /// Where its session runs.
+    pub folder: Option<&'a str>,
+}
+
+impl<'a> Listed<'a> {
+    /// Every question of `sessions`, in their order.
+    pub fn all(sessions: &'a [DeskSession]) -> Vec<Self> {
+        sessions
+            .iter()
+            .flat_map(|session| {
+                session.questions.iter().map(|question| Self {
+                    question,
+                    agent: session.agent.as_deref(),
+                    folder: session.folder.as_deref(),
+                })
+            })
+            .collect()
+    }
+}
+
 /// The open and continued questions of several sessions (a database's, a state directory's) as
-/// a table, with an AGE column when `ages`, then `N open or continued` when there are any.
+/// a table, with an AGE column when `ages`, then `N open or continued` when there are any. The
+/// SESSION cell names the session, then its agent and its folder when known, a line each.
 #[must_use]
-pub fn sessions_table(questions: &[DeskQuestion], ages: bool, now_ms: i64) -> String {
-    let rows: Vec<[String; 5]> = questions
+pub fn sessions_table(listed: &[Listed<'_>], ages: bool, now_ms: i64) -> String {
+    let rows: Vec<[String; 5]> = listed
         .iter()
-        .map(|q| {
+        .map(|listed| {
+            let q = listed.question;
             let state = match (q.state, q.answered, q.interrupted) {
                 (state, true, _) => format!("{}, answered (admission waits)", state.as_str()),
                 (DeskState::Open, false, true) => "open, interrupted".to_owned(),
                 (state, false, _) => state.as_str().to_owned(),
             };
             let cells: Vec<String> = q.questions.iter().map(question_cell).collect();
+            let session: Vec<String> = [Some(q.session.as_str()), listed.agent, listed.folder]
+                .into_iter()
+                .flatten()
+                .map(|line| visible(line).into_owned())
+                .collect();
             [
-                visible(&q.session).into_owned(),
+                session.join("\n"),
                 visible(q.call_id.as_str()).into_owned(),
                 state,
                 age(q.asked_at_ms, now_ms),
@@ -85,21 +120,25 @@ pub fn sessions_table(questions: &[DeskQuestion], ages: bool, now_ms: i64) -> St
         table(["SESSION", "CALL ID", "STATE", "QUESTIONS"], &rows)
     };
     // An empty table says so itself, in the same words as a log's.
-    if !questions.is_empty() {
-        let _ = writeln!(out, "{} open or continued", questions.len());
+    if !listed.is_empty() {
+        let _ = writeln!(out, "{} open or continued", listed.len());
     }
     out
 }
 
 /// The questions of several sessions as one JSON line, safe for a terminal:
-/// `{"questions":[{session, callId, state, answered, askedAtMs, questions}]}`.
+/// `{"questions":[{session, agent, folder, callId, state, answered, askedAtMs, questions}]}`
+/// (`agent` and `folder` `null` when unknown).
 #[must_use]
-pub fn sessions_json(questions: &[DeskQuestion]) -> String {
-    let rows: Vec<serde_json::Value> = questions
+pub fn sessions_json(listed: &[Listed<'_>]) -> String {
+    let rows: Vec<serde_json::Value> = listed
         .iter()
-        .map(|q| {
+        .map(|listed| {
+            let q = listed.question;
             serde_json::json!({
                 "session": q.session,
+                "agent": listed.agent,
+                "folder": listed.folder,
                 "callId": q.call_id,
                 "state": q.state.as_str(),
                 "answered": q.answered,

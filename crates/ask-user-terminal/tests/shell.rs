@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ask_user_terminal::shell::{
-    TypedAnswerError, answer_problems, batch_from_flags, batch_from_json, in_question_order,
-    log_table, sessions_json, sessions_table,
+    Listed, TypedAnswerError, answer_problems, batch_from_flags, batch_from_json,
+    in_question_order, log_table, sessions_json, sessions_table,
 };
 use pending_answer::{DeskQuestion, DeskSession, DeskState};
 use user_questions::{AnswerBatch, CallId, Question};
@@ -118,6 +118,8 @@ fn tables_show_no_raw_escape_from_a_log() {
         questions: vec![question("call_\u{1b}]0;x\u{7}1", DeskState::Continued)],
         settled: Some(2),
         writing: true,
+        agent: Some("claude-code 2.1.328\u{1b}[2J".to_owned()),
+        folder: Some("/work/app".to_owned()),
     };
     let table = log_table(Some(&session), 61_000);
     assert!(
@@ -131,10 +133,20 @@ fn tables_show_no_raw_escape_from_a_log() {
     );
     assert!(log_table(None, 0).ends_with("0 active, 0 settled\n"));
 
-    let listed = [question("call_2", DeskState::Open)];
+    let asked = question("call_2", DeskState::Open);
+    let listed = [Listed {
+        question: &asked,
+        agent: session.agent.as_deref(),
+        folder: session.folder.as_deref(),
+    }];
     let table = sessions_table(&listed, true, 61_000);
     assert!(
         table.contains("AGE") && !table.contains('\u{1b}'),
+        "{table}"
+    );
+    // The session's cell names its agent and folder under it.
+    assert!(
+        table.contains("\nclaude-code 2.1.328\\u{1b}[2J") && table.contains("\n/work/app "),
         "{table}"
     );
     assert!(table.ends_with("1 open or continued\n"), "{table}");
@@ -144,6 +156,11 @@ fn tables_show_no_raw_escape_from_a_log() {
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(value["questions"][0]["state"], "open");
     assert_eq!(value["questions"][0]["session"], "s\u{1b}[31m1");
+    assert_eq!(
+        value["questions"][0]["agent"],
+        "claude-code 2.1.328\u{1b}[2J"
+    );
+    assert_eq!(value["questions"][0]["folder"], "/work/app");
 }
 
 /// An agent's approval has a text of several lines (what would run, and where): each line is

@@ -944,6 +944,15 @@ async fn the_inbox_page_shows_three_sessions_and_each_is_answered_in_turn() {
             "{origin}"
         );
         assert!(fields[2].starts_with("asked "), "{origin}");
+        // The time left in the host's window, as the host told the inbox.
+        let clock = card
+            .find(Locator::Css(".clock"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(clock.ends_with(" s left"), "{clock}");
         let agent = browser
             .client
             .execute(

@@ -32,12 +32,18 @@ struct Recording {
     /// Submissions handed to the desk.
     submitted: AtomicUsize,
     answers: Mutex<Vec<(String, CallId, AnswerBatch)>>,
+    /// The time left of a window kept elsewhere, as a host told it.
+    window: Mutex<Option<Duration>>,
 }
 
 #[user_questions::async_trait]
 impl QuestionDesk for Recording {
     async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
         Ok(Vec::new())
+    }
+
+    fn window_left(&self, _session: &str, _call_id: &CallId) -> Option<Duration> {
+        *self.window.lock().unwrap()
     }
 
     async fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
@@ -88,6 +94,10 @@ struct Scene {
 }
 
 fn scene() -> Scene {
+    scene_with(ask_user_web::WebOptions::default())
+}
+
+fn scene_with(options: ask_user_web::WebOptions) -> Scene {
     let registry = InMemoryAgentRegistry::new();
     let agent: AgentHandle = InMemoryAgent::new("root", InMemorySession::new("s1"), []);
     registry.enter_root(Arc::clone(&agent));
@@ -101,11 +111,12 @@ fn scene() -> Scene {
         continued: AtomicBool::new(false),
         submitted: AtomicUsize::new(0),
         answers: Mutex::new(Vec::new()),
+        window: Mutex::new(None),
     });
     let web = ask_user_web::WebSurface::new(
         &seam,
         Some(Arc::clone(&desk) as Arc<dyn QuestionDesk>),
-        ask_user_web::WebOptions::default(),
+        options,
     )
     .unwrap();
     let guard = web.register(&seam);
@@ -233,4 +244,37 @@ async fn a_call_never_announced_refuses_its_answer_once_the_desk_gave_up_waiting
     );
     assert_eq!(start.elapsed(), pending_answer::CONTINUED_WITHIN);
     assert!(scene.desk.answers.lock().unwrap().is_empty());
+}
+
+/// The inbox's page keeps no countdown of its own (each host keeps its window): a card shows the
+/// time left its desk knows, and none when the desk knows nothing.
+#[tokio::test(start_paused = true)]
+async fn a_card_whose_window_runs_elsewhere_shows_the_time_left_its_desk_knows() {
+    let scene = scene_with(ask_user_web::WebOptions {
+        countdowns: false,
+        ..ask_user_web::WebOptions::default()
+    });
+    *scene.desk.window.lock().unwrap() = Some(Duration::from_secs(42));
+    let router = scene.web.router();
+    let token = scene.web.token().to_owned();
+    let mut page = open(&router, &token, "tab-1").await;
+    let request = TimedAskRequest::new([db()], Arc::clone(&scene.agent));
+    let asked = tokio::spawn({
+        let seam = scene.seam.clone();
+        async move {
+            seam.ask_timed(request, CallId::from("call-1"), 600_000)
+                .await
+        }
+    });
+    let card = page.until_card("call-1", "open").await;
+    assert_eq!(card["remainingMs"], 42_000, "{card}");
+    // A page that comes now gets the same in its snapshot.
+    let mut later = open(&router, &token, "tab-2").await;
+    let card = later.until_card("call-1", "open").await;
+    assert_eq!(card["remainingMs"], 42_000, "{card}");
+    *scene.desk.window.lock().unwrap() = None;
+    let mut unknown = open(&router, &token, "tab-3").await;
+    let card = unknown.until_card("call-1", "open").await;
+    assert_eq!(card["remainingMs"], serde_json::Value::Null, "{card}");
+    asked.abort();
 }

@@ -17,6 +17,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 use user_questions::{AnswerBatch, CallId, Provenance, Question, UserMessage, async_trait};
@@ -85,6 +86,11 @@ pub struct DeskSession {
     pub settled: Option<usize>,
     /// A writer holds the session now (a host runs it).
     pub writing: bool,
+    /// Who asks in it, when the desk knows: the model its requests go to as its log records it
+    /// (for an MCP session, the client's name and version).
+    pub agent: Option<String>,
+    /// Where it runs (the project folder), when the desk knows.
+    pub folder: Option<String>,
 }
 
 /// The projection view of one session (SPEC §8.2 `questions`), for listings like
@@ -280,6 +286,15 @@ pub trait QuestionDesk: Send + Sync {
         let _ = session;
         None
     }
+
+    /// How long the foreground window of `call_id` in `session` has left, when its window runs
+    /// elsewhere and the desk knows its end (the machine's inbox, told by the host that keeps
+    /// it). A surface shows it as the time left; it never closes a window itself. The default
+    /// knows nothing.
+    fn window_left(&self, session: &str, call_id: &CallId) -> Option<Duration> {
+        let _ = (session, call_id);
+        None
+    }
 }
 
 #[async_trait]
@@ -314,6 +329,10 @@ impl<T: QuestionDesk + ?Sized> QuestionDesk for Arc<T> {
 
     fn label(&self, session: &str) -> Option<String> {
         (**self).label(session)
+    }
+
+    fn window_left(&self, session: &str, call_id: &CallId) -> Option<Duration> {
+        (**self).window_left(session, call_id)
     }
 }
 

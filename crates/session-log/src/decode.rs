@@ -396,7 +396,7 @@ impl Envelope<'_> {
 
 /// A decoded `data`, still borrowing from the line.
 enum Body<'de> {
-    RequestHeader(Option<&'de RawValue>),
+    RequestHeader(HeaderParts<'de>),
     ToolCall(ToolCallData<'de>),
     ToolResult(ResultData<'de>),
     Dispatch(DispatchData<'de>),
@@ -414,7 +414,7 @@ impl Body<'_> {
     /// The body of a record without `data` (or with a `data` that is not an object).
     fn absent(kind: Kind) -> Self {
         match kind {
-            Kind::RequestHeader => Self::RequestHeader(None),
+            Kind::RequestHeader => Self::RequestHeader((None, None)),
             Kind::ToolCall => Self::ToolCall(ToolCallData::default()),
             Kind::ToolResult => Self::ToolResult(ResultData::default()),
             Kind::Dispatch(_) => Self::Dispatch(DispatchData::default()),
@@ -431,8 +431,9 @@ impl Body<'_> {
 
     fn into_event_body(self, kind: Kind, event_type: &str) -> EventBody {
         match (self, kind) {
-            (Self::RequestHeader(tools), _) => EventBody::RequestHeader(RequestHeader {
+            (Self::RequestHeader((tools, model)), _) => EventBody::RequestHeader(RequestHeader {
                 tools: tools.map(|raw| raw.get().to_owned()),
+                model: model.map(Cow::into_owned),
             }),
             (Self::ToolCall(data), _) => EventBody::ToolCall(data.into_event()),
             (Self::ToolResult(data), _) => EventBody::ToolResult(data.into_event()),
@@ -496,39 +497,63 @@ impl<'de> DeserializeSeed<'de> for BodySeed {
 
 struct HeaderData;
 
+/// `header.tools` as logged and `header.config.model`, when a string.
+type HeaderParts<'de> = (Option<&'de RawValue>, Option<Cow<'de, str>>);
+
 impl<'de> Shape<'de> for HeaderData {
-    type Out = Option<&'de RawValue>;
+    type Out = HeaderParts<'de>;
     fn fallback(self) -> Self::Out {
-        None
+        (None, None)
     }
     fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
-        let mut tools = None;
+        let mut parts = (None, None);
         while let Some(k) = key(&mut map)? {
             match &*k {
-                "header" => tools = value(&mut map, HeaderObject)?,
+                "header" => parts = value(&mut map, HeaderObject)?,
                 _ => skip(&mut map)?,
             }
         }
-        Ok(tools)
+        Ok(parts)
     }
 }
 
 struct HeaderObject;
 
 impl<'de> Shape<'de> for HeaderObject {
-    type Out = Option<&'de RawValue>;
+    type Out = HeaderParts<'de>;
+    fn fallback(self) -> Self::Out {
+        (None, None)
+    }
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let (mut tools, mut model) = (None, None);
+        while let Some(k) = key(&mut map)? {
+            match &*k {
+                "tools" => tools = Some(map.next_value::<&'de RawValue>()?),
+                "config" => model = value(&mut map, ConfigModel)?,
+                _ => skip(&mut map)?,
+            }
+        }
+        Ok((tools, model))
+    }
+}
+
+/// `config.model`, when a string.
+struct ConfigModel;
+
+impl<'de> Shape<'de> for ConfigModel {
+    type Out = Option<Cow<'de, str>>;
     fn fallback(self) -> Self::Out {
         None
     }
     fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
-        let mut tools = None;
+        let mut model = None;
         while let Some(k) = key(&mut map)? {
             match &*k {
-                "tools" => tools = Some(map.next_value::<&'de RawValue>()?),
+                "model" => model = value(&mut map, Str)?,
                 _ => skip(&mut map)?,
             }
         }
-        Ok(tools)
+        Ok(model)
     }
 }
 

@@ -66,6 +66,9 @@ pub struct RequestHeader {
     /// when present. What it declares (the timed `ask_user_question` schema, §8.3) is the
     /// projection's to read.
     pub tools: Option<String>,
+    /// `header.config.model`, when it is a string: the model the requests go to (for an MCP
+    /// session, the client's name and version: all its server knows of the model).
+    pub model: Option<String>,
 }
 
 /// `tool/call`, reduced to what the fold reads.
@@ -331,6 +334,7 @@ impl SessionEvent {
             seq,
             EventBody::RequestHeader(RequestHeader {
                 tools: Some(tools.to_owned()),
+                model: None,
             }),
         )
     }

@@ -297,3 +297,32 @@ fn inbox_splices_are_read_leniently_and_never_corrupt_the_line() {
         "an unknown queue is read as written; the host decides"
     );
 }
+
+/// A `request/header` reads back its tools as logged and the model its config names (an MCP
+/// session's client); a config without a string model reads as none.
+#[test]
+fn a_request_header_reads_back_its_tools_and_model() {
+    let written = line(
+        Record::request_header(
+            json!({"provider":"mcp","model":"claude-code 2.1.328"}),
+            vec![json!({"name":"t"})],
+            "initial",
+        ),
+        5,
+    );
+    let EventBody::RequestHeader(header) = body(&written) else {
+        panic!("{written}");
+    };
+    assert_eq!(header.tools.as_deref(), Some(r#"[{"name":"t"}]"#));
+    assert_eq!(header.model.as_deref(), Some("claude-code 2.1.328"));
+    for config in [r#"{"model":7}"#, r#""m""#, "{}"] {
+        let line = format!(
+            r#"{{"type":"request/header","seq":0,"data":{{"header":{{"config":{config},"tools":[]}}}}}}"#
+        );
+        let EventBody::RequestHeader(header) = body(&line) else {
+            panic!("{line}");
+        };
+        assert_eq!(header.model, None, "{line}");
+        assert_eq!(header.tools.as_deref(), Some("[]"), "{line}");
+    }
+}

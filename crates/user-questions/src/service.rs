@@ -316,6 +316,43 @@ impl UserQuestions {
         outcome
     }
 
+    /// How long the foreground window of `agent`'s call `call_id` has left until its original
+    /// deadline, without claiming it: for a surface that shows the time left but keeps no
+    /// countdown of its own (a claim can hold the window open past it, §4.7.2). `Ok(None)` for an
+    /// unknown call, a wait that has ended, or after shutdown.
+    pub fn wait_remaining(
+        &self,
+        agent: &AgentHandle,
+        call_id: &CallId,
+    ) -> Result<Option<Duration>, UserQuestionError> {
+        let live = self.live_wait(agent, call_id)?;
+        Ok(live.filter(|live| live.wait.end().is_none()).map(|live| {
+            live.wait
+                .deadline()
+                .saturating_duration_since(Instant::now())
+        }))
+    }
+
+    /// The registered wait of `agent` under `call_id`, after the identity check; `None` after
+    /// shutdown (nothing to claim or show then, whoever asks: SPEC §4.10).
+    fn live_wait(
+        &self,
+        agent: &AgentHandle,
+        call_id: &CallId,
+    ) -> Result<Option<LiveWait>, UserQuestionError> {
+        let inner = &self.inner;
+        if inner.is_shut_down() {
+            return Ok(None);
+        }
+        inner.check_caller(agent)?;
+        let waits = lock(&inner.waits);
+        Ok(waits
+            .by_agent
+            .get(&agent_key(agent))
+            .and_then(|entry| entry.calls.get(call_id))
+            .cloned())
+    }
+
     /// Claims the foreground wait of `agent` under `call_id` (SPEC §4.7.2). `Ok(None)` for an
     /// unknown call, a wait that has ended, an overdue unclaimed wait, or after shutdown.
     pub fn attach_wait(
@@ -324,20 +361,7 @@ impl UserQuestions {
         call_id: &CallId,
     ) -> Result<Option<WaitClaim>, UserQuestionError> {
         let inner = &self.inner;
-        // After shutdown there is nothing to claim, whoever asks (SPEC §4.10).
-        if inner.is_shut_down() {
-            return Ok(None);
-        }
-        inner.check_caller(agent)?;
-        let live = {
-            let waits = lock(&inner.waits);
-            waits
-                .by_agent
-                .get(&agent_key(agent))
-                .and_then(|entry| entry.calls.get(call_id))
-                .cloned()
-        };
-        let Some(live) = live else {
+        let Some(live) = self.live_wait(agent, call_id)? else {
             return Ok(None);
         };
         let Some((claim, claims)) = live.wait.attach_counted() else {

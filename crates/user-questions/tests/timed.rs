@@ -523,3 +523,27 @@ async fn a_weak_handle_claims_without_keeping_the_seam_alive() {
     drop(w);
     assert!(weak.upgrade().is_none());
 }
+
+/// `wait_remaining` tells the time left without claiming: the window still closes at its
+/// deadline, and an ended or unknown call has none.
+#[tokio::test(start_paused = true)]
+async fn the_time_left_is_read_without_holding_the_window() {
+    let w = world();
+    let task = spawn_timed(
+        &w.seam,
+        TimedAskRequest::new([q_scope()], w.r.clone()),
+        "ask-timed",
+        5000,
+    );
+    settle().await;
+    advance(Duration::from_millis(2000)).await;
+    let left = w.seam.wait_remaining(&w.r, &call("ask-timed")).unwrap();
+    assert_eq!(left, Some(Duration::from_millis(3000)));
+    assert_eq!(w.seam.wait_remaining(&w.r, &call("other")).unwrap(), None);
+    advance(Duration::from_millis(3000)).await;
+    assert_pending(&task.await.unwrap(), "ask-timed");
+    assert_eq!(
+        w.seam.wait_remaining(&w.r, &call("ask-timed")).unwrap(),
+        None
+    );
+}

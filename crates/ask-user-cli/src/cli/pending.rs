@@ -2,11 +2,11 @@
 //! write lock, never truncates a torn tail and never writes a checkpoint.
 
 use ask_user_terminal::sanitize::json_visible;
-use ask_user_terminal::shell::{log_table, sessions_json, sessions_table};
+use ask_user_terminal::shell::{Listed, log_table, sessions_json, sessions_table};
 use std::path::PathBuf;
 
 use clap::Args;
-use pending_answer::{DeskQuestion, DeskSession, QuestionDesk as _};
+use pending_answer::{DeskSession, QuestionDesk as _};
 
 use super::desk::{Access, Picked};
 use super::{CliError, Exit};
@@ -38,19 +38,14 @@ pub(super) async fn run(
         .pg
         .filled(args.log.is_some() || args.state_dir.is_some(), file.pg()?);
     if pg.pg.is_none() && logs.is_empty() {
-        let mut questions: Vec<DeskQuestion> =
-            match super::desk::state_dir(args.state_dir.clone(), file)? {
-                Some(desk) => desk
-                    .sessions()
-                    .await?
-                    .into_iter()
-                    .flat_map(|s| s.questions)
-                    .collect(),
-                None => Vec::new(),
-            };
+        let sessions = match super::desk::state_dir(args.state_dir.clone(), file)? {
+            Some(desk) => desk.sessions().await?,
+            None => Vec::new(),
+        };
+        let mut listed = Listed::all(&sessions);
         // Newest first: the question a person just heard of leads.
-        questions.sort_by_key(|q| std::cmp::Reverse(q.asked_at_ms));
-        print_sessions(&questions, args.json, true);
+        listed.sort_by_key(|l| std::cmp::Reverse(l.question.asked_at_ms));
+        print_sessions(&listed, args.json, true);
         return Ok(Exit::Ok);
     }
     // Read only: no lock, no schema created or migrated, no checkpoint written.
@@ -86,19 +81,17 @@ pub(super) async fn run(
                 // An unknown session is an error; a known one without questions an empty list.
                 desk.views(Some(session)).await?;
             }
-            let questions: Vec<DeskQuestion> =
-                sessions.into_iter().flat_map(|s| s.questions).collect();
-            print_sessions(&questions, args.json, false);
+            print_sessions(&Listed::all(&sessions), args.json, false);
             Ok(Exit::Ok)
         }
     }
 }
 
 /// The questions of several sessions: a table, or with `json` one JSON line.
-fn print_sessions(questions: &[DeskQuestion], json: bool, ages: bool) {
+fn print_sessions(listed: &[Listed<'_>], json: bool, ages: bool) {
     if json {
-        println!("{}", sessions_json(questions));
+        println!("{}", sessions_json(listed));
     } else {
-        print!("{}", sessions_table(questions, ages, now_ms()));
+        print!("{}", sessions_table(listed, ages, now_ms()));
     }
 }

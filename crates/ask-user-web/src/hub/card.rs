@@ -69,26 +69,40 @@ pub(super) struct CardView<'a> {
     questions: Cow<'a, [Question]>,
 }
 
+/// Where the time left of an open timed card comes from.
+#[derive(Clone, Copy)]
+pub(super) enum TimeLeft {
+    /// This surface's own countdown, from its first claim on the window.
+    Own,
+    /// The window runs elsewhere (the inbox: each host keeps its own): as long as the desk
+    /// says, if it knows.
+    Elsewhere(Option<Duration>),
+}
+
+fn whole_ms(left: Duration) -> u64 {
+    u64::try_from(left.as_millis()).unwrap_or(u64::MAX)
+}
+
 impl<'a> CardView<'a> {
-    /// This surface's own card; `countdowns`: the window's countdown is shown.
+    /// This surface's own card, its time left told as `time_left` says.
     fn of_card(
         key: &'a CardKey,
         card: &'a Card,
         label: Option<String>,
-        countdowns: bool,
+        time_left: TimeLeft,
         reply_queued: bool,
         now: Instant,
     ) -> Self {
         let (state, timed, remaining_ms) = match &card.phase {
             Phase::Open {
                 timed, deadline, ..
-            } => (
-                "open",
-                *timed,
-                deadline.map(|d| {
-                    u64::try_from(d.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX)
-                }),
-            ),
+            } => {
+                let left = match time_left {
+                    TimeLeft::Own => deadline.map(|d| d.saturating_duration_since(now)),
+                    TimeLeft::Elsewhere(left) => left,
+                };
+                ("open", *timed, left.filter(|_| *timed).map(whole_ms))
+            }
             Phase::Continued { .. } => ("continued", true, None),
         };
         Self {
@@ -97,7 +111,7 @@ impl<'a> CardView<'a> {
             call_id: &key.call_id,
             state,
             timed,
-            remaining_ms: remaining_ms.filter(|_| countdowns),
+            remaining_ms,
             asked_at_ms: Some(card.asked_at_ms),
             reply_queued,
             questions: Cow::Borrowed(&card.questions),
@@ -157,6 +171,7 @@ impl Hub {
     /// Publishes the `card` event of `key`'s card, if it is shown.
     fn publish_card(&self, key: &CardKey) {
         let label = self.label(&key.session);
+        let time_left = self.time_left(key);
         let data = {
             let state = lock(&self.state);
             state.cards.get(key).map(|card| {
@@ -164,7 +179,7 @@ impl Hub {
                     key,
                     card,
                     label,
-                    self.options.countdowns,
+                    time_left,
                     false,
                     Instant::now(),
                 ))
@@ -338,16 +353,18 @@ impl Hub {
     pub(crate) fn snapshot(&self, listed: &[DeskQuestion]) -> serde_json::Value {
         let now = Instant::now();
         let limits = self.seam.upgrade().map(|seam| seam.limits().clone());
-        // Labels are the desk's word: asked before the hub's lock is taken.
-        let sessions: Vec<String> = {
-            let state = lock(&self.state);
-            state
-                .cards
-                .keys()
-                .map(|key| key.session.clone())
-                .chain(listed.iter().map(|q| q.session.clone()))
-                .collect()
-        };
+        // Labels and windows kept elsewhere are the desk's word: asked before the hub's lock is
+        // taken.
+        let keys: Vec<CardKey> = lock(&self.state).cards.keys().cloned().collect();
+        let mut windows: std::collections::HashMap<CardKey, TimeLeft> = keys
+            .iter()
+            .map(|key| (key.clone(), self.time_left(key)))
+            .collect();
+        let sessions: Vec<String> = keys
+            .into_iter()
+            .map(|key| key.session)
+            .chain(listed.iter().map(|q| q.session.clone()))
+            .collect();
         let labels: std::collections::HashMap<String, Option<String>> = sessions
             .into_iter()
             .map(|session| {
@@ -368,7 +385,11 @@ impl Hub {
                     key,
                     card,
                     label(&key.session),
-                    self.options.countdowns,
+                    windows.remove(key).unwrap_or(if self.options.countdowns {
+                        TimeLeft::Own
+                    } else {
+                        TimeLeft::Elsewhere(None)
+                    }),
                     queued.contains(key),
                     now,
                 );

@@ -30,6 +30,7 @@ use user_questions::{
 use crate::sessions::{CardKey, WebOptions};
 
 pub(crate) use card::Card;
+use card::TimeLeft;
 pub(crate) use clients::{Client, ConnectRefused, StreamGuard};
 pub(crate) use post::{AnswerPath, Via};
 
@@ -97,6 +98,18 @@ impl Hub {
     /// Where `session` runs, as the desk says.
     fn label(&self, session: &str) -> Option<String> {
         self.desk.as_ref().and_then(|desk| desk.label(session))
+    }
+
+    /// How a card's time left is told: from its own window's claim, or, with the windows kept
+    /// elsewhere, as the desk knows it (asked before the hub's lock is taken).
+    fn time_left(&self, key: &CardKey) -> TimeLeft {
+        if self.options.countdowns {
+            TimeLeft::Own
+        } else {
+            TimeLeft::Elsewhere(
+                (self.desk.as_ref()).and_then(|desk| desk.window_left(&key.session, &key.call_id)),
+            )
+        }
     }
 
     /// The questions of the card of `call_id` in `session`.
