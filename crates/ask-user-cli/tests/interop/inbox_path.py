@@ -289,10 +289,19 @@ async def run(binary: str, state_dir: str) -> None:
                 cards = await anyio.to_thread.run_sync(lambda: inbox.cards_until(labelled, "both questions open, B's with its folder"))
                 by_q = {c["questions"][0]["id"]: c for c in cards}
                 check(by_q["db"]["session"] != by_q["store"]["session"], f"one session for both: {cards}")
-                check(by_q["db"].get("label") == "mcp", f"A's card names no client: {by_q['db']}")
-                check(by_q["store"].get("label") == "raw-client · /work/agent-b", f"B's card: {by_q['store']}")
+                # A declares no roots: its folder is its server's working directory (this one's).
+                a_label = by_q["db"].get("label") or ""
+                check(
+                    a_label.startswith("mcp ") and a_label.endswith(" · " + os.getcwd()),
+                    f"A's card names no client version or folder: {by_q['db']}",
+                )
+                check(by_q["store"].get("label") == "raw-client 1 · /work/agent-b", f"B's card: {by_q['store']}")
                 check(isinstance(by_q["db"].get("askedAtMs"), int), f"no age: {by_q['db']}")
-                ok("both sessions' questions on one page, with their clients, B's folder, and ages")
+                # The time left in each host's window, as the host told the inbox.
+                for card in cards:
+                    left = card.get("remainingMs")
+                    check(isinstance(left, int) and 0 < left <= 120_000, f"no time left: {card}")
+                ok("both sessions' questions on one page, with their clients, folders, ages and time left")
 
                 # The inbox dies and is started again: same address and token, same questions.
                 # Its answer buttons die with it: only the new inbox's pushes count from here.
