@@ -119,6 +119,8 @@ pub async fn ask(
     stop: &CancellationToken,
 ) -> Result<Ended, BridgeError> {
     let name = session_name(ask);
+    // Only its owner reads the questions and answers the state directory keeps.
+    session_log::private_dir(&options.state_dir)?;
     let config = AskUserConfig::timed_secs(tool_ask_user::INDEFINITE_TIMEOUT);
     let runtime = HostRuntime::new(JsonlStore::new(options.state_dir.clone()), Some(config))?;
     let session = SessionId::from(name.clone());

@@ -153,10 +153,13 @@ impl Home {
     }
 }
 
-/// Writes `text` to `path` (directories made), returns the path.
+/// Writes `text` to `path` (directories made), readable by its owner alone as a file that may
+/// hold secrets should be; returns the path.
 fn write(path: PathBuf, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(&path, text).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
     path
 }
 
@@ -417,9 +420,9 @@ fn a_config_file_the_flag_names_must_exist() {
         "{message}"
     );
     let out = home.run(&["--config", ".", "config"], &[]);
-    assert!(
-        out.bad_config().contains("configuration file ."),
-        "{out:#?}"
+    assert_eq!(
+        out.bad_config(),
+        ".: the configuration file is not a regular file (a directory)"
     );
 }
 
@@ -760,8 +763,9 @@ fn control_characters_in_the_file_never_reach_the_terminal() {
         printout.contains(r#"schema = "a\u{1b}[2Jb\u{202e}""#),
         "{printout}"
     );
+    // A URL is printed masked: its host, nothing of its path.
     assert!(
-        printout.contains(r#"public_url = "http://x.example/\u{1b}]0;owned\u{7}""#),
+        printout.contains(r#"public_url = "http://x.example/…""#),
         "{printout}"
     );
 }
@@ -886,4 +890,82 @@ fn a_value_of_the_wrong_kind_says_what_the_key_takes() {
         home.error_for("timeout = \"300\"\n")
             .starts_with("FILE:1:11: `timeout` takes a number of seconds without quotes"),
     );
+}
+
+// --- files that are not settings files ---------------------------------------------------------
+
+/// A device, a FIFO, a file too large and a link to nothing are each a clear error, at once:
+/// nothing is read without end, nothing hangs, and a dangling link at the default place is not
+/// taken for "no file".
+#[test]
+fn only_a_regular_file_of_sensible_size_is_read() {
+    let home = Home::new();
+    let out = home.run(&["--config", "/dev/zero", "config"], &[]);
+    assert!(
+        out.bad_config()
+            .ends_with("the configuration file is not a regular file (a device)"),
+        "{out:#?}"
+    );
+    let fifo = home.root().join("fifo.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let out = home.run(&["--config", fifo.to_str().unwrap(), "config"], &[]);
+    assert!(
+        out.bad_config()
+            .ends_with("the configuration file is not a regular file (a FIFO)"),
+        "{out:#?}"
+    );
+    let big = write(home.root().join("big.toml"), &"# padding\n".repeat(200_000));
+    let out = home.run(&["--config", big.to_str().unwrap(), "config"], &[]);
+    assert!(
+        out.bad_config()
+            .ends_with("the configuration file is larger than 1024 KiB"),
+        "{out:#?}"
+    );
+    fs::create_dir_all(home.home_file().parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(home.root().join("gone.toml"), home.home_file()).unwrap();
+    let out = home.run(&["config"], &[]);
+    assert!(
+        out.bad_config()
+            .ends_with("the configuration file is a symbolic link to a file that does not exist"),
+        "{out:#?}"
+    );
+}
+
+/// Secrets in a file other users can read draw a warning naming the keys (never the values);
+/// the same file readable by its owner alone, or one whose secrets come from the environment,
+/// draws none.
+#[test]
+fn secrets_in_a_file_others_can_read_draw_a_warning() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = Home::new();
+    let text = format!("[notify.ntfy]\ntopic = \"{NTFY_TOPIC}\"\ntoken = \"{NTFY_TOKEN}\"\n");
+    let file = write(home.home_file(), &text);
+    assert_eq!(home.run(&["config"], &[]).stderr, "");
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+    let out = home.run(&["config"], &[]);
+    out.reveals_no_secret();
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert!(
+        out.stderr.starts_with("warning: ")
+            && out.stderr.contains("notify.ntfy.topic, notify.ntfy.token")
+            && out.stderr.contains("chmod 600"),
+        "{out:#?}"
+    );
+    write(home.home_file(), "[notify.ntfy]\ntopic_env = \"TOPIC\"\n");
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(home.run(&["config"], &[("TOPIC", NTFY_TOPIC)]).stderr, "");
+}
+
+/// `[web] public_url` is printed without its user, password or query.
+#[test]
+fn the_public_url_is_printed_masked() {
+    let home = Home::new();
+    write(
+        home.home_file(),
+        "[web]\npublic_url = \"https://ana:pw-secret@inbox.example/?k=q-secret\"\n",
+    );
+    let printout = home.config(&[], &[]);
+    let url = value_of(&printout, "public_url");
+    assert_eq!(url, "\"https://inbox.example/…\"", "{printout}");
+    assert!(!printout.contains("secret"), "{printout}");
 }

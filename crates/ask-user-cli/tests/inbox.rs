@@ -410,3 +410,60 @@ fn a_missing_secret_fails_only_the_command_that_needs_it() {
         "{said}"
     );
 }
+
+/// The inbox's own log lines escape what a peer sent (a hostile message tag reaches stderr as
+/// text, never as terminal control), and a state directory others could read is made private
+/// when the inbox starts, with a warning.
+#[test]
+fn the_inbox_escapes_a_peers_bytes_and_keeps_its_directory_private() {
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("state-dir");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut inbox = ask_user(home.path())
+        .args(["inbox", "--addr", "127.0.0.1:0", "--state-dir"])
+        .arg(&state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = mpsc::channel();
+    let stderr = inbox.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stdout = BufReader::new(inbox.stdout.take().unwrap());
+    let mut url = String::new();
+    stdout.read_line(&mut url).unwrap();
+    assert!(url.contains("token="), "{url}");
+    assert_eq!(
+        std::fs::metadata(&state).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    let mut peer = std::os::unix::net::UnixStream::connect(state.join("inbox.sock")).unwrap();
+    peer.write_all(b"{\"t\":\"\\u001b[31mX\\u0007\"}\n")
+        .unwrap();
+    let mut said = Vec::new();
+    let warned = loop {
+        let line = lines.recv_timeout(WAIT).expect("the inbox never warned");
+        said.push(line.clone());
+        if line.contains("cannot be read") {
+            break line;
+        }
+    };
+    let _ = inbox.kill();
+    let _ = inbox.wait();
+    assert!(
+        said.iter().any(|l| l.contains("made private")),
+        "no warning for the state directory: {said:?}"
+    );
+    assert!(
+        !said
+            .iter()
+            .any(|l| l.contains('\u{1b}') || l.contains('\u{7}')),
+        "a raw control byte reached stderr: {said:?}"
+    );
+    assert!(warned.contains("\\u{1b}[31mX\\u{7}"), "{warned}");
+}

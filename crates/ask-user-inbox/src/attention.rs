@@ -60,8 +60,13 @@ pub async fn tell_attention(stream: Stream, attention: &Attention) -> Result<usi
     writer.send(&message).await.map_err(|e| e.to_string())?;
     let mut reader = Reader::<_, ToHost>::new(read);
     while let Some(message) = reader.next().await {
-        if let ToHost::Noted { notifiers, .. } = message {
-            return Ok(notifiers);
+        match message {
+            ToHost::Noted { notifiers, .. } => return Ok(notifiers),
+            ToHost::Refused { code, message } => {
+                let said = format!("{code}: {message}");
+                return Err(user_questions::sanitize::visible(&said).into_owned());
+            }
+            _ => {}
         }
     }
     Err("the connection closed".into())

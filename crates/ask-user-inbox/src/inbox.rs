@@ -35,6 +35,44 @@ pub const HOST_ANSWERER: &str = "inbox-host";
 /// host's own desk may wait for the call's continuation first).
 pub const LATE_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// The most connections the inbox keeps at once (linked hosts, hooks, shells); one more is told
+/// `TOO_MANY_LINKS` and closed.
+pub const MAX_LINKS: usize = 128;
+
+/// Who is at the other end of a link, as the unix socket's peer credentials say; unknown over
+/// other streams (a test's in-memory pair).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Peer {
+    /// The peer's process.
+    pub pid: Option<u32>,
+    /// The peer's user.
+    pub uid: Option<u32>,
+}
+
+impl Peer {
+    /// The credentials of `stream`'s peer.
+    pub fn of(stream: &tokio::net::UnixStream) -> Self {
+        stream.peer_cred().map_or_else(
+            |_| Self::default(),
+            |cred| Self {
+                pid: cred.pid().and_then(|pid| u32::try_from(pid).ok()),
+                uid: Some(cred.uid()),
+            },
+        )
+    }
+}
+
+/// Whether the process `pid` still runs (one of another user's counts as running).
+fn process_runs(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    !matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
+
 /// A session a linked host runs (or ran: its host may be gone), as the inbox knows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InboxSession {
@@ -104,7 +142,7 @@ const ATTENTION_QUEUE: usize = 64;
 #[derive(Default)]
 struct State {
     next_link: u64,
-    links: HashMap<u64, mpsc::UnboundedSender<ToHost>>,
+    links: HashMap<u64, LinkEntry>,
     sessions: HashMap<String, SessionEntry>,
     questions: HashMap<Key, QuestionEntry>,
     /// Late answers sent to a host, waiting for its word: the link each went to, and where the
@@ -113,8 +151,18 @@ struct State {
     next_late: u64,
 }
 
+/// A connection: where its messages go, and who is at its end.
+struct LinkEntry {
+    tx: mpsc::UnboundedSender<ToHost>,
+    peer: Peer,
+}
+
 struct SessionEntry {
+    /// The link that speaks for it now.
     link: Option<u64>,
+    /// The process that announced it: another process takes the session over only once this
+    /// one has ended (a new hook of the same agent session, a restarted server).
+    pid: Option<u32>,
     client: Option<String>,
     cwd: Option<String>,
     agent: AgentHandle,
@@ -131,6 +179,56 @@ struct QuestionEntry {
     verdict_rx: Option<oneshot::Receiver<Verdict>>,
     /// The host's own outcome answered the inbox's ask (nothing goes back).
     from_host: bool,
+}
+
+impl State {
+    /// Whether `link` may speak for `session` (and take it if no live link holds it): a
+    /// session belongs to the link that announced it while that link lasts, and to its process
+    /// after; another process takes it over only once that one has ended. An unknown session is
+    /// anyone's.
+    fn may_claim(&self, link: u64, session: &str) -> bool {
+        let Some(entry) = self.sessions.get(session) else {
+            return true;
+        };
+        if entry.link == Some(link) {
+            return true;
+        }
+        let pid = self.links.get(&link).and_then(|l| l.peer.pid);
+        let same_process = pid.is_some() && pid == entry.pid;
+        match entry.link {
+            // The same process linked again before its old link was seen to close.
+            Some(other) if self.links.contains_key(&other) => same_process,
+            _ => same_process || entry.pid.is_none_or(|owner| !process_runs(owner)),
+        }
+    }
+
+    /// Whether `link` speaks for `session` now.
+    fn holds(&self, link: u64, session: &str) -> bool {
+        self.sessions
+            .get(session)
+            .is_some_and(|entry| entry.link == Some(link))
+    }
+
+    /// Forgets `session` when no link speaks for it and none of its questions is in the
+    /// inbox's seam: its continued questions stay listed from the logs. Its agent leaves the
+    /// inbox's registry with it.
+    fn forget_if_idle(&mut self, session: &str, registry: &InMemoryAgentRegistry) {
+        let idle = self.sessions.get(session).is_some_and(|e| e.link.is_none())
+            && !self.questions.keys().any(|(s, _)| s == session);
+        if idle && let Some(entry) = self.sessions.remove(session) {
+            registry.exit(entry.agent.id());
+        }
+    }
+}
+
+/// Logs a message a link sent about a session (or a call) another link owns, and drops it.
+fn refused(link: u64, what: &str, session: &str) {
+    tracing::warn!(
+        link,
+        message = what,
+        session = %user_questions::sanitize::visible(session),
+        "a link spoke for a session it does not own; refused"
+    );
 }
 
 /// How a question's window ended at its host, for the inbox's ask.
@@ -238,9 +336,10 @@ impl Inbox {
                     Ok((stream, _)) => {
                         let inbox = self.clone();
                         let stop = stop.clone();
+                        let peer = Peer::of(&stream);
                         tokio::spawn(async move {
                             tokio::select! {
-                                () = inbox.serve_link(stream) => {}
+                                () = inbox.serve_link_from(stream, peer) => {}
                                 () = stop.cancelled() => {}
                             }
                         });
@@ -256,18 +355,58 @@ impl Inbox {
 
     /// Serves one linked host on `stream` until it goes: its questions in their window are then
     /// left to the fallback (a host that died left them open in its log; answering repairs them).
+    /// The peer is unknown: see [`serve_link_from`](Self::serve_link_from).
     pub async fn serve_link<S>(&self, stream: S)
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        self.serve_link_from(stream, Peer::default()).await;
+    }
+
+    /// [`serve_link`](Self::serve_link) for `peer`: a link speaks only for the sessions it
+    /// announced (and its process, once it links again), and hears only their answers. Another
+    /// user's process, or one connection more than [`MAX_LINKS`], is told why and closed.
+    pub async fn serve_link_from<S>(&self, stream: S, peer: Peer)
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
         let (read, write) = tokio::io::split(stream);
         let (tx, mut rx) = mpsc::unbounded_channel::<ToHost>();
-        let link = {
+        let refusal = if peer
+            .uid
+            .is_some_and(|uid| uid != nix::unistd::getuid().as_raw())
+        {
+            Some(("OTHER_USER", "this inbox serves its own user's agents only"))
+        } else {
+            None
+        };
+        let linked = {
             let mut state = lock(&self.inner.state);
-            state.next_link += 1;
-            let link = state.next_link;
-            state.links.insert(link, tx);
-            link
+            if let Some(refusal) = refusal {
+                Err(refusal)
+            } else if state.links.len() >= MAX_LINKS {
+                Err((
+                    "TOO_MANY_LINKS",
+                    "the inbox has as many connections as it takes; try again later",
+                ))
+            } else {
+                state.next_link += 1;
+                let link = state.next_link;
+                state.links.insert(link, LinkEntry { tx, peer });
+                Ok(link)
+            }
+        };
+        let link = match linked {
+            Ok(link) => link,
+            Err((code, message)) => {
+                tracing::warn!(code, uid = ?peer.uid, pid = ?peer.pid, "a connection was refused");
+                let refused = ToHost::Refused {
+                    code: code.to_owned(),
+                    message: message.to_owned(),
+                };
+                let _ = Writer::new(write).send(&refused).await;
+                return;
+            }
         };
         let writer = tokio::spawn(async move {
             let mut writer = Writer::new(write);
@@ -323,13 +462,17 @@ impl Inner {
 
     fn on_message(self: &Arc<Self>, link: u64, message: ToInbox) {
         match message {
+            // The pid a peer says is only logged: its credentials decide what it owns.
             ToInbox::Hello { pid } => tracing::info!(pid, link, "a host linked"),
             ToInbox::Session {
                 session,
                 client,
                 cwd,
             } => {
-                self.session(&session, Some(link), client, cwd);
+                if self.session(&session, Some(link), client, cwd).is_none() {
+                    refused(link, "session", &session);
+                    return;
+                }
                 self.changed();
             }
             ToInbox::Open {
@@ -349,11 +492,15 @@ impl Inner {
                     Over::Pending => Verdict::Pending,
                     Over::Failed { code, message } => Verdict::Failed(code, message),
                 };
-                self.verdict(&(session, call), verdict);
+                self.verdict(link, &(session, call), verdict);
             }
             // The host made the pending result durable: relayed as it comes (a card that turns
             // continued before the inbox's own ask ended pending stays so).
             ToInbox::Continued { session, call } => {
+                if !lock(&self.state).holds(link, &session) {
+                    refused(link, "continued", &session);
+                    return;
+                }
                 self.publish(&session, &call, QuestionEventKind::Continued);
                 self.changed();
             }
@@ -361,25 +508,8 @@ impl Inner {
                 session,
                 call,
                 provenance,
-            } => {
-                lock(&self.state)
-                    .questions
-                    .remove(&(session.clone(), call.clone()));
-                self.publish(
-                    &session,
-                    &call,
-                    QuestionEventKind::Answered {
-                        path: AnswerPath::Late,
-                        provenance,
-                    },
-                );
-                self.changed();
-            }
-            ToInbox::LateReply { id, result } => {
-                if let Some((_, waiter)) = lock(&self.state).late.remove(&id) {
-                    let _ = waiter.send(result);
-                }
-            }
+            } => self.settled(link, &session, &call, provenance),
+            ToInbox::LateReply { id, result } => self.late_reply(link, id, result),
             ToInbox::Attention { id, attention } => {
                 let attention = attention.cut();
                 tracing::info!(
@@ -388,8 +518,8 @@ impl Inner {
                     "an agent waits at its own terminal"
                 );
                 let notifiers = self.attention.send(attention).unwrap_or(0);
-                if let Some(tx) = lock(&self.state).links.get(&link) {
-                    let _ = tx.send(ToHost::Noted { id, notifiers });
+                if let Some(to) = lock(&self.state).links.get(&link) {
+                    let _ = to.tx.send(ToHost::Noted { id, notifiers });
                 }
             }
             ToInbox::Answer {
@@ -401,22 +531,76 @@ impl Inner {
             } => {
                 let key = (session, call);
                 let result = self.shell.answer(&self.seam, &key, &answers, provenance);
-                if let Some(tx) = lock(&self.state).links.get(&link) {
-                    let _ = tx.send(ToHost::Answered { id, result });
+                if let Some(to) = lock(&self.state).links.get(&link) {
+                    let _ = to.tx.send(ToHost::Answered { id, result });
                 }
             }
         }
     }
 
-    /// The session's entry (made with an agent of its own in the inbox's registry), updated.
+    /// A late reply was admitted at the host: the question is settled (the link's own only).
+    fn settled(&self, link: u64, session: &str, call: &CallId, provenance: Provenance) {
+        {
+            let mut state = lock(&self.state);
+            if !state.holds(link, session) {
+                drop(state);
+                refused(link, "settled", session);
+                return;
+            }
+            state.questions.remove(&(session.to_owned(), call.clone()));
+        }
+        self.publish(
+            session,
+            call,
+            QuestionEventKind::Answered {
+                path: AnswerPath::Late,
+                provenance,
+            },
+        );
+        self.changed();
+    }
+
+    /// What became of the late answer `id`: the word of the link it went to, and no other's.
+    fn late_reply(&self, link: u64, id: u64, result: WireLate) {
+        let waiter = {
+            let mut state = lock(&self.state);
+            match state.late.get(&id) {
+                Some((to, _)) if *to == link => state.late.remove(&id),
+                Some(_) => {
+                    drop(state);
+                    tracing::warn!(
+                        link,
+                        id,
+                        "a late reply from a link it was not sent to; refused"
+                    );
+                    return;
+                }
+                None => return,
+            }
+        };
+        if let Some((_, waiter)) = waiter {
+            let _ = waiter.send(result);
+        }
+    }
+
+    /// The session's entry (made with an agent of its own in the inbox's registry), updated;
+    /// `None` when `link` may not speak for it ([`State::may_claim`]).
     fn session(
         &self,
         name: &str,
         link: Option<u64>,
         client: Option<String>,
         cwd: Option<String>,
-    ) -> AgentHandle {
+    ) -> Option<AgentHandle> {
         let mut state = lock(&self.state);
+        if let Some(link) = link
+            && !state.may_claim(link, name)
+        {
+            return None;
+        }
+        let pid = link
+            .and_then(|link| state.links.get(&link))
+            .and_then(|l| l.peer.pid);
         let entry = state.sessions.entry(name.to_owned()).or_insert_with(|| {
             let agent: AgentHandle = InMemoryAgent::new(
                 format!("inbox:{name}"),
@@ -426,6 +610,7 @@ impl Inner {
             self.registry.enter_root(Arc::clone(&agent));
             SessionEntry {
                 link: None,
+                pid: None,
                 client: None,
                 cwd: None,
                 agent,
@@ -433,6 +618,7 @@ impl Inner {
         });
         if link.is_some() {
             entry.link = link;
+            entry.pid = pid;
         }
         if client.is_some() {
             entry.client = client;
@@ -440,7 +626,7 @@ impl Inner {
         if cwd.is_some() {
             entry.cwd = cwd;
         }
-        Arc::clone(&entry.agent)
+        Some(Arc::clone(&entry.agent))
     }
 
     fn open(
@@ -452,7 +638,10 @@ impl Inner {
         timed: bool,
         ends_at_ms: Option<i64>,
     ) {
-        let agent = self.session(&session, Some(link), None, None);
+        let Some(agent) = self.session(&session, Some(link), None, None) else {
+            refused(link, "open", &session);
+            return;
+        };
         let key = (session, call);
         {
             let mut state = lock(&self.state);
@@ -508,9 +697,14 @@ impl Inner {
         match outcome {
             Ok(TimedOutcome::Answered(answered)) => {
                 let entry = lock(&self.state).questions.remove(&key);
-                if entry.as_ref().is_some_and(|e| !e.from_host) {
-                    self.deliver(&key, answered.answers, answered.provenance)
-                        .await;
+                if let Some(entry) = entry.filter(|e| !e.from_host) {
+                    self.deliver(
+                        &key,
+                        Some(entry.link),
+                        answered.answers,
+                        answered.provenance,
+                    )
+                    .await;
                 }
             }
             // The seam said pending; the host says continued when its result is durable.
@@ -522,19 +716,26 @@ impl Inner {
                 lock(&self.state).questions.remove(&key);
             }
         }
+        lock(&self.state).forget_if_idle(&key.0, &self.registry);
         self.changed();
     }
 
     /// An answer given in the inbox to a question in its window: to the host that asked, or,
     /// when it is gone, through the fallback (which repairs the call its host left open).
-    async fn deliver(self: &Arc<Self>, key: &Key, answers: AnswerBatch, provenance: Provenance) {
+    async fn deliver(
+        self: &Arc<Self>,
+        key: &Key,
+        question_link: Option<u64>,
+        answers: AnswerBatch,
+        provenance: Provenance,
+    ) {
+        // To the link that opened the question, while it speaks for the session.
         let link = {
             let state = lock(&self.state);
-            state
-                .sessions
-                .get(&key.0)
-                .and_then(|s| s.link)
-                .and_then(|link| state.links.get(&link).cloned())
+            (state.sessions.get(&key.0).and_then(|s| s.link))
+                .filter(|link| Some(*link) == question_link)
+                .and_then(|link| state.links.get(&link))
+                .map(|l| l.tx.clone())
         };
         let message = ToHost::Answer {
             session: key.0.clone(),
@@ -560,12 +761,18 @@ impl Inner {
         }
     }
 
-    fn verdict(&self, key: &Key, verdict: Verdict) {
+    /// How the window of `key` ended, as the link that opened it says.
+    fn verdict(&self, link: u64, key: &Key, verdict: Verdict) {
         let sender = {
             let mut state = lock(&self.state);
             let Some(entry) = state.questions.get_mut(key) else {
                 return;
             };
+            if entry.link != link {
+                drop(state);
+                refused(link, "over", &key.0);
+                return;
+            }
             if matches!(verdict, Verdict::Answered(..)) {
                 entry.from_host = true;
             }
@@ -585,10 +792,17 @@ impl Inner {
             state.links.remove(&link);
             // Late answers that host never took: their waiters learn it now (and go to the logs).
             state.late.retain(|_, (to, _)| *to != link);
-            for session in state.sessions.values_mut() {
+            let mut went = Vec::new();
+            for (name, session) in &mut state.sessions {
                 if session.link == Some(link) {
                     session.link = None;
+                    went.push(name.clone());
                 }
+            }
+            // Its sessions with nothing in the inbox's seam are forgotten now, the others once
+            // their questions end there.
+            for name in went {
+                state.forget_if_idle(&name, &self.registry);
             }
             let mut continued = Vec::new();
             let mut verdicts = Vec::new();
@@ -633,7 +847,7 @@ impl Inner {
         let (word, id) = {
             let mut state = lock(&self.state);
             let link = state.sessions.get(session).and_then(|s| s.link)?;
-            let tx = state.links.get(&link).cloned()?;
+            let tx = state.links.get(&link)?.tx.clone();
             state.next_late += 1;
             let id = state.next_late;
             let (wtx, wrx) = oneshot::channel();

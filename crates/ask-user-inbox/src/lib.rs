@@ -9,7 +9,7 @@ mod shell;
 mod wire;
 
 pub use attention::{Attention, MAX_ATTENTION, tell_attention};
-pub use inbox::{HOST_ANSWERER, Inbox, InboxSession, LATE_WITHIN};
+pub use inbox::{HOST_ANSWERER, Inbox, InboxSession, LATE_WITHIN, MAX_LINKS, Peer};
 pub use link::{
     AsyncReadWrite, Connect, InboxLink, LINK_ANSWERER, LinkedHost, LinkedSession, Stream,
 };
@@ -18,4 +18,4 @@ pub use rendezvous::{
     STARTED_WITHIN, Starter, connect,
 };
 pub use shell::{InWindowRefusal, answer_in_window};
-pub use wire::MAX_LINE;
+pub use wire::{LINE_WITHIN, MAX_LINE};

@@ -350,6 +350,12 @@ impl LinkInner {
                     });
                 });
             }
+            // The inbox closes the connection after this; the link tries again later.
+            ToHost::Refused { code, message } => tracing::warn!(
+                code = %user_questions::sanitize::visible(&code),
+                message = %user_questions::sanitize::visible(&message),
+                "the inbox refused the link"
+            ),
             // A shell's word: never sent to a host.
             ToHost::Answered { .. } | ToHost::Noted { .. } => {}
         }

@@ -121,12 +121,16 @@ impl Rendezvous {
     ///
     /// When the directory or the lock file cannot be made.
     pub fn lock(&self) -> io::Result<Option<InboxLock>> {
-        std::fs::create_dir_all(&self.dir)?;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.dir.join(LOCK_NAME))?;
+        private_dir(&self.dir)?;
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .open(self.dir.join(LOCK_NAME))?
+        };
         Ok(file.try_lock().is_ok().then_some(InboxLock { _file: file }))
     }
 
@@ -211,7 +215,7 @@ impl Rendezvous {
     pub fn spawn(&self, mut command: std::process::Command) -> io::Result<()> {
         use std::os::unix::fs::OpenOptionsExt as _;
         use std::os::unix::process::CommandExt as _;
-        std::fs::create_dir_all(&self.dir)?;
+        private_dir(&self.dir)?;
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -277,4 +281,14 @@ impl Rendezvous {
             })
         })
     }
+}
+
+/// Creates `dir` and its missing parents for their owner alone (`0700`); a directory that exists
+/// keeps its mode (the binary makes the state directory private before it starts anything).
+fn private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }

@@ -159,8 +159,13 @@ pub async fn answer_in_window(
     writer.send(&message).await.map_err(|e| unreachable(&e))?;
     let mut reader = Reader::<_, ToHost>::new(read);
     while let Some(message) = reader.next().await {
-        let ToHost::Answered { result, .. } = message else {
-            continue;
+        let result = match message {
+            ToHost::Answered { result, .. } => result,
+            ToHost::Refused { code, message } => {
+                let said = format!("{code}: {message}");
+                return Err(unreachable(&user_questions::sanitize::visible(&said)));
+            }
+            _ => continue,
         };
         return match result {
             WireAnswer::Taken => Ok(()),

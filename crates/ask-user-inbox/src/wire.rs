@@ -22,7 +22,14 @@ use user_questions::{
 };
 
 /// The longest line either side takes: a batch of questions at the seam's limits fits many times.
-pub const MAX_LINE: usize = 4 * 1024 * 1024;
+pub const MAX_LINE: usize = 1024 * 1024;
+
+/// How long a line may stay unfinished: a peer that starts a line and stalls is dropped then, so
+/// a stalled peer holds at most one partial line for this long.
+pub const LINE_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How often a reader looks whether an unfinished line has waited too long.
+const LINE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a host tells the inbox.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -122,6 +129,9 @@ pub(crate) enum ToHost {
     Answered { id: u64, result: WireAnswer },
     /// An attention was taken: how many of the inbox's notifiers heard it.
     Noted { id: u64, notifiers: usize },
+    /// The inbox does not take this connection (too many links, another user's process); it
+    /// closes it after this line.
+    Refused { code: String, message: String },
 }
 
 /// What became of an answer given in a question's window through the inbox's socket.
@@ -261,10 +271,13 @@ fn not_waiting_of(name: &str) -> NotWaiting {
     }
 }
 
-/// Reads lines of `T`: `None` at the end of the stream, on a read error or on a line too long;
-/// a line that is not a `T` is skipped with a warning (a newer peer's message, say).
+/// Reads lines of `T`: `None` at the end of the stream, on a read error, on a line too long, or
+/// on a line left unfinished for [`LINE_WITHIN`]; a line that is not a `T` is skipped with a
+/// warning (a newer peer's message, say), its text escaped.
 pub(crate) struct Reader<R, T> {
     lines: FramedRead<R, LinesCodec>,
+    /// Since when the buffer has held an unfinished line.
+    partial_since: Option<tokio::time::Instant>,
     _kind: std::marker::PhantomData<T>,
 }
 
@@ -272,16 +285,38 @@ impl<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>> Reader<R, T> {
     pub(crate) fn new(read: R) -> Self {
         Self {
             lines: FramedRead::new(read, LinesCodec::new_with_max_length(MAX_LINE)),
+            partial_since: None,
             _kind: std::marker::PhantomData,
         }
     }
 
     pub(crate) async fn next(&mut self) -> Option<T> {
         loop {
-            match self.lines.next().await? {
+            // Reading a line is cancel safe: what arrived stays in the buffer.
+            let read = tokio::select! {
+                read = self.lines.next() => read?,
+                () = tokio::time::sleep(LINE_CHECK) => {
+                    if self.lines.read_buffer().is_empty() {
+                        self.partial_since = None;
+                    } else if self
+                        .partial_since
+                        .get_or_insert_with(tokio::time::Instant::now)
+                        .elapsed()
+                        >= LINE_WITHIN
+                    {
+                        tracing::warn!("an inbox peer left a line unfinished; disconnected");
+                        return None;
+                    }
+                    continue;
+                }
+            };
+            self.partial_since = None;
+            match read {
                 Ok(line) => match serde_json::from_str(&line) {
                     Ok(message) => return Some(message),
                     Err(error) => {
+                        let error =
+                            user_questions::sanitize::visible(&error.to_string()).into_owned();
                         tracing::warn!(%error, "an inbox message that cannot be read; skipped");
                     }
                 },

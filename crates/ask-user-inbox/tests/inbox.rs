@@ -119,6 +119,8 @@ struct Host {
 #[derive(Default)]
 struct HostDesk {
     late: Mutex<Vec<(String, CallId, AnswerBatch)>>,
+    /// Held by a test to keep a late answer in the host's hands a while.
+    pause: tokio::sync::RwLock<()>,
     /// The host no longer serves its sessions (an HTTP server's session ended).
     forgot: std::sync::atomic::AtomicBool,
 }
@@ -148,6 +150,7 @@ impl QuestionDesk for HostDesk {
     }
 
     async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
+        let _unpaused = self.pause.read().await;
         if self.forgot.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(LateRefusal::UnknownSession(submission.session));
         }
@@ -300,6 +303,16 @@ fn world(host_hand: Option<&Hand>) -> (World, Option<AnswererGuard>) {
 }
 
 impl World {
+    /// `call_1` asked with a short window, gone pending, and continued at the host.
+    async fn continued_call(&self) {
+        let mut events = self.inbox.seam().subscribe();
+        let asked = self.ask_timed(200);
+        self.page.reached().await;
+        assert!(matches!(finish(asked).await, TimedOutcome::Pending { .. }));
+        announce_continued(&self.host.seam);
+        World::inbox_told(&mut events, "continued").await;
+    }
+
     async fn linked(&self) {
         tokio::time::timeout(NEVER, self.link.as_ref().unwrap().connected())
             .await
@@ -515,7 +528,8 @@ async fn when_the_host_goes_its_question_is_continued_and_answered_through_the_l
         world.fallback.answered.lock().unwrap().clone(),
         vec![("log-1.jsonl".to_owned(), CallId::from("call_1"))]
     );
-    assert!(!world.inbox.sessions()[0].linked);
+    // Nothing of the session is left in the inbox: its continued question is the logs'.
+    until(|| world.inbox.sessions().is_empty()).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -557,12 +571,7 @@ async fn the_inbox_going_and_coming_back_gets_what_is_still_open() {
 async fn a_late_answer_the_linked_host_no_longer_serves_goes_to_the_logs() {
     let (world, _form) = world(None);
     world.linked().await;
-    let mut events = world.inbox.seam().subscribe();
-    let asked = world.ask_timed(200);
-    world.page.reached().await;
-    assert!(matches!(finish(asked).await, TimedOutcome::Pending { .. }));
-    announce_continued(&world.host.seam);
-    World::inbox_told(&mut events, "continued").await;
+    world.continued_call().await;
     // The session ended at its host (still linked for others): the logs take the answer.
     world
         .host
@@ -680,4 +689,192 @@ async fn an_agents_attention_reaches_the_notifiers_cut_and_nobody_is_told_when_n
         got.message.starts_with("\u{1b}[31m"),
         "kept as said: escaped where shown"
     );
+}
+
+/// Waits until `done` (the inbox works in tasks of its own).
+async fn until(done: impl Fn() -> bool) {
+    tokio::time::timeout(NEVER, async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("never came");
+}
+
+/// A connection of the test's own to the inbox, speaking raw protocol lines: a hostile or
+/// broken peer.
+struct RawLink {
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+}
+
+impl RawLink {
+    fn to(inbox: &Inbox) -> Self {
+        use tokio::io::AsyncBufReadExt as _;
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let inbox = inbox.clone();
+        tokio::spawn(async move { inbox.serve_link(theirs).await });
+        let (read, write) = tokio::io::split(ours);
+        Self {
+            lines: tokio::io::BufReader::new(read).lines(),
+            write,
+        }
+    }
+
+    async fn send_raw(&mut self, text: &str) {
+        use tokio::io::AsyncWriteExt as _;
+        self.write.write_all(text.as_bytes()).await.unwrap();
+    }
+
+    async fn send(&mut self, message: &serde_json::Value) {
+        self.send_raw(&format!("{message}\n")).await;
+    }
+
+    /// The next line the inbox sends within `within`; `None` when nothing came or the inbox
+    /// closed the connection.
+    async fn next(&mut self, within: Duration) -> Option<serde_json::Value> {
+        let line = tokio::time::timeout(within, self.lines.next_line())
+            .await
+            .ok()?
+            .unwrap()?;
+        Some(serde_json::from_str(&line).unwrap())
+    }
+
+    /// Whether the inbox closed the connection within `within`.
+    async fn closed(&mut self, within: Duration) -> bool {
+        matches!(
+            tokio::time::timeout(within, self.lines.next_line()).await,
+            Ok(Ok(None) | Err(_))
+        )
+    }
+}
+
+fn question_json() -> serde_json::Value {
+    serde_json::to_value([question()]).unwrap()
+}
+
+/// A second link cannot act for the first link's session: its `session` does not relabel it,
+/// its `open` does not take the question, its forged `over` does not end it. The page's answer
+/// reaches the host that asked, and nothing reaches the other link.
+#[tokio::test(start_paused = true)]
+async fn a_link_cannot_take_or_end_another_links_question() {
+    let (world, _form) = world(None);
+    world.linked().await;
+    let asked = world.ask_timed(60_000);
+    world.page.reached().await;
+    let mut hostile = RawLink::to(&world.inbox);
+    hostile
+        .send(&serde_json::json!({"t": "session", "session": "log-1.jsonl", "client": "attacker", "cwd": "/tmp"}))
+        .await;
+    hostile
+        .send(
+            &serde_json::json!({"t": "open", "session": "log-1.jsonl", "call": "call_1",
+            "questions": question_json(), "timed": true, "askedAtMs": 0}),
+        )
+        .await;
+    hostile
+        .send(
+            &serde_json::json!({"t": "over", "session": "log-1.jsonl", "call": "call_1",
+            "how": {"how": "pending"}}),
+        )
+        .await;
+    hostile
+        .send(&serde_json::json!({"t": "continued", "session": "log-1.jsonl", "call": "call_1"}))
+        .await;
+    hostile
+        .send(
+            &serde_json::json!({"t": "settled", "session": "log-1.jsonl", "call": "call_1",
+            "provenance": {"answerer": "attacker", "answeredBy": "human"}}),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sessions = world.inbox.sessions();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].client.as_deref(), Some("claude-code"));
+    world.page.answer(batch("SQLite")).await;
+    match finish(asked).await {
+        TimedOutcome::Answered(answered) => assert_eq!(answered.answers, batch("SQLite")),
+        other @ TimedOutcome::Pending { .. } => panic!("the forged end won: {other:?}"),
+    }
+    assert_eq!(hostile.next(Duration::from_secs(1)).await, None);
+}
+
+/// What became of a late answer is the word of the link it went to: another link's forged
+/// `late-reply` is dropped, and the host's own reply is the one the page is told.
+#[tokio::test(start_paused = true)]
+async fn a_forged_late_reply_is_refused_and_the_hosts_word_counts() {
+    let (world, _form) = world(None);
+    world.linked().await;
+    world.continued_call().await;
+    let mut hostile = RawLink::to(&world.inbox);
+    let held = world.host.desk.pause.write().await;
+    let inbox = world.inbox.clone();
+    let answering = tokio::spawn(async move { answer_late_in_the_inbox(&inbox).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    hostile
+        .send(&serde_json::json!({"t": "late-reply", "id": 1,
+            "result": {"outcome": "not-waiting", "why": "settled"}}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!answering.is_finished(), "the forged word was taken");
+    drop(held);
+    let accepted = finish(answering).await;
+    assert!(matches!(accepted, Accepted::Queued(q) if q.message_id == "reply-1"));
+    assert_eq!(world.host.desk.late.lock().unwrap().len(), 1);
+}
+
+/// The inbox forgets a session once its link closed and nothing of it is in its seam: many
+/// sessions over links that come and go leave nothing behind.
+#[tokio::test(start_paused = true)]
+async fn sessions_of_links_that_closed_are_forgotten() {
+    let served = served();
+    for i in 0..1000 {
+        let mut link = RawLink::to(&served.inbox);
+        link.send(
+            &serde_json::json!({"t": "session", "session": format!("s{i}.jsonl"),
+            "client": "c", "cwd": "/w"}),
+        )
+        .await;
+        drop(link);
+    }
+    until(|| served.inbox.links() == 0).await;
+    assert_eq!(served.inbox.sessions(), Vec::new());
+}
+
+/// One connection more than the inbox takes is told so and closed; the others stay.
+#[tokio::test(start_paused = true)]
+async fn a_link_beyond_the_cap_is_refused_with_a_reason() {
+    let served = served();
+    let mut links = Vec::new();
+    for _ in 0..ask_user_inbox::MAX_LINKS {
+        links.push(RawLink::to(&served.inbox));
+    }
+    until(|| served.inbox.links() == ask_user_inbox::MAX_LINKS).await;
+    let mut one_more = RawLink::to(&served.inbox);
+    let refused = one_more.next(NEVER).await.expect("a refusal");
+    assert_eq!(refused["t"], "refused");
+    assert_eq!(refused["code"], "TOO_MANY_LINKS");
+    assert!(one_more.closed(NEVER).await);
+    assert_eq!(served.inbox.links(), ask_user_inbox::MAX_LINKS);
+    drop(links);
+    until(|| served.inbox.links() == 0).await;
+}
+
+/// A peer that starts a line and stalls is disconnected after `LINE_WITHIN`; one that sends
+/// whole lines slowly is not.
+#[tokio::test(start_paused = true)]
+async fn a_line_left_unfinished_ends_its_connection() {
+    let served = served();
+    let mut stalled = RawLink::to(&served.inbox);
+    let mut slow = RawLink::to(&served.inbox);
+    stalled.send_raw(r#"{"t":"hello","pid":"#).await;
+    until(|| served.inbox.links() == 2).await;
+    for _ in 0..3 {
+        tokio::time::sleep(ask_user_inbox::LINE_WITHIN / 2).await;
+        slow.send(&serde_json::json!({"t": "hello", "pid": 1}))
+            .await;
+    }
+    assert!(stalled.closed(Duration::ZERO).await);
+    until(|| served.inbox.links() == 1).await;
 }

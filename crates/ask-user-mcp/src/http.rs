@@ -410,8 +410,25 @@ pub(crate) async fn guard(
         }
         _ => {}
     }
+    // A body sent as JSON that rmcp cannot read is a JSON-RPC parse error, not a media type
+    // the server does not take.
+    let sent_json = request.method() == Method::POST
+        && (request.headers().get(header::CONTENT_TYPE))
+            .and_then(|t| t.to_str().ok())
+            .is_some_and(|t| {
+                t.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("application/json")
+            });
     let in_use = session.as_ref().and_then(|id| guard.sessions.begin(id));
     let response = next.run(request).await;
+    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && sent_json {
+        return jsonrpc_refusal(
+            StatusCode::BAD_REQUEST,
+            -32700,
+            "Parse error: the request body is not a JSON-RPC message; nothing was done.",
+        );
+    }
     if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
         // rmcp's refusal is plain text: a client reads JSON-RPC.
         return jsonrpc_refusal(

@@ -92,7 +92,8 @@ impl AskUserMcp {
             path: options.state_dir.clone(),
             source,
         };
-        std::fs::create_dir_all(&options.state_dir).map_err(state_err)?;
+        // Only its owner reads the questions and answers it keeps (tightened if it was not).
+        session_log::private_dir(&options.state_dir).map_err(state_err)?;
         if !options.state_dir.is_dir() {
             return Err(state_err(io::Error::other("not a directory")));
         }

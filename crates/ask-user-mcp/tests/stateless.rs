@@ -434,6 +434,21 @@ async fn bad_input_of_the_stateless_revision_is_a_clear_error_and_writes_nothing
         "{message}"
     );
 
+    // A body that is no JSON: a JSON-RPC parse error, as JSON.
+    let response = reqwest::Client::new()
+        .post(&url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", now)
+        .body(r#"{"jsonrpc":"2.0","id":4,"method":"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    let text = response.text().await.unwrap();
+    let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    assert_eq!(parsed["error"]["code"], -32700, "{parsed}");
+
     assert!(logs_in(dir.path()).is_empty(), "nothing written");
     // Still serving: the genuine state answers the form.
     let params = json!({"_meta": meta, "requestState": state, "inputResponses": answer});

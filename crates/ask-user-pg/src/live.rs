@@ -101,7 +101,11 @@ impl PgStore {
     ///
     /// The file cannot be created or written, or the export fails.
     pub fn export_to_new_file(&self, name: &str, path: &Path) -> Result<u64, ExportError> {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+        // The export holds every question and answer of the session: its owner's alone.
+        let mut options = OpenOptions::new();
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, session_log::FILE_MODE);
+        let mut file = options.write(true).create_new(true).open(path)?;
         let written = self.export(name, &mut file).and_then(|bytes| {
             file.flush()?;
             file.sync_all()?;

@@ -33,6 +33,7 @@ mod envelope;
 mod event;
 mod header;
 mod lenient;
+mod private;
 mod readers;
 mod record;
 mod repair;
@@ -60,6 +61,7 @@ pub use event::{
     TurnEnd, TurnStart, UserMessageEvent,
 };
 pub use header::{CutRule, HeaderError, MAX_INHERITED_EVENT_COUNT, SessionHeader};
+pub use private::{DIR_MODE, FILE_MODE, private_dir, private_file};
 pub use readers::TextReading;
 pub use record::{
     AssistantMessage, AssistantMessageRecord, EndSeedRecord, ErrorRecord, InboxSpliceRecord,

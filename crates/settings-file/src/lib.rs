@@ -114,6 +114,7 @@ pub struct Read {
     path: PathBuf,
     keys: BTreeMap<String, Place>,
     unavailable: Vec<Unavailable>,
+    in_file: Vec<String>,
 }
 
 /// A table of the file left out because a secret of it could not be read: the variable its
@@ -136,6 +137,13 @@ impl Read {
     #[must_use]
     pub fn unavailable(&self) -> &[Unavailable] {
         &self.unavailable
+    }
+
+    /// The secret keys the file gives in itself (not through an `…_env` key), in file order:
+    /// such a file should be readable by its owner alone.
+    #[must_use]
+    pub fn secrets_in_file(&self) -> &[String] {
+        &self.in_file
     }
 
     /// Where the value at `key` (`notify.webhooks[0].url`) came from; `None` for a key the file
@@ -188,6 +196,7 @@ pub fn read<T: DeserializeOwned>(
         tables,
         keys: BTreeMap::new(),
         unavailable: Vec::new(),
+        in_file: Vec::new(),
     };
     let mut doc = DeTable::parse(text).map_err(|e| reader.toml_error(&e))?;
     reader.walk(doc.get_mut(), "", "")?;
@@ -197,6 +206,7 @@ pub fn read<T: DeserializeOwned>(
         path: path.to_path_buf(),
         keys: reader.keys,
         unavailable: reader.unavailable,
+        in_file: reader.in_file,
     };
     Ok((settings, read))
 }
@@ -252,6 +262,7 @@ struct Reader<'a> {
     tables: &'a [Table],
     keys: BTreeMap<String, Place>,
     unavailable: Vec<Unavailable>,
+    in_file: Vec<String>,
 }
 
 impl Reader<'_> {
@@ -313,6 +324,9 @@ impl Reader<'_> {
         for (key, what, list) in self.secrets(pattern) {
             let env_key = format!("{key}_env");
             let Some((name_key, name)) = table.remove_entry(env_key.as_str()) else {
+                if table.contains_key(key.as_str()) {
+                    self.in_file.push(join(path, &key));
+                }
                 continue;
             };
             let span = name.span();
@@ -592,23 +606,98 @@ pub fn locate(
     })
 }
 
+/// The largest settings file read: far beyond any real one, so a wrong path (a device, a log)
+/// fails at once instead of filling memory.
+pub const MAX_FILE: u64 = 1024 * 1024;
+
 impl Located {
     /// The file's text; `None` when it does not exist and was not given.
     ///
     /// # Errors
     ///
-    /// It cannot be read, is not UTF-8 text, or was given and does not exist.
+    /// It cannot be read, is not a regular file (a FIFO, a device, a directory), is larger than
+    /// [`MAX_FILE`], is not UTF-8 text, is a symbolic link to nothing, or was given and does
+    /// not exist.
     pub fn read(&self) -> Result<Option<String>, SettingsError> {
+        use std::io::Read as _;
         let path = self.path.display();
-        match std::fs::read(&self.path) {
-            Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
-                SettingsError(format!("{path}: the configuration file is not UTF-8 text"))
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !self.given => Ok(None),
-            Err(e) => Err(SettingsError(format!(
-                "cannot read the configuration file {path}: {e}"
-            ))),
+        let cannot = |e: std::io::Error| {
+            SettingsError(format!("cannot read the configuration file {path}: {e}"))
+        };
+        let meta = match std::fs::metadata(&self.path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A link left pointing at nothing is a mistake to say, not "no file".
+                if std::fs::symlink_metadata(&self.path).is_ok() {
+                    return Err(SettingsError(format!(
+                        "{path}: the configuration file is a symbolic link to a file that does not exist"
+                    )));
+                }
+                return if self.given { Err(cannot(e)) } else { Ok(None) };
+            }
+            Err(e) => return Err(cannot(e)),
+        };
+        if !meta.is_file() {
+            return Err(SettingsError(format!(
+                "{path}: the configuration file is not a regular file ({})",
+                file_kind(&meta)
+            )));
         }
+        let too_big = || {
+            SettingsError(format!(
+                "{path}: the configuration file is larger than {} KiB",
+                MAX_FILE / 1024
+            ))
+        };
+        if meta.len() > MAX_FILE {
+            return Err(too_big());
+        }
+        let mut bytes = Vec::new();
+        let file = std::fs::File::open(&self.path).map_err(cannot)?;
+        file.take(MAX_FILE + 1)
+            .read_to_end(&mut bytes)
+            .map_err(cannot)?;
+        if bytes.len() as u64 > MAX_FILE {
+            return Err(too_big());
+        }
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| SettingsError(format!("{path}: the configuration file is not UTF-8 text")))
+    }
+
+    /// Whether users other than its owner may read the file (on unix; never elsewhere).
+    #[must_use]
+    pub fn readable_by_others(&self) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::metadata(&self.path).is_ok_and(|m| m.permissions().mode() & 0o044 != 0)
+        }
+        #[cfg(not(unix))]
+        false
+    }
+}
+
+/// What a path that is not a regular file is, for an error.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        let kind = meta.file_type();
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if meta.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
     }
 }
 
@@ -744,6 +833,24 @@ mod tests {
             Some(("/h/.config/app/config.toml".into(), "$HOME"))
         );
         assert_eq!(locate("app", None, env(&[("HOME", "")])), None);
+    }
+
+    #[test]
+    fn secrets_given_in_the_file_are_named_and_those_from_the_environment_are_not() {
+        let tables = [Table {
+            path: "t",
+            secrets: &[("token", "a token"), ("key", "a key")],
+            other_names: &[],
+        }];
+        let env = |_: &str| Ok("s3cret".to_owned());
+        let text = "[t]\ntoken = \"in-file\"\nkey_env = \"KEY\"\n";
+        let (_, given): (toml::Table, Read) =
+            read(text, Path::new("f.toml"), &tables, &env).unwrap();
+        assert_eq!(given.secrets_in_file(), ["t.token"]);
+        let text = "[t]\ntoken_env = \"TOKEN\"\n";
+        let (_, from_env): (toml::Table, Read) =
+            read(text, Path::new("f.toml"), &tables, &env).unwrap();
+        assert!(from_env.secrets_in_file().is_empty());
     }
 
     #[test]

@@ -158,6 +158,16 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, CliError> {
         return Ok(loaded);
     };
     loaded.config = parse(&text, &at.path, &|name| std::env::var(name))?;
+    let secrets = loaded.config.read.secrets_in_file();
+    if !secrets.is_empty() && at.readable_by_others() {
+        let path = at.path.display().to_string();
+        eprintln!(
+            "warning: {} holds {} and other users can read it: `chmod 600 {}`, or read them from the environment (`…_env` keys)",
+            super::visible(&path),
+            secrets.join(", "),
+            super::visible(&ask_user_terminal::listing::shell_word(&path)),
+        );
+    }
     loaded.path = Some(at.path.clone());
     Ok(loaded)
 }
@@ -308,7 +318,7 @@ fn render(loaded: &Loaded, state_default: Option<PathBuf>) -> String {
     out.table("web");
     let addr = config.web.addr.map(|addr| quote(&addr.to_string()));
     out.entry("addr", addr, "127.0.0.1 on a free port");
-    let public_url = config.web.public_url.as_deref().map(quote);
+    let public_url = (config.web.public_url.as_deref()).map(|url| quote(&redacted_url(url)));
     out.entry("public_url", public_url, "the address served");
     tls(&mut out, config.web_tls.as_ref());
 

@@ -75,6 +75,8 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
         );
         return Ok(Exit::Failure);
     }
+    // Only its owner reads what the state directory keeps (tightened, with a warning, if not).
+    session_log::private_dir(&state_dir).map_err(io_error("STATE_DIR", "the state directory"))?;
     // One inbox per state directory: the lock is held for as long as this one runs.
     let Some(lock) = rendezvous
         .lock()

@@ -3,7 +3,7 @@
 //! names next to a target, no-replace publication and atomic replacement (SPEC §9.6).
 
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,7 +103,8 @@ pub(crate) fn remove_leftover_temps(target: &Path) -> io::Result<usize> {
 pub(crate) fn write_temp(target: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
     let temp = temp_path(target)?;
     let result = (|| {
-        let mut file = OpenOptions::new()
+        // Private from the start: a log, a checkpoint (SPEC: only their owner reads them).
+        let mut file = crate::private::private_options()
             .write(true)
             .create_new(true)
             .open(&temp)?;

@@ -316,6 +316,8 @@ fn special_kind(_: fs::FileType) -> &'static str {
 /// ([`StoreError::Locked`] when another writer holds it).
 fn lock_for_write(path: &Path) -> Result<File, StoreError> {
     regular_file(path)?;
+    // A log made before logs were private (or under another tool) is tightened now.
+    crate::private::private_file(path).map_err(|e| StoreError::io("make private", path, e))?;
     let file = OpenOptions::new()
         .read(true)
         .append(true)
