@@ -128,6 +128,53 @@ pub(crate) fn check(tokens: &[BearerToken], headers: &HeaderMap) -> Result<Princ
     }
 }
 
+/// How many hex digits of a call's owner tag its id carries.
+const TAG_LEN: usize = 16;
+
+/// How many hex digits of a session's UUID a call id carries.
+const UUID_LEN: usize = 32;
+
+/// The tag a call id carries of the principal that made it (`call_<uuid><tag>_<n>`): 16 hex
+/// digits of SHA-256 over the session's UUID and the principal, itself the digest of a bearer
+/// token nobody else has. `None` without a principal (stdio, loopback HTTP without tokens): such
+/// call ids carry no tag.
+pub(crate) fn owner_tag(uuid: &str, principal: &str) -> Option<String> {
+    if principal.is_empty() {
+        return None;
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(b"ask-user call owner\0");
+    hasher.update(uuid.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(principal.as_bytes());
+    let digest: [u8; 32] = hasher.finalize().into();
+    let mut tag = crate::util::hex(&digest);
+    tag.truncate(TAG_LEN);
+    Some(tag)
+}
+
+/// The session UUID and owner tag a call id carries (`call_<uuid>[<tag>]_<n>`).
+pub(crate) fn call_parts(call_id: &str) -> Option<(&str, Option<&str>)> {
+    let first = call_id.strip_prefix("call_")?.split('_').next()?;
+    let uuid = first.get(..UUID_LEN)?;
+    match first.get(UUID_LEN..)? {
+        "" => Some((uuid, None)),
+        tag if tag.len() == TAG_LEN => Some((uuid, Some(tag))),
+        _ => None,
+    }
+}
+
+/// Whether a request of `principal` (empty: none) may see call `call_id` (its task, its late
+/// reply): the call was made by the same principal. Another principal's call is as unknown to
+/// it as a call that never was.
+pub(crate) fn may_see(call_id: &str, principal: &str) -> bool {
+    let Some((uuid, tag)) = call_parts(call_id) else {
+        // Not one of this server's ids: whatever looks it up finds nothing.
+        return true;
+    };
+    owner_tag(uuid, principal).as_deref() == tag
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +249,22 @@ mod tests {
             check(&[], &headers(&[&format!("Bearer {TOKEN}")])),
             Err(Refused::Invalid)
         );
+    }
+
+    #[test]
+    fn call_ids_carry_their_owner_and_the_session_uuid() {
+        let uuid = "0123456789abcdef0123456789abcdef";
+        assert_eq!(owner_tag(uuid, ""), None);
+        let tag = owner_tag(uuid, "principal-a").unwrap();
+        assert_eq!(tag.len(), 16);
+        assert_ne!(owner_tag(uuid, "principal-b").unwrap(), tag);
+        let tagged = format!("call_{uuid}{tag}_3");
+        assert_eq!(call_parts(&tagged), Some((uuid, Some(tag.as_str()))));
+        assert_eq!(call_parts(&format!("call_{uuid}_3")), Some((uuid, None)));
+        assert!(may_see(&tagged, "principal-a"));
+        assert!(!may_see(&tagged, "principal-b"));
+        assert!(!may_see(&tagged, ""));
+        assert!(!may_see(&format!("call_{uuid}_3"), "principal-a"));
+        assert!(may_see(&format!("call_{uuid}_3"), ""));
     }
 }

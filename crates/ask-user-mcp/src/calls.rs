@@ -99,7 +99,7 @@ fn start_task(
     arguments: String,
     context: RequestContext<RoleServer>,
 ) -> rmcp::model::CreateTaskResult {
-    let call_id = conn.new_call_id();
+    let call_id = conn.new_call_id(&principal(&context));
     let task = conn.server().tasks.start(call_id.as_str());
     let created = task.detailed().task;
     let run = Run {
@@ -141,7 +141,7 @@ fn form_round_one(
         v: 1,
         log: conn.log().to_owned(),
         session: conn.session_id().as_str().to_owned(),
-        call: conn.new_call_id().as_str().to_owned(),
+        call: conn.new_call_id(&principal(context)).as_str().to_owned(),
         form: crate::mrtr::form_digest(&params),
         until_ms: 0,
     };
@@ -300,7 +300,7 @@ async fn run_call(
         Ok(active) => active,
         Err(error) => return error_result(&format!("the session log cannot be used: {error}")),
     };
-    let call_id = call_id.unwrap_or_else(|| conn.new_call_id());
+    let call_id = call_id.unwrap_or_else(|| conn.new_call_id(&principal(&context)));
     let timed = conn.server().runtime().tool().takes_late_answers();
     // A blocking call ends with its request, however that ends; a timed one only when the
     // client cancels it, and then as the reason says (withdrawn, or pending).
@@ -434,7 +434,7 @@ pub(crate) fn declares_forms(capabilities: &rmcp::model::ClientCapabilities) -> 
 
 /// Who sent the request, as a form's sealed state is bound to it: the digest of the bearer token
 /// it came with over HTTP, else nobody in particular (stdio, or loopback HTTP without tokens).
-fn principal(context: &RequestContext<RoleServer>) -> String {
+pub(crate) fn principal(context: &RequestContext<RoleServer>) -> String {
     context
         .extensions
         .get::<axum::http::request::Parts>()

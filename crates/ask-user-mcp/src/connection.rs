@@ -20,6 +20,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use user_questions::{CallId, TOOL_NAME};
 
 use crate::calls::is_stateless;
+use crate::calls::principal;
 use crate::companion::ANSWER_TOOL_NAME;
 use crate::late;
 use crate::session::Conn;
@@ -100,21 +101,25 @@ impl ServerHandler for McpConnection {
     async fn get_task(
         &self,
         request: rmcp::model::GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, McpError> {
         let server = self.inner.server();
-        let task = match server.tasks.get(&request.task_id) {
+        // Another principal's task is as unknown to this one as one that never was.
+        let seen = crate::auth::may_see(&request.task_id, &principal(&context));
+        let task = match server.tasks.get(&request.task_id).filter(|_| seen) {
             Some(task) => task.detailed(),
-            None => late::task_from_log(server, &CallId::from(request.task_id.clone()))
-                .ok_or_else(|| {
-                    McpError::invalid_params(
-                        format!(
-                            "no task {} in this server's sessions",
-                            quote(&request.task_id)
-                        ),
-                        None,
-                    )
-                })?,
+            None => (seen
+                .then(|| late::task_from_log(server, &CallId::from(request.task_id.clone()))))
+            .flatten()
+            .ok_or_else(|| {
+                McpError::invalid_params(
+                    format!(
+                        "no task {} in this server's sessions",
+                        quote(&request.task_id)
+                    ),
+                    None,
+                )
+            })?,
         };
         Ok(rmcp::model::GetTaskResult::new(task))
     }
@@ -122,21 +127,33 @@ impl ServerHandler for McpConnection {
     async fn update_task(
         &self,
         request: rmcp::model::UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        let refused =
+            |error: crate::tasks::UpdateError| McpError::invalid_params(error.to_string(), None);
+        if !crate::auth::may_see(&request.task_id, &principal(&context)) {
+            return Err(refused(crate::tasks::UpdateError::Unknown(request.task_id)));
+        }
         self.inner
             .server()
             .tasks
             .update(&request.task_id, &request.input_responses)
-            .map_err(|error| McpError::invalid_params(error.to_string(), None))
+            .map_err(refused)
     }
 
     async fn cancel_task(
         &self,
         request: rmcp::model::CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        match self.inner.server().tasks.get(&request.task_id) {
+        let seen = crate::auth::may_see(&request.task_id, &principal(&context));
+        match self
+            .inner
+            .server()
+            .tasks
+            .get(&request.task_id)
+            .filter(|_| seen)
+        {
             Some(task) => {
                 task.cancel.cancel();
                 Ok(())
@@ -193,7 +210,8 @@ impl ServerHandler for McpConnection {
         match request.name.as_ref() {
             TOOL_NAME => crate::calls::ask(&self.inner, request, context).await,
             ANSWER_TOOL_NAME if timed => {
-                Ok(late::fetch_reply(&self.inner, request.arguments.as_ref()).into())
+                let principal = principal(&context);
+                Ok(late::fetch_reply(&self.inner, request.arguments.as_ref(), &principal).into())
             }
             other => Err(McpError::invalid_params(
                 format!(

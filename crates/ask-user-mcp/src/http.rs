@@ -53,6 +53,9 @@ struct Activity {
     open: usize,
     /// When the last of them ended (or the session began).
     last: Instant,
+    /// The principal that made it (the digest of its bearer token), once its first response
+    /// named it: only that principal's requests reach it.
+    owner: Option<String>,
 }
 
 #[derive(Default)]
@@ -109,6 +112,23 @@ impl HttpSessions {
     /// Whether `id` is a live session.
     fn has(&self, id: &SessionId) -> bool {
         lock_unpoisoned(&self.book).live.contains_key(id)
+    }
+
+    /// Whether `principal` may use session `id`: a live session of its own, or one made without
+    /// a principal by a request without one. Another principal's session is as unknown as one
+    /// that never was.
+    fn may_use(&self, id: &SessionId, principal: Option<&str>) -> bool {
+        (lock_unpoisoned(&self.book).live.get(id))
+            .is_some_and(|activity| activity.owner.as_deref() == principal)
+    }
+
+    /// Binds the session `id` a response named to the principal that made it.
+    fn bind(&self, id: &SessionId, principal: Option<&str>) {
+        if let Some(activity) = lock_unpoisoned(&self.book).live.get_mut(id)
+            && activity.owner.is_none()
+        {
+            activity.owner = principal.map(str::to_owned);
+        }
     }
 
     /// A request of session `id` begins: the session is not idle until the guard is dropped.
@@ -206,6 +226,7 @@ impl SessionManager for HttpSessions {
             Activity {
                 open: 0,
                 last: Instant::now(),
+                owner: None,
             },
         );
         self.counted
@@ -361,10 +382,12 @@ pub(crate) async fn guard(
     mut request: Request,
     next: Next,
 ) -> Response {
+    let mut principal = None;
     if !guard.tokens.is_empty() {
         match crate::auth::check(&guard.tokens, request.headers()) {
-            Ok(principal) => {
-                request.extensions_mut().insert(principal);
+            Ok(found) => {
+                principal = Some(found.0.clone());
+                request.extensions_mut().insert(found);
             }
             Err(refused) => {
                 let mut response =
@@ -390,6 +413,13 @@ pub(crate) async fn guard(
         .and_then(|v| v.to_str().ok())
         .map(SessionId::from);
     match (request.method(), &session) {
+        // A session of another principal is as unknown as one that never was: nothing of it
+        // is read, answered or closed.
+        (_, Some(id))
+            if guard.sessions.has(id) && !guard.sessions.may_use(id, principal.as_deref()) =>
+        {
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        }
         (&Method::DELETE, Some(id)) if !guard.sessions.has(id) => {
             return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
         }
@@ -441,7 +471,13 @@ pub(crate) async fn guard(
         );
     }
     if session.is_none() {
-        // A new session (or none): its idle clock starts now.
+        // A new session (or none): its idle clock starts now, and it is its maker's.
+        if let Some(made) = (response.headers().get(SESSION_HEADER))
+            .and_then(|v| v.to_str().ok())
+            .map(SessionId::from)
+        {
+            guard.sessions.bind(&made, principal.as_deref());
+        }
         guard.sessions.start_reaper();
     }
     match in_use {

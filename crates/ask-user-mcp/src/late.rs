@@ -18,15 +18,20 @@ use crate::state::ServerInner;
 use crate::util::error_result;
 
 /// The companion tool in session `conn`: the model fetches a late reply.
+/// A call another principal made is as unknown to `principal` as one that never was.
 pub(crate) fn fetch_reply(
     conn: &Arc<Conn>,
     arguments: Option<&serde_json::Map<String, Value>>,
+    principal: &str,
 ) -> CallToolResult {
     let call_id = match read_call_id(arguments) {
         Ok(Some(id)) => CallId::from(id),
         Ok(None) => return fetch_all_replies(conn),
         Err(message) => return error_result(&message),
     };
+    if !crate::auth::may_see(call_id.as_str(), principal) {
+        return unknown_call(&call_id);
+    }
     let _one_at_a_time = conn.one_fetch_at_a_time();
     if conn.owns(&call_id) {
         return match conn.enter(true) {
@@ -108,11 +113,7 @@ fn fetch(host: &Host, call_id: &CallId, log: &str) -> CallToolResult {
 fn fetch_elsewhere(server: &ServerInner, call_id: &CallId) -> CallToolResult {
     let runtime = server.runtime();
     let store = runtime.store();
-    let unknown = || {
-        error_result(&format!(
-            "call {call_id} is not a question of any session of this server"
-        ))
-    };
+    let unknown = || unknown_call(call_id);
     let Some(log) = log_of_call(&**store, call_id) else {
         return unknown();
     };
@@ -196,10 +197,17 @@ pub(crate) fn task_from_log(
     Some(rmcp::model::DetailedTask::new(task, payload))
 }
 
+/// The companion's answer for a call it does not know (or may not see: the same words).
+fn unknown_call(call_id: &CallId) -> CallToolResult {
+    error_result(&format!(
+        "call {call_id} is not a question of any session of this server"
+    ))
+}
+
 /// The log of the session whose UUID `call_id` carries (`call_<uuid>_<n>`): the store's log
 /// named `mcp-<time>-<uuid>.jsonl`. The one way this server finds which session holds a call.
 pub(crate) fn log_of_call(store: &dyn SessionStore, call_id: &CallId) -> Option<String> {
-    let simple = call_id.as_str().strip_prefix("call_")?.split('_').next()?;
+    let (simple, _) = crate::auth::call_parts(call_id.as_str())?;
     let uuid = uuid::Uuid::try_parse(simple).ok()?;
     let suffix = format!("-{}.jsonl", uuid.hyphenated());
     let names = store.list().ok()?;

@@ -81,19 +81,15 @@ impl Conn {
     /// server-to-client requests.
     pub(crate) fn for_round(server: &Arc<ServerInner>, round: &FormRound) -> Arc<Self> {
         let session_id = SessionId::from(round.session.clone());
-        let prefix = round
-            .call
-            .strip_prefix("call_")
-            .and_then(|rest| rest.rsplit_once('_'))
-            .map_or_else(
-                || {
-                    session_id
-                        .as_str()
-                        .trim_start_matches("session-")
-                        .replace('-', "")
-                },
-                |(uuid, _)| uuid.to_owned(),
-            );
+        let prefix = crate::auth::call_parts(&round.call).map_or_else(
+            || {
+                session_id
+                    .as_str()
+                    .trim_start_matches("session-")
+                    .replace('-', "")
+            },
+            |(uuid, _)| uuid.to_owned(),
+        );
         let conn = Self::with_identity(Arc::clone(server), round.log.clone(), session_id, prefix);
         conn.roots.mark_asked();
         Arc::new(conn)
@@ -150,17 +146,16 @@ impl Conn {
 
     /// Whether `call_id` is one this session gave (it carries the session's UUID).
     pub(crate) fn owns(&self, call_id: &CallId) -> bool {
-        call_id
-            .as_str()
-            .strip_prefix("call_")
-            .and_then(|rest| rest.strip_prefix(self.call_prefix.as_str()))
-            .is_some_and(|rest| rest.starts_with('_'))
+        crate::auth::call_parts(call_id.as_str()).is_some_and(|(uuid, _)| uuid == self.call_prefix)
     }
 
-    /// A fresh call id: `call_<session uuid>_<n>`.
-    pub(crate) fn new_call_id(&self) -> CallId {
+    /// A fresh call id for a request of `principal` (empty: none): `call_<session uuid>_<n>`,
+    /// with the principal's owner tag after the UUID when there is one
+    /// ([`crate::auth::owner_tag`]).
+    pub(crate) fn new_call_id(&self, principal: &str) -> CallId {
         let n = self.next_call.fetch_add(1, Ordering::Relaxed);
-        CallId::from(format!("call_{}_{n}", self.call_prefix))
+        let tag = crate::auth::owner_tag(&self.call_prefix, principal).unwrap_or_default();
+        CallId::from(format!("call_{}{tag}_{n}", self.call_prefix))
     }
 
     /// What the inbox shows of this session.
