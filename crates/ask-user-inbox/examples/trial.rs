@@ -109,13 +109,13 @@ async fn main() {
     for i in 0..100_000 {
         let (mut ours, theirs) = tokio::io::duplex(4096);
         let serving = inbox.clone();
-        let link = tokio::spawn(async move { serving.serve_link(theirs).await });
-        let line = format!(
+        let served = tokio::spawn(async move { serving.serve_link(theirs).await });
+        let announce = format!(
             "{{\"t\":\"session\",\"session\":\"s{i}.jsonl\",\"client\":\"c\",\"cwd\":\"/w\"}}\n"
         );
-        ours.write_all(line.as_bytes()).await.expect("written");
+        ours.write_all(announce.as_bytes()).await.expect("written");
         drop(ours);
-        link.await.expect("the link ends");
+        served.await.expect("the link ends");
     }
     let after = one_question(&inbox, 2).await;
     println!(
