@@ -99,6 +99,10 @@ fn sessions_on_postgres_are_answered_once_from_the_command_line() {
     let file = dir.path().join("s1.jsonl");
     let exported = with(&["export", "s1", "-o", file.to_str().unwrap()]);
     assert!(exported.status.success(), "{}", text(&exported.stderr));
+    // Every question and answer of the session: its owner's alone, whatever the umask.
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
     let imported = with(&["import", file.to_str().unwrap(), "--name", "copy"]);
     assert!(imported.status.success(), "{}", text(&imported.stderr));
     let copy = with(&["export", "copy"]);

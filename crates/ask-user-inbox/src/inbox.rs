@@ -39,6 +39,12 @@ pub const LATE_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
 /// `TOO_MANY_LINKS` and closed.
 pub const MAX_LINKS: usize = 128;
 
+/// The most sessions one link keeps with nothing of theirs in the inbox's seam: past it, the
+/// least recently announced one is forgotten (a long-lived server whose every call is a session
+/// of its own, in the stateless era, does not grow the inbox without end). A late answer to a
+/// forgotten session goes to the logs.
+pub const MAX_IDLE_SESSIONS_PER_LINK: usize = 1024;
+
 /// Who is at the other end of a link, as the unix socket's peer credentials say; unknown over
 /// other streams (a test's in-memory pair).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -149,6 +155,7 @@ struct State {
     /// word goes.
     late: HashMap<u64, (u64, oneshot::Sender<WireLate>)>,
     next_late: u64,
+    next_seen: u64,
 }
 
 /// A connection: where its messages go, and who is at its end.
@@ -163,6 +170,8 @@ struct SessionEntry {
     /// The process that announced it: another process takes the session over only once this
     /// one has ended (a new hook of the same agent session, a restarted server).
     pid: Option<u32>,
+    /// When its link last announced it (the inbox's own count).
+    seen: u64,
     client: Option<String>,
     cwd: Option<String>,
     agent: AgentHandle,
@@ -207,6 +216,29 @@ impl State {
         self.sessions
             .get(session)
             .is_some_and(|entry| entry.link == Some(link))
+    }
+
+    /// Forgets the least recently announced idle sessions of `link` beyond
+    /// [`MAX_IDLE_SESSIONS_PER_LINK`], never `keep` (the one announced now).
+    fn trim(&mut self, link: u64, keep: &str, registry: &InMemoryAgentRegistry) {
+        let busy: std::collections::HashSet<&str> =
+            self.questions.keys().map(|(s, _)| s.as_str()).collect();
+        let mut idle: Vec<(u64, String)> = (self.sessions.iter())
+            .filter(|(name, e)| {
+                e.link == Some(link) && *name != keep && !busy.contains(name.as_str())
+            })
+            .map(|(name, e)| (e.seen, name.clone()))
+            .collect();
+        if idle.len() < MAX_IDLE_SESSIONS_PER_LINK {
+            return;
+        }
+        idle.sort_unstable();
+        let over = idle.len() + 1 - MAX_IDLE_SESSIONS_PER_LINK;
+        for (_, name) in idle.into_iter().take(over) {
+            if let Some(entry) = self.sessions.remove(&name) {
+                registry.exit(entry.agent.id());
+            }
+        }
     }
 
     /// Forgets `session` when no link speaks for it and none of its questions is in the
@@ -601,6 +633,9 @@ impl Inner {
         let pid = link
             .and_then(|link| state.links.get(&link))
             .and_then(|l| l.peer.pid);
+        state.next_seen += 1;
+        let seen = state.next_seen;
+        let known = state.sessions.contains_key(name);
         let entry = state.sessions.entry(name.to_owned()).or_insert_with(|| {
             let agent: AgentHandle = InMemoryAgent::new(
                 format!("inbox:{name}"),
@@ -611,6 +646,7 @@ impl Inner {
             SessionEntry {
                 link: None,
                 pid: None,
+                seen: 0,
                 client: None,
                 cwd: None,
                 agent,
@@ -619,6 +655,7 @@ impl Inner {
         if link.is_some() {
             entry.link = link;
             entry.pid = pid;
+            entry.seen = seen;
         }
         if client.is_some() {
             entry.client = client;
@@ -626,7 +663,11 @@ impl Inner {
         if cwd.is_some() {
             entry.cwd = cwd;
         }
-        Some(Arc::clone(&entry.agent))
+        let agent = Arc::clone(&entry.agent);
+        if let Some(link) = link.filter(|_| !known) {
+            state.trim(link, name, &self.registry);
+        }
+        Some(agent)
     }
 
     fn open(

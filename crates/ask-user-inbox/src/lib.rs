@@ -9,7 +9,9 @@ mod shell;
 mod wire;
 
 pub use attention::{Attention, MAX_ATTENTION, tell_attention};
-pub use inbox::{HOST_ANSWERER, Inbox, InboxSession, LATE_WITHIN, MAX_LINKS, Peer};
+pub use inbox::{
+    HOST_ANSWERER, Inbox, InboxSession, LATE_WITHIN, MAX_IDLE_SESSIONS_PER_LINK, MAX_LINKS, Peer,
+};
 pub use link::{
     AsyncReadWrite, Connect, InboxLink, LINK_ANSWERER, LinkedHost, LinkedSession, Stream,
 };

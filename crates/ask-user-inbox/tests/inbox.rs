@@ -878,3 +878,21 @@ async fn a_line_left_unfinished_ends_its_connection() {
     assert!(stalled.closed(Duration::ZERO).await);
     until(|| served.inbox.links() == 1).await;
 }
+
+/// A long-lived link whose every call is a session of its own (a server in the stateless era)
+/// keeps at most `MAX_IDLE_SESSIONS_PER_LINK` idle sessions: the least recently announced go.
+#[tokio::test(start_paused = true)]
+async fn a_link_keeps_a_bounded_number_of_idle_sessions() {
+    let served = served();
+    let mut link = RawLink::to(&served.inbox);
+    let total = ask_user_inbox::MAX_IDLE_SESSIONS_PER_LINK + 200;
+    for i in 0..total {
+        link.send(&serde_json::json!({"t": "session", "session": format!("s{i}.jsonl")}))
+            .await;
+    }
+    let last = format!("s{}.jsonl", total - 1);
+    until(|| served.inbox.sessions().iter().any(|s| s.name == last)).await;
+    let sessions = served.inbox.sessions();
+    assert_eq!(sessions.len(), ask_user_inbox::MAX_IDLE_SESSIONS_PER_LINK);
+    assert!(!sessions.iter().any(|s| s.name == "s0.jsonl"));
+}

@@ -76,7 +76,11 @@ impl RequestStateKey {
     pub fn load_or_create(dir: &Path) -> std::io::Result<Self> {
         let path = dir.join(KEY_FILE);
         match std::fs::read_to_string(&path) {
-            Ok(text) => return Self::from_hex(text.trim()).ok_or_else(|| bad_key_file(&path)),
+            Ok(text) => {
+                // A key others could read seals nothing: made private (with a warning).
+                session_log::private_file(&path)?;
+                return Self::from_hex(text.trim()).ok_or_else(|| bad_key_file(&path));
+            }
             Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
             Err(_) => {}
         }
