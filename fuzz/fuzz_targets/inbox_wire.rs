@@ -8,28 +8,8 @@ use std::time::Duration;
 
 use ask_user_inbox::Inbox;
 use libfuzzer_sys::fuzz_target;
-use pending_answer::{
-    Accepted, DeskError, DeskSession, LateRefusal, QuestionDesk, SessionView, Submission,
-};
+use pending_answer::NoSessions;
 use tokio::io::AsyncWriteExt as _;
-
-/// A fallback with no sessions that takes nothing.
-struct Nothing;
-
-#[user_questions::async_trait]
-impl QuestionDesk for Nothing {
-    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
-        Ok(Vec::new())
-    }
-
-    async fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
-        Ok(Vec::new())
-    }
-
-    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
-        Err(LateRefusal::UnknownSession(submission.session))
-    }
-}
 
 struct Fixture {
     runtime: tokio::runtime::Runtime,
@@ -44,7 +24,7 @@ fn fixture() -> &'static Fixture {
             .build()
             .expect("a runtime");
         let inbox = runtime
-            .block_on(async { Inbox::new(Arc::new(Nothing)) })
+            .block_on(async { Inbox::new(Arc::new(NoSessions)) })
             .expect("an inbox");
         Fixture { runtime, inbox }
     })

@@ -38,8 +38,12 @@ struct Server {
 
 impl Server {
     fn start(home: &Path, args: &[&str]) -> Self {
+        Self::run(home, &[&["mcp"], args].concat())
+    }
+
+    /// `ask-user ARGS`, its stdin kept open, the lines of its stderr collected.
+    fn run(home: &Path, args: &[&str]) -> Self {
         let mut child = ask_user(home)
-            .arg("mcp")
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -57,13 +61,21 @@ impl Server {
     }
 
     fn until(&self, needle: &str) -> String {
+        self.lines_until(needle).pop().unwrap()
+    }
+
+    /// Every line printed up to the first that contains `needle`, that one last.
+    fn lines_until(&self, needle: &str) -> Vec<String> {
+        let mut said = Vec::new();
         loop {
             let line = self
                 .lines
                 .recv_timeout(WAIT)
-                .unwrap_or_else(|e| panic!("never printed {needle:?}: {e}"));
-            if line.contains(needle) {
-                return line;
+                .unwrap_or_else(|e| panic!("never printed {needle:?} (printed {said:?}): {e}"));
+            let found = line.contains(needle);
+            said.push(line);
+            if found {
+                return said;
             }
         }
     }
@@ -420,24 +432,12 @@ fn the_inbox_escapes_a_peers_bytes_and_keeps_its_directory_private() {
     let state = home.path().join("state-dir");
     std::fs::create_dir_all(&state).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut inbox = ask_user(home.path())
-        .args(["inbox", "--addr", "127.0.0.1:0", "--state-dir"])
-        .arg(&state)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, lines) = mpsc::channel();
-    let stderr = inbox.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut stdout = BufReader::new(inbox.stdout.take().unwrap());
-    let mut url = String::new();
-    stdout.read_line(&mut url).unwrap();
-    assert!(url.contains("token="), "{url}");
+    let state_arg = state.display().to_string();
+    let inbox = Server::run(
+        home.path(),
+        &["inbox", "--addr", "127.0.0.1:0", "--state-dir", &state_arg],
+    );
+    let mut said = inbox.lines_until("on one page");
     assert_eq!(
         std::fs::metadata(&state).unwrap().permissions().mode() & 0o777,
         0o700
@@ -445,16 +445,9 @@ fn the_inbox_escapes_a_peers_bytes_and_keeps_its_directory_private() {
     let mut peer = std::os::unix::net::UnixStream::connect(state.join("inbox.sock")).unwrap();
     peer.write_all(b"{\"t\":\"\\u001b[31mX\\u0007\"}\n")
         .unwrap();
-    let mut said = Vec::new();
-    let warned = loop {
-        let line = lines.recv_timeout(WAIT).expect("the inbox never warned");
-        said.push(line.clone());
-        if line.contains("cannot be read") {
-            break line;
-        }
-    };
-    let _ = inbox.kill();
-    let _ = inbox.wait();
+    said.extend(inbox.lines_until("cannot be read"));
+    let warned = said.last().unwrap().clone();
+    drop(inbox);
     assert!(
         said.iter().any(|l| l.contains("made private")),
         "no warning for the state directory: {said:?}"

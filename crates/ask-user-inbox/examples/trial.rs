@@ -17,32 +17,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ask_user_inbox::{Inbox, LINE_WITHIN, MAX_LINE};
-use pending_answer::{
-    Accepted, DeskError, DeskSession, LateRefusal, QuestionDesk, SessionView, Submission,
-};
+use pending_answer::NoSessions;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use user_questions::{
     AnswerBatch, AnswerItem, AnswerRequest, Answered, Answerer, AnswererError, Next,
     RegisterOptions, async_trait,
 };
-
-/// A fallback with no sessions that takes nothing.
-struct Nothing;
-
-#[async_trait]
-impl QuestionDesk for Nothing {
-    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
-        Ok(Vec::new())
-    }
-
-    async fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
-        Ok(Vec::new())
-    }
-
-    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
-        Err(LateRefusal::UnknownSession(submission.session))
-    }
-}
 
 /// A page that answers every question at once with its first option.
 struct Page;
@@ -95,7 +75,7 @@ async fn one_question(inbox: &Inbox, n: usize) -> Duration {
 
 #[tokio::main]
 async fn main() {
-    let inbox = Inbox::new(Arc::new(Nothing)).expect("an inbox");
+    let inbox = Inbox::new(Arc::new(NoSessions)).expect("an inbox");
     let _page = inbox
         .seam()
         .register(Arc::new(Page), RegisterOptions::global("web").prepended());

@@ -128,6 +128,18 @@ async fn a_declined_or_cancelled_form_is_read_as_in_the_handshake_era() {
     );
 }
 
+/// The first round of a call of the question: its form and sealed state.
+async fn first_round(
+    peer: &rmcp::service::Peer<rmcp::RoleClient>,
+) -> rmcp::model::InputRequiredResult {
+    let CallToolResponse::InputRequired(round) =
+        peer.call_tool_once(params(&question())).await.unwrap()
+    else {
+        panic!("the first round asks for input");
+    };
+    round
+}
+
 /// The first round writes nothing: the form and a sealed state only. A state changed, sent with
 /// other arguments or without an answer is refused, and nothing is written; the right one is
 /// answered once, and sent again it is refused, the log as it was.
@@ -137,11 +149,7 @@ async fn a_changed_or_replayed_state_is_refused_and_nothing_is_written() {
     let server = server(&dir, None);
     let connected = connect_stateless(&server, true).await;
     let peer = connected.client.peer();
-    let CallToolResponse::InputRequired(round) =
-        peer.call_tool_once(params(&question())).await.unwrap()
-    else {
-        panic!("the first round asks for input");
-    };
+    let round = first_round(peer).await;
     assert!(logs_in(dir.path()).is_empty(), "round one writes nothing");
     let form = &round.input_requests.as_ref().unwrap()["ask_user_question"];
     let form = serde_json::to_value(form).unwrap();
@@ -215,11 +223,7 @@ async fn concurrent_duplicates_of_a_second_round_are_told_it_was_used() {
     let server = server(&dir, None);
     let connected = connect_stateless(&server, true).await;
     let peer = connected.client.peer();
-    let CallToolResponse::InputRequired(round) =
-        peer.call_tool_once(params(&question())).await.unwrap()
-    else {
-        panic!("the first round asks for input");
-    };
+    let round = first_round(peer).await;
     let state = round.request_state.clone().unwrap();
     let mut answer = rmcp::model::InputResponses::new();
     answer.insert(

@@ -677,7 +677,7 @@ impl ask_user_inbox::LinkedHost for Names {
     }
 
     fn desk(&self) -> std::sync::Arc<dyn pending_answer::QuestionDesk> {
-        std::sync::Arc::new(NoLogs)
+        std::sync::Arc::new(pending_answer::NoSessions)
     }
 }
 
@@ -744,35 +744,6 @@ impl LinkedHost {
     }
 }
 
-/// The inbox's fallback here (and the hosts' desks): no logs (every question comes from a
-/// linked host, in its window).
-struct NoLogs;
-
-#[user_questions::async_trait]
-impl pending_answer::QuestionDesk for NoLogs {
-    async fn sessions(
-        &self,
-    ) -> Result<Vec<pending_answer::DeskSession>, pending_answer::DeskError> {
-        Ok(Vec::new())
-    }
-
-    async fn views(
-        &self,
-        _session: Option<&str>,
-    ) -> Result<Vec<pending_answer::SessionView>, pending_answer::DeskError> {
-        Ok(Vec::new())
-    }
-
-    async fn submit(
-        &self,
-        submission: pending_answer::Submission,
-    ) -> Result<pending_answer::Accepted, pending_answer::LateRefusal> {
-        Err(pending_answer::LateRefusal::UnknownSession(
-            submission.session,
-        ))
-    }
-}
-
 /// The inbox and its page as `ask-user inbox` serves them (no countdowns: each host's window
 /// decides), on loopback.
 async fn inbox_page() -> (
@@ -794,7 +765,8 @@ async fn inbox_page_at(
     user_questions::AnswererGuard,
     WebServer,
 ) {
-    let inbox = ask_user_inbox::Inbox::new(std::sync::Arc::new(NoLogs)).unwrap();
+    let inbox =
+        ask_user_inbox::Inbox::new(std::sync::Arc::new(pending_answer::NoSessions)).unwrap();
     let options = ask_user_web::WebOptions {
         countdowns: false,
         returns: true,

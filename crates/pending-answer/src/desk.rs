@@ -336,6 +336,26 @@ impl<T: QuestionDesk + ?Sized> QuestionDesk for Arc<T> {
     }
 }
 
+/// A desk with no sessions that takes no answer (every submission is `UnknownSession`): for a
+/// surface or an inbox whose every question comes from a live host, and for tests and fuzzing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoSessions;
+
+#[async_trait]
+impl QuestionDesk for NoSessions {
+    async fn sessions(&self) -> Result<Vec<DeskSession>, DeskError> {
+        Ok(Vec::new())
+    }
+
+    async fn views(&self, _session: Option<&str>) -> Result<Vec<SessionView>, DeskError> {
+        Ok(Vec::new())
+    }
+
+    async fn submit(&self, submission: Submission) -> Result<Accepted, LateRefusal> {
+        Err(LateRefusal::UnknownSession(submission.session))
+    }
+}
+
 impl fmt::Debug for dyn QuestionDesk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("QuestionDesk")

@@ -37,7 +37,7 @@ mod util;
 pub use continued::{CONTINUED_WITHIN, Continuation, continued, when_continued};
 pub use desk::{
     Accepted, Answers, ChangeSignal, Compose, DeskChanges, DeskQuestion, DeskSession, DeskState,
-    QuestionDesk, SessionView, Submission,
+    NoSessions, QuestionDesk, SessionView, Submission,
 };
 pub use host::{HostEvent, InMemoryProjectionHost, ProjectionHost};
 pub use late::{LateAnswers, Reservation, UNKNOWN_ANSWERER};
