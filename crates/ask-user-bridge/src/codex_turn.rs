@@ -63,6 +63,32 @@ pub enum TurnNote {
     Refused(String),
 }
 
+impl TurnNote {
+    /// The note as a line for the person running the turn, every text of Codex's escaped for a
+    /// terminal; `Said` is the model's text itself (stdout's), the others say what happened
+    /// (stderr's).
+    #[must_use]
+    pub fn line(&self) -> String {
+        use user_questions::sanitize::{visible, visible_lines};
+        match self {
+            Self::Said(text) => visible(text).into_owned(),
+            Self::Started { thread } => format!("codex: thread {}", visible(thread)),
+            Self::Asked { what } => format!("codex asks (in the inbox): {}", visible_lines(what)),
+            Self::Answered { told, surface } => format!(
+                "codex was told {} (from the {})",
+                visible(told),
+                visible(surface)
+            ),
+            Self::Declined(why) => format!("codex was told no: {}", visible(why)),
+            Self::Withdrawn => "codex settled a prompt itself: its card is withdrawn".to_owned(),
+            Self::Refused(method) => format!(
+                "codex asked what ask-user does not answer ({}): refused",
+                visible(method)
+            ),
+        }
+    }
+}
+
 /// How the turn ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TurnEnded {

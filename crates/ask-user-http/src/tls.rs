@@ -52,6 +52,9 @@ pub enum TlsError {
     /// algorithm).
     #[error("the certificate and key cannot be served: {0}")]
     Refused(#[from] rustls::Error),
+    /// `tls_cert` and `tls_key` make no pair of files.
+    #[error(transparent)]
+    Files(#[from] TlsFilesError),
 }
 
 impl ServerTls {
@@ -117,6 +120,21 @@ pub struct TlsFiles {
     pub cert: PathBuf,
     /// The PEM private key.
     pub key: PathBuf,
+}
+
+impl TlsFiles {
+    /// `tls_cert` and `tls_key` in a printout of the settings in effect (`ask-user config`), or
+    /// a comment saying the server serves plain HTTP.
+    pub fn print(tls: Option<&Self>, out: &mut settings_file::Printout<'_>) {
+        let quote = |path: &std::path::Path| settings_file::quote(&path.to_string_lossy());
+        match tls {
+            Some(tls) => {
+                out.set("tls_cert", quote(&tls.cert));
+                out.set("tls_key", quote(&tls.key));
+            }
+            None => out.line("# tls_cert, tls_key: not set (plain HTTP)"),
+        }
+    }
 }
 
 /// Why `tls_cert` and `tls_key` make no [`TlsFiles`]. The message names the key that is wrong

@@ -24,6 +24,16 @@ pub struct Attention {
 }
 
 impl Attention {
+    /// What it waits for, with its folder on a line of its own when known (a notification's
+    /// text).
+    #[must_use]
+    pub fn text(&self) -> String {
+        match &self.cwd {
+            Some(cwd) => format!("{}\n({cwd})", self.message),
+            None => self.message.clone(),
+        }
+    }
+
     /// The same, its fields cut to [`MAX_ATTENTION`] characters (as the inbox keeps it).
     #[must_use]
     pub fn cut(self) -> Self {

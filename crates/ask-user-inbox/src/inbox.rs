@@ -354,6 +354,26 @@ impl Inbox {
         self.inner.attention.subscribe()
     }
 
+    /// Calls `heard` with each [`attention`](Self::attention) while the returned handle is held
+    /// (a notifier announcing them); the attentions missed while `heard` lagged behind are
+    /// skipped.
+    pub fn follow_attention(
+        &self,
+        heard: impl Fn(crate::Attention) + Send + 'static,
+    ) -> tokio_util::task::AbortOnDropHandle<()> {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut attention = self.attention();
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            loop {
+                match attention.recv().await {
+                    Ok(attention) => heard(attention),
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        }))
+    }
+
     /// How many hosts are linked now.
     pub fn links(&self) -> usize {
         lock(&self.inner.state).links.len()

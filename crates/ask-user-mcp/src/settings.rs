@@ -37,6 +37,17 @@ impl McpSettings {
     pub fn tls(&self) -> Result<Option<TlsFiles>, TlsFilesError> {
         TlsFiles::pair(self.tls_cert.as_deref(), self.tls_key.as_deref())
     }
+
+    /// The `[mcp]` table in a printout of the settings in effect (`ask-user config`), each token
+    /// masked.
+    pub fn print(&self, out: &mut settings_file::Printout<'_>) {
+        use settings_file::{MASK, quote};
+        out.table("mcp");
+        let tokens = vec![quote(MASK); self.tokens.len()];
+        let tokens = (!tokens.is_empty()).then(|| format!("[{}]", tokens.join(", ")));
+        out.entry("tokens", tokens, "mcp --http serves loopback only");
+        TlsFiles::print(self.tls().ok().flatten().as_ref(), out);
+    }
 }
 
 fn tokens<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<BearerToken>, D::Error> {

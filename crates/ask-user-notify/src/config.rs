@@ -239,6 +239,38 @@ pub struct NotifyConfig {
 /// The longest `after`: a day.
 pub const MAX_NOTIFY_AFTER: Duration = Duration::from_hours(24);
 
+impl NotifyConfig {
+    /// The `[notify]` table in a printout of the settings in effect (`ask-user config`), the
+    /// topic, tokens and secrets masked and the credentials of URLs left out.
+    pub fn print(&self, out: &mut settings_file::Printout<'_>) {
+        use settings_file::{MASK, quote};
+        out.table("notify");
+        out.set("after", self.notify_after.as_secs_f64().to_string());
+        out.set("text", self.include_text.to_string());
+        out.set("bell", self.terminal.to_string());
+        out.set("ignore_claims", self.ignore_claims.to_string());
+        if let Some(ntfy) = &self.ntfy {
+            out.table("notify.ntfy");
+            out.set("topic", quote(MASK));
+            out.set("server", quote(&redacted_url(&ntfy.server)));
+            let token = ntfy.token.as_ref().map(|_| quote(MASK));
+            out.entry("token", token, "no token");
+        } else {
+            out.line("");
+            out.line("# [notify.ntfy]: not set (no ntfy notifications)");
+        }
+        if self.webhooks.is_empty() {
+            out.line("");
+            out.line("# [[notify.webhooks]]: none");
+        }
+        for (i, hook) in self.webhooks.iter().enumerate() {
+            out.table(&format!("notify.webhooks[{i}]"));
+            out.set("url", quote(&redacted_url(&hook.url)));
+            out.set("secret", quote(MASK));
+        }
+    }
+}
+
 fn default_after() -> Duration {
     Duration::from_secs(10)
 }

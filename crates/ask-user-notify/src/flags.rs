@@ -163,6 +163,20 @@ impl NotifyArgs {
             || self.bell
     }
 
+    /// The channels notified with these flags over the settings `file`, as a person reads them
+    /// (`ntfy`, `2 webhook(s)`).
+    pub fn channels(&self, file: &NotifyConfig) -> Vec<String> {
+        let mut channels = Vec::new();
+        if self.ntfy.is_some() || file.ntfy.is_some() {
+            channels.push("ntfy".to_owned());
+        }
+        let webhooks = self.notify_webhook.len() + file.webhooks.len();
+        if webhooks > 0 {
+            channels.push(format!("{webhooks} webhook(s)"));
+        }
+        channels
+    }
+
     /// The flags again, for a process this one starts (an inbox in the background), and the
     /// webhooks' secret to hand it through its environment ([`crate::WEBHOOK_SECRET_ENV`]), never
     /// its command line.

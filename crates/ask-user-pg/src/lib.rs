@@ -55,7 +55,9 @@ pub use settings::{ConnString, DEFAULT_SCHEMA, PgSettings};
 pub use store::{PgHold, PgOptions, PgStore};
 pub use text::{MAX_SCHEMA_NAME, MAX_SESSION_NAME, check_schema_name, check_session_name};
 pub use transfer::{ExportError, ImportReport};
-pub use worker::{AdmitError, Admitted, Worker, WorkerEvent, WorkerStop, admit_answers};
+pub use worker::{
+    AdmitError, Admitted, Worker, WorkerEvent, WorkerStop, admit_answers, admit_here,
+};
 
 /// Why talking to the database failed. A message names what the server said (its message and
 /// SQLSTATE code) or what failed on the way to it, never the connection string or a password.

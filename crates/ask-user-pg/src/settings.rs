@@ -33,6 +33,16 @@ impl PgSettings {
     /// what it is: a configuration file may say where to read them from instead.
     pub const SECRET_KEYS: &'static [(&'static str, &'static str)] =
         &[("url", "the connection string")];
+
+    /// The `[pg]` table in a printout of the settings in effect (`ask-user config`), the
+    /// connection string's password masked.
+    pub fn print(&self, out: &mut settings_file::Printout<'_>) {
+        use settings_file::quote;
+        out.table("pg");
+        let url = self.url.as_ref().map(|url| quote(&url.to_string()));
+        out.entry("url", url, "log files, no database");
+        out.set("schema", quote(&self.schema));
+    }
 }
 
 impl Default for PgSettings {

@@ -70,6 +70,15 @@ impl ExportError {
             Self::Db(error) => error.code(),
         }
     }
+
+    /// The code of a failed import: [`code`](Self::code), but `IMPORT_FAILED` when the store or
+    /// the database failed (the log itself was fine).
+    pub fn import_code(&self) -> &'static str {
+        match self {
+            Self::Store(_) | Self::Db(_) => "IMPORT_FAILED",
+            other => other.code(),
+        }
+    }
 }
 
 /// One batch of rows for the import transaction.

@@ -38,6 +38,30 @@ pub struct Admitted {
     pub busy: bool,
 }
 
+/// Admits the accepted answers of session `name` here when no worker holds it (`answer --pg …
+/// --admit`), and says what happened, a line for the person. The answers are durable in the
+/// ledger already: a failed admission is said, and left to a worker, never a failure of the
+/// answer.
+#[must_use]
+pub fn admit_here(store: &PgStore, name: &str) -> String {
+    let admitted = HostRuntime::new(store.clone(), None)
+        .map_err(|e| e.to_string())
+        .and_then(|runtime| admit_answers(&runtime, store, name).map_err(|e| e.to_string()));
+    match admitted {
+        Ok(a) if a.busy => "the session is held by a worker, which admits it".to_owned(),
+        Ok(a) if a.admitted > 0 => format!(
+            "{} repl{} admitted; the question is settled",
+            a.admitted,
+            if a.admitted == 1 { "y" } else { "ies" }
+        ),
+        Ok(_) => "not admitted here: the question is in its window (the host running it takes the answer), or another reply settled it first".to_owned(),
+        Err(error) => format!(
+            "warning: not admitted here ({}); a worker admits it",
+            user_questions::sanitize::visible(&error)
+        ),
+    }
+}
+
 /// Why admission failed. What was committed stays; the rest is admitted by the next pass.
 #[derive(Debug, thiserror::Error)]
 pub enum AdmitError {

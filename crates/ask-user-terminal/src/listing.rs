@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use user_questions::Question;
+use user_questions::{CallId, Question};
 
 use crate::sanitize::{json_visible, visible};
 
@@ -114,6 +114,19 @@ pub fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String 
 
 /// The width [`json_line`] wraps to.
 pub const JSON_WIDTH: usize = 78;
+
+/// How to answer a pending call `call_id` of the log `log` (shell-quoted) later, from a shell:
+/// `pending: answer later with` the [`answer_hint`] command of `program`, the choices under it,
+/// and the `pending` command that shows the questions.
+#[must_use]
+pub fn pending_hint(program: &str, log: &str, call_id: &CallId, questions: &[Question]) -> String {
+    let command = format!("{program} answer {log} {}", shell_word(call_id.as_str()));
+    let hint = answer_hint(&command, questions);
+    let (command, choices) = hint.split_once('\n').unwrap_or((&hint, ""));
+    format!(
+        "pending: answer later with `{command}`\n{choices}\n  (`{program} pending {log}` shows the questions)"
+    )
+}
 
 /// The command that answers `questions` late, as a hint a person pastes once they have chosen:
 /// `COMMAND --pick ID=LABEL …` with a placeholder wherever the person must choose (a hint never

@@ -180,3 +180,57 @@ fn a_question_of_several_lines_keeps_its_lines_and_escapes_each() {
         "decision: Allow Claude Code to run this command in /work?\n  $ rm -rf build \\u{1b}[2J\n  pick one: Allow | Deny"
     );
 }
+
+/// A call no session of the desk has, answered by its id alone: `UNKNOWN_CALL`, naming the
+/// command that lists what waits, and the call id escaped.
+#[tokio::test]
+async fn an_answer_to_a_call_nobody_has_says_so_and_names_what_lists_them() {
+    use ask_user_terminal::shell::{AnswerTo, RefusalKind, ShellAnswer};
+    use user_questions::{AnswerBatch, CallId, Provenance};
+
+    let answer = ShellAnswer {
+        call_id: CallId::from("call_\u{1b}[31mred"),
+        batch: AnswerBatch { answers: vec![] },
+        from_flags: true,
+        provenance: Provenance::human("shell"),
+        program: "ask-user",
+    };
+    let inbox = std::path::Path::new("/nonexistent/inbox.sock");
+    let refusal = (answer
+        .give(&pending_answer::NoSessions, AnswerTo::Call { inbox })
+        .await)
+        .expect_err("nobody has the call");
+    assert_eq!(refusal.kind, RefusalKind::NotContinued);
+    assert_eq!(refusal.code, "UNKNOWN_CALL");
+    assert!(!refusal.message.contains('\u{1b}'), "{}", refusal.message);
+    assert!(
+        refusal.message.contains("`ask-user pending`"),
+        "{}",
+        refusal.message
+    );
+
+    // Named, the session is the desk's to refuse.
+    let to = AnswerTo::Session {
+        name: "s1",
+        in_database: true,
+    };
+    let refusal = (answer.give(&pending_answer::NoSessions, to).await).expect_err("no session");
+    assert_eq!(
+        (refusal.kind, refusal.code.as_str()),
+        (RefusalKind::Store, "UNKNOWN_SESSION")
+    );
+    assert!(
+        refusal.message.ends_with("in the database"),
+        "{}",
+        refusal.message
+    );
+}
+
+#[test]
+fn a_usage_error_is_one_line_naming_the_help_to_read() {
+    let rendered = "error: unexpected argument '--pik' found\n\n  tip: a similar argument exists: '--pick'\n\nUsage: ask-user answer [OPTIONS] <LOG> <CALL_ID>\n\nFor more information, try '--help'.\n";
+    assert_eq!(
+        ask_user_terminal::shell::usage_line(rendered),
+        "unexpected argument '--pik' found; a similar argument exists: '--pick' (see `ask-user answer --help`)"
+    );
+}

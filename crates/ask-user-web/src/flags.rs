@@ -30,6 +30,14 @@ impl WebArgs {
         self.web_addr.or(file.addr)
     }
 
+    /// `--web-addr` and `--web-public-url` again, for a process this one starts (an inbox in the
+    /// background).
+    pub fn forwarded(&self) -> Vec<std::ffi::OsString> {
+        let addr = (self.web_addr).map(|addr| ["--web-addr".into(), addr.to_string().into()]);
+        let url = (self.web_public_url.as_ref()).map(|url| ["--web-public-url".into(), url.into()]);
+        addr.into_iter().chain(url).flatten().collect()
+    }
+
     /// The page's public URL: the flag's, else the settings' (`file`).
     pub fn public_url<'a>(&'a self, file: &'a WebSettings) -> Option<&'a str> {
         self.web_public_url

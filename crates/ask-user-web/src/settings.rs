@@ -1,8 +1,12 @@
 //! What a configuration file says of the page: [`WebSettings`].
 
-use std::net::SocketAddr;
+use ask_user_notify::redacted_url;
+use settings_file::{Printout, quote};
+use std::net::{Ipv4Addr, SocketAddr};
 
-use ask_user_http::{TlsFiles, TlsFilesError};
+use ask_user_http::{ServerTls, TlsError, TlsFiles, TlsFilesError};
+
+use crate::WebOptions;
 use serde::{Deserialize, Deserializer};
 
 /// The page's settings in a configuration file (`[web]` in `ask-user`'s): serde's form, each value
@@ -30,6 +34,45 @@ impl WebSettings {
     /// `tls_cert` and `tls_key` checked: both (HTTPS) or neither (`None`: plain HTTP).
     pub fn tls(&self) -> Result<Option<TlsFiles>, TlsFilesError> {
         TlsFiles::pair(self.tls_cert.as_deref(), self.tls_key.as_deref())
+    }
+
+    /// The page's TLS, loaded: `None` (plain HTTP) when neither `tls_cert` nor `tls_key` is set.
+    ///
+    /// # Errors
+    ///
+    /// The pair is incomplete, or a file cannot be read or served.
+    pub fn server_tls(&self) -> Result<Option<ServerTls>, TlsError> {
+        self.tls()?.map(|files| files.load()).transpose()
+    }
+
+    /// The options of a page served at `addr` (default: 127.0.0.1 on a free port), with these
+    /// settings' TLS: to loopback only unless `addr` is beyond it. The address too.
+    ///
+    /// # Errors
+    ///
+    /// As [`server_tls`](Self::server_tls).
+    pub fn options_at(
+        &self,
+        addr: Option<SocketAddr>,
+    ) -> Result<(WebOptions, SocketAddr), TlsError> {
+        let addr = addr.unwrap_or_else(|| SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
+        let options = WebOptions {
+            loopback_only: addr.ip().is_loopback(),
+            tls: self.server_tls()?,
+            ..WebOptions::default()
+        };
+        Ok((options, addr))
+    }
+
+    /// The `[web]` table in a printout of the settings in effect (`ask-user config`), the
+    /// credentials of `public_url` masked.
+    pub fn print(&self, out: &mut Printout<'_>) {
+        out.table("web");
+        let addr = self.addr.map(|addr| quote(&addr.to_string()));
+        out.entry("addr", addr, "127.0.0.1 on a free port");
+        let public_url = (self.public_url.as_deref()).map(|url| quote(&redacted_url(url)));
+        out.entry("public_url", public_url, "the address served");
+        TlsFiles::print(self.tls().ok().flatten().as_ref(), out);
     }
 }
 

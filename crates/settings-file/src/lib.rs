@@ -767,6 +767,9 @@ impl<'a> Printout<'a> {
     }
 }
 
+/// What a printout shows in place of a secret.
+pub const MASK: &str = "********";
+
 /// `text` as a TOML basic string.
 #[must_use]
 pub fn quote(text: &str) -> String {

@@ -45,6 +45,7 @@ mod catalog;
 mod config;
 mod context;
 mod definition;
+pub mod file_keys;
 #[cfg(feature = "clap")]
 mod flags;
 mod legacy;

@@ -11,7 +11,7 @@ use user_questions::{CallId, CancellationToken};
 use super::surfaces::{Surfaces, read_script};
 use super::{CliError, Exit, ToolArgs, read_input, report_resume};
 use crate::host::{Host, HostOptions, LogTarget};
-use ask_user_terminal::listing::model_text;
+use ask_user_terminal::listing::{model_text, pending_hint};
 
 /// Arguments of `ask`.
 #[derive(Debug, Args)]
@@ -127,7 +127,7 @@ pub(super) async fn run(args: AskArgs, file: &super::config::Config) -> Result<E
         println!("{}", model_text(&outcome.text));
     }
     if outcome.is_pending()
-        && let Some(hint) = pending_hint(&host, &call_id)
+        && let Some(hint) = hint(&host, &call_id)
     {
         say(hint);
     }
@@ -147,26 +147,13 @@ pub(super) async fn run(args: AskArgs, file: &super::config::Config) -> Result<E
     }
 }
 
-/// How to answer a pending call later, from a shell: the command with a placeholder for every
-/// choice (it never answers for the person), the choices under it.
-fn pending_hint(host: &Host, call_id: &CallId) -> Option<String> {
-    let path = host.log_path()?;
-    let questions = host
+/// How to answer a pending call later, from a shell (`listing::pending_hint`).
+fn hint(host: &Host, call_id: &CallId) -> Option<String> {
+    let log = super::arg(host.log_path()?.display());
+    let active = host
         .projection()
         .active(call_id)
-        .map(|a| a.questions.clone())
-        .unwrap_or_default();
-    let command = format!(
-        "{} answer {} {}",
-        super::invoked(),
-        super::arg(path.display()),
-        super::arg(call_id)
-    );
-    let hint = ask_user_terminal::listing::answer_hint(&command, &questions);
-    let (command, choices) = hint.split_once('\n').unwrap_or((&hint, ""));
-    Some(format!(
-        "pending: answer later with `{command}`\n{choices}\n  (`{} pending {}` shows the questions)",
-        super::invoked(),
-        super::arg(path.display()),
-    ))
+        .map(|a| a.questions.clone());
+    let questions = active.unwrap_or_default();
+    Some(pending_hint(&super::invoked(), &log, call_id, &questions))
 }

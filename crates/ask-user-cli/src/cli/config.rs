@@ -12,19 +12,16 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use ask_user_mcp::{McpSettings, TlsFiles, TlsFilesError};
-use ask_user_notify::{NotifyConfig, redacted_url};
+use ask_user_notify::NotifyConfig;
 use ask_user_pg::PgSettings;
 use ask_user_terminal::sanitize::visible;
 use ask_user_web::WebSettings;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use settings_file::{EnvReader, Located, Printout, Read, Table, quote};
 
 use super::{CliError, Exit, Mode};
-
-/// What `ask-user config` prints in place of a secret.
-const MASK: &str = "********";
 
 /// The libraries' tables: each one's secret keys and the other names its type takes.
 const TABLES: &[Table] = &[
@@ -54,10 +51,10 @@ pub(crate) struct Config {
     #[serde(default, deserialize_with = "state_dir")]
     pub(crate) state_dir: Option<PathBuf>,
     /// `mode`: the tool definition.
-    #[serde(default, deserialize_with = "mode")]
+    #[serde(default, deserialize_with = "tool_ask_user::file_keys::mode")]
     pub(crate) mode: Option<Mode>,
     /// `timeout`: the timed tool's default window in seconds (-1: indefinitely).
-    #[serde(default, deserialize_with = "timeout")]
+    #[serde(default, deserialize_with = "tool_ask_user::file_keys::timeout")]
     pub(crate) timeout: Option<i64>,
     #[serde(default)]
     pub(crate) web: WebSettings,
@@ -68,9 +65,6 @@ pub(crate) struct Config {
     pub(crate) pg: PgSettings,
     #[serde(default)]
     pub(crate) mcp: McpSettings,
-    /// `[web]` `tls_cert` and `tls_key`, checked.
-    #[serde(skip)]
-    pub(crate) web_tls: Option<TlsFiles>,
     /// `[mcp]` `tls_cert` and `tls_key`, checked.
     #[serde(skip)]
     pub(crate) mcp_tls: Option<TlsFiles>,
@@ -84,39 +78,6 @@ fn state_dir<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<PathBu
     let path = ask_user_mcp::home_path(&text);
     path.map(Some)
         .map_err(|e| D::Error::custom(format_args!("`state_dir` {e}")))
-}
-
-/// A value as the file wrote it, to say what a key takes when it is of another type.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Raw {
-    Text(String),
-    Number(i64),
-    Other(serde::de::IgnoredAny),
-}
-
-fn mode<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Mode>, D::Error> {
-    let takes = || D::Error::custom(r#"`mode` takes "legacy" or "timed", in quotes"#);
-    let Raw::Text(text) = Raw::deserialize(deserializer)? else {
-        return Err(takes());
-    };
-    Mode::from_str(&text, false).map(Some).map_err(|_| takes())
-}
-
-fn timeout<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
-    let Raw::Number(secs) = Raw::deserialize(deserializer)? else {
-        return Err(D::Error::custom(format_args!(
-            "`timeout` takes a number of seconds without quotes: -1 (wait indefinitely) or 1 to {}",
-            tool_ask_user::MAX_TIMEOUT_SECS
-        )));
-    };
-    if !tool_ask_user::is_valid_timeout(secs) {
-        return Err(D::Error::custom(format_args!(
-            "`timeout` is -1 (wait indefinitely) or 1 to {} seconds",
-            tool_ask_user::MAX_TIMEOUT_SECS
-        )));
-    }
-    Ok(Some(secs))
 }
 
 /// A loaded configuration.
@@ -228,7 +189,7 @@ pub(crate) fn parse(text: &str, path: &Path, env: EnvReader<'_>) -> Result<Confi
         let column = e != TlsFilesError::CertAlone;
         bad(read.error_at(&format!("{table}.{}", e.key()), &e.to_string(), column))
     };
-    config.web_tls = config.web.tls().map_err(|e| tls("web", e))?;
+    config.web.tls().map_err(|e| tls("web", e))?;
     config.mcp_tls = config.mcp.tls().map_err(|e| tls("mcp", e))?;
     config.notify.check().map_err(|e| {
         let key = e
@@ -261,17 +222,6 @@ pub(super) fn run(_args: &ConfigArgs, loaded: &Loaded) -> Result<Exit, CliError>
             "INTERNAL",
             format!("cannot write to stdout: {e}"),
         )),
-    }
-}
-
-/// `tls_cert` and `tls_key`, or a comment saying the server serves plain HTTP.
-fn tls(out: &mut Printout<'_>, tls: Option<&TlsFiles>) {
-    match tls {
-        Some(tls) => {
-            out.set("tls_cert", quote(&tls.cert.to_string_lossy()));
-            out.set("tls_key", quote(&tls.key.to_string_lossy()));
-        }
-        None => out.line("# tls_cert, tls_key: not set (plain HTTP)"),
     }
 }
 
@@ -315,48 +265,9 @@ fn render(loaded: &Loaded, state_default: Option<PathBuf>) -> String {
         .unwrap_or(tool_ask_user::DEFAULT_TIMEOUT_SECS);
     out.set("timeout", timeout.to_string());
 
-    out.table("web");
-    let addr = config.web.addr.map(|addr| quote(&addr.to_string()));
-    out.entry("addr", addr, "127.0.0.1 on a free port");
-    let public_url = (config.web.public_url.as_deref()).map(|url| quote(&redacted_url(url)));
-    out.entry("public_url", public_url, "the address served");
-    tls(&mut out, config.web_tls.as_ref());
-
-    let notify = &config.notify;
-    out.table("notify");
-    out.set("after", notify.notify_after.as_secs_f64().to_string());
-    out.set("text", notify.include_text.to_string());
-    out.set("bell", notify.terminal.to_string());
-    out.set("ignore_claims", notify.ignore_claims.to_string());
-    if let Some(ntfy) = &notify.ntfy {
-        out.table("notify.ntfy");
-        out.set("topic", quote(MASK));
-        out.set("server", quote(&redacted_url(&ntfy.server)));
-        let token = ntfy.token.as_ref().map(|_| quote(MASK));
-        out.entry("token", token, "no token");
-    } else {
-        out.line("");
-        out.line("# [notify.ntfy]: not set (no ntfy notifications)");
-    }
-    if notify.webhooks.is_empty() {
-        out.line("");
-        out.line("# [[notify.webhooks]]: none");
-    }
-    for (i, hook) in notify.webhooks.iter().enumerate() {
-        out.table(&format!("notify.webhooks[{i}]"));
-        out.set("url", quote(&redacted_url(&hook.url)));
-        out.set("secret", quote(MASK));
-    }
-
-    out.table("pg");
-    let url = config.pg.url.as_ref().map(|url| quote(&url.to_string()));
-    out.entry("url", url, "log files, no database");
-    out.set("schema", quote(&config.pg.schema));
-
-    out.table("mcp");
-    let tokens = vec![quote(MASK); config.mcp.tokens.len()];
-    let tokens = (!tokens.is_empty()).then(|| format!("[{}]", tokens.join(", ")));
-    out.entry("tokens", tokens, "mcp --http serves loopback only");
-    tls(&mut out, config.mcp_tls.as_ref());
+    config.web.print(&mut out);
+    config.notify.print(&mut out);
+    config.pg.print(&mut out);
+    config.mcp.print(&mut out);
     out.finish()
 }

@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 
 use ask_user_pg::PgDesk;
-use pending_answer::{DeskError, DeskErrorKind, QuestionDesk};
+use pending_answer::{DeskError, QuestionDesk};
 
-use super::{CliError, Exit};
+use super::CliError;
 use crate::host::LogDesk;
 
 /// Where a command's sessions live.
@@ -61,15 +61,9 @@ pub(crate) fn pick(
 }
 
 impl From<DeskError> for CliError {
+    /// As a refusal of the shell's answer would say it (`ShellRefusal`'s kinds).
     fn from(error: DeskError) -> Self {
-        let exit = match error.kind() {
-            DeskErrorKind::Usage => Exit::Usage,
-            DeskErrorKind::Internal => Exit::Failure,
-            DeskErrorKind::UnknownSession | DeskErrorKind::Store | DeskErrorKind::Unreachable => {
-                Exit::Log
-            }
-        };
-        Self::new(error.code(), error.to_string(), exit)
+        super::answer::refused(error.into())
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use ask_user_bridge::{
     BridgeOptions, CodexArgs, HookArgs, HooksArgs, HooksPlaces, REACH_WITHIN, TurnNote,
 };
-use ask_user_terminal::sanitize::{visible, visible_lines};
+use ask_user_terminal::sanitize::visible;
 use native_asks::{HookEvent, MAX_HOOK_INPUT};
 use tokio_util::sync::CancellationToken;
 
@@ -84,26 +84,8 @@ pub(super) async fn codex(
     let stop = CancellationToken::new();
     let _stopping = super::cancel_on_stop(stop.clone());
     let mut note = |note: TurnNote| match note {
-        TurnNote::Said(text) => println!("{}", visible(&text)),
-        TurnNote::Started { thread } => eprintln!("codex: thread {}", visible(&thread)),
-        TurnNote::Asked { what } => {
-            eprintln!("codex asks (in the inbox): {}", visible_lines(&what));
-        }
-        TurnNote::Answered { told, surface } => {
-            eprintln!(
-                "codex was told {} (from the {})",
-                visible(&told),
-                visible(&surface)
-            );
-        }
-        TurnNote::Declined(why) => eprintln!("codex was told no: {}", visible(&why)),
-        TurnNote::Withdrawn => eprintln!("codex settled a prompt itself: its card is withdrawn"),
-        TurnNote::Refused(method) => {
-            eprintln!(
-                "codex asked what ask-user does not answer ({}): refused",
-                visible(&method)
-            );
-        }
+        TurnNote::Said(_) => println!("{}", note.line()),
+        _ => eprintln!("{}", note.line()),
     };
     let ended = (ask_user_bridge::run_turn(&args.turn(cwd), &options, &mut note, &stop).await)
         .map_err(|e| CliError::failure("CODEX", e.to_string()))?;

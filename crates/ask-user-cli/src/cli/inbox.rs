@@ -36,7 +36,7 @@ pub struct InboxArgs {
     pub state_dir: Option<PathBuf>,
     /// Where to serve the page (default: where it was served last, else 127.0.0.1:8766). An
     /// address other than loopback serves other machines too: only when given here.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, alias = "web-addr", value_name = "ADDR")]
     pub addr: Option<SocketAddr>,
     /// The page's address as another device reaches it (a phone pressing a notification's
     /// answer button), e.g. `http://192.168.1.20:8766`; default: the address served.
@@ -132,7 +132,9 @@ pub(super) async fn run(args: InboxArgs, file: &super::config::Config) -> Result
         SWEEP_EVERY,
     )));
     // An agent waiting at its own terminal (its hook told the inbox): a notification.
-    let _attention = notifier.map(|notifier| tell_notifier(&inbox, notifier));
+    let _attention = notifier.map(|notifier| {
+        inbox.follow_attention(move |a| notifier.announce(&a.agent, &a.session, &a.text()))
+    });
 
     // The page follows the inbox's desk: its changes (a host linked or went, a question
     // continued, a log answered from a shell) and its labels (where each session runs).
@@ -175,7 +177,7 @@ async fn serve_page(
         countdowns: false,
         // Restarted, it serves the kept address and token again: open pages wait for it.
         returns: true,
-        tls: super::web::load_tls(file.web_tls.as_ref())?,
+        tls: file.web.server_tls()?,
         ..WebOptions::default()
     };
     let surface = WebSurface::new(inbox.seam(), Some(inbox.desk()), options)
@@ -218,24 +220,3 @@ pub(crate) fn connector(
 
 /// How often the inbox ends the asks of native-ask bridges killed outright.
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Hands what agents' hooks tell the inbox (an agent waiting at its own terminal) to `notifier`.
-fn tell_notifier(inbox: &Inbox, notifier: ask_user_notify::Notifier) -> AbortOnDropHandle<()> {
-    let mut heard = inbox.attention();
-    AbortOnDropHandle::new(tokio::spawn(async move {
-        use tokio::sync::broadcast::error::RecvError;
-        loop {
-            match heard.recv().await {
-                Ok(a) => {
-                    let text = match &a.cwd {
-                        Some(cwd) => format!("{}\n({cwd})", a.message),
-                        None => a.message.clone(),
-                    };
-                    notifier.announce(&a.agent, &a.session, &text);
-                }
-                Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => return,
-            }
-        }
-    }))
-}

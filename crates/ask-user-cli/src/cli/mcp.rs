@@ -102,7 +102,7 @@ pub(super) async fn run(
                 ),
                 super::invoked()
             ));
-            surfaces.extend(notified(&args, file));
+            surfaces.extend(args.notify.channels(&file.notify));
             surfaces.push(format!("`{} answer CALL_ID` from a shell", super::invoked()));
         }
         Some(LinkedInbox::Joined { .. }) => surfaces.push(format!(
@@ -209,32 +209,11 @@ fn link_inbox(
     }
     // What the started inbox would fail on is said here, where it is read.
     args.notify.config(&file.notify, false)?;
-    let mut inbox_args: Vec<std::ffi::OsString> = Vec::new();
-    if let Some(addr) = args.web.web_addr {
-        inbox_args.push("--addr".into());
-        inbox_args.push(addr.to_string().into());
-    }
-    if let Some(url) = &args.web.web_public_url {
-        inbox_args.push("--web-public-url".into());
-        inbox_args.push(url.into());
-    }
+    let mut inbox_args = args.web.forwarded();
     let (notify, secret) = args.notify.forwarded();
     inbox_args.extend(notify);
     let connect = super::inbox::connector(state_dir.to_path_buf(), loaded, inbox_args, secret);
     Ok(Some(LinkedInbox::Started(server.link_inbox(connect))))
-}
-
-/// The notifications the started inbox sends, as the server's stderr names them.
-fn notified(args: &McpArgs, file: &super::config::Config) -> Vec<String> {
-    let mut notified = Vec::new();
-    if args.notify.ntfy.is_some() || file.notify.ntfy.is_some() {
-        notified.push("ntfy".to_owned());
-    }
-    let webhooks = args.notify.notify_webhook.len() + file.notify.webhooks.len();
-    if webhooks > 0 {
-        notified.push(format!("{webhooks} webhook(s)"));
-    }
-    notified
 }
 
 /// The sessions' link to the machine's inbox.

@@ -404,52 +404,12 @@ pub fn report_parse_error(error: &clap::Error) -> Exit {
         _ => {
             eprintln!(
                 "error[BAD_USAGE]: {}",
-                visible(&usage_line(&error.render().to_string()))
+                visible(&ask_user_terminal::shell::usage_line(
+                    &error.render().to_string()
+                ))
             );
             Exit::Usage
         }
-    }
-}
-
-/// clap's rendered error as one line: its first paragraph without the `error: ` prefix, lines
-/// joined, and where to read more (for example "see `ask-user answer --help`", from the usage
-/// line).
-fn usage_line(rendered: &str) -> String {
-    let first = rendered.split("\n\n").next().unwrap_or_default();
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    let line = first
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let command = rendered
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Usage: "))
-        .map(|usage| {
-            usage
-                .split_whitespace()
-                // The command's words: up to its first argument (`<X>`, `[X]`, `--x`, `CALL_ID`).
-                .take_while(|word| {
-                    !word.starts_with(['<', '[', '-', '('])
-                        && word.chars().any(|c| c.is_ascii_lowercase())
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        });
-    // clap's "did you mean": `tip: a similar subcommand exists: 'answer'`.
-    let tips: Vec<&str> = rendered
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("tip: "))
-        .filter(|tip| tip.contains("similar"))
-        .collect();
-    let line = match tips.as_slice() {
-        [] => line,
-        tips => format!("{line}; {}", tips.join("; ")),
-    };
-    match command.filter(|c| !c.is_empty()) {
-        Some(command) => format!("{line} (see `{command} --help`)"),
-        None => line,
     }
 }
 

@@ -9,7 +9,6 @@ use std::io::{BufReader, Write};
 
 use ask_user_pg::{
     ExportArgs, ImportArgs, ImportNameError, PgError, PgStore, Worker, WorkerArgs, WorkerEvent,
-    admit_answers,
 };
 use ask_user_terminal::sanitize::visible;
 
@@ -101,17 +100,8 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
     let file = std::fs::File::open(&args.log)
         .map_err(|e| CliError::log("LOG_IO", format!("cannot open {}: {e}", args.log.display())))?;
     let store = ask_user_pg::connect(&args.pg.pg, &args.pg.pg_schema, true)?;
-    let report = store
-        .import(&name, &mut BufReader::new(file))
-        .map_err(|e| {
-            let code = match &e {
-                ask_user_pg::ExportError::Store(_) | ask_user_pg::ExportError::Db(_) => {
-                    "IMPORT_FAILED"
-                }
-                other => other.code(),
-            };
-            CliError::log(code, e.to_string())
-        })?;
+    let report = (store.import(&name, &mut BufReader::new(file)))
+        .map_err(|e| CliError::log(e.import_code(), e.to_string()))?;
     eprintln!("session {} imported: {report}", visible(&name));
     if let Some(warning) = &report.open_warning {
         eprintln!(
@@ -120,30 +110,6 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, CliError> {
         );
     }
     Ok(Exit::Ok)
-}
-
-/// `answer --pg … --admit`: admits the session's accepted answers here when no worker holds the
-/// session. The answer is durable in the ledger already: a failed admission is reported, and left
-/// to a worker, never turned into a failure of the answer.
-pub(super) fn admit_here(store: &PgStore, session: &str) {
-    let admitted = HostRuntime::new(store.clone(), None)
-        .map_err(|e| e.to_string())
-        .and_then(|runtime| admit_answers(&runtime, store, session).map_err(|e| e.to_string()));
-    match admitted {
-        Ok(a) if a.busy => eprintln!("the session is held by a worker, which admits it"),
-        Ok(a) if a.admitted > 0 => eprintln!(
-            "{} repl{} admitted; the question is settled",
-            a.admitted,
-            if a.admitted == 1 { "y" } else { "ies" }
-        ),
-        Ok(_) => eprintln!(
-            "not admitted here: the question is in its window (the host running it takes the answer), or another reply settled it first"
-        ),
-        Err(error) => eprintln!(
-            "warning: not admitted here ({}); a worker admits it",
-            visible(&error)
-        ),
-    }
 }
 
 /// `mcp --pg`: an MCP server whose sessions live in the database. While a request has a

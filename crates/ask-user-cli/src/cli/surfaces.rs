@@ -55,7 +55,8 @@ impl Surfaces {
         }
         let mut page = None;
         if web_args.web {
-            let (options, addr) = super::web::options_for(web_args.addr(&file.web), file)?;
+            let addr = web_args.addr(&file.web);
+            let (options, addr) = file.web.options_at(addr)?;
             let desk = LiveDesk::of([host]);
             let surface = WebSurface::new(seam, Some(desk), options)
                 .map_err(|e| super::web::no_surface(&e))?;
@@ -71,7 +72,9 @@ impl Surfaces {
         let terminal = TerminalAnswerer::new(seam, options);
         guards.push(terminal.register(seam));
         let web = match page {
-            Some((surface, addr)) => Some(super::web::bind(&surface, addr).await?),
+            Some((surface, addr)) => {
+                Some((surface.bind(addr).await).map_err(|e| super::web::bind_error(addr, &e))?)
+            }
             None => None,
         };
         // The page's address stays in reach under the card, which hides the lines printed before.

@@ -2,11 +2,11 @@
 //! terminal card, first answer wins), and `ask-user serve LOG…` (the continued questions of
 //! existing logs, for late answers).
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ask_user_web::{WebOptions, WebServer, WebSurface};
+use ask_user_web::WebSurface;
 use clap::Args;
 use pending_answer::QuestionDesk;
 use user_questions::{HostBindings, UserQuestions, UserQuestionsConfig};
@@ -14,33 +14,11 @@ use user_questions::{HostBindings, UserQuestions, UserQuestionsConfig};
 use super::desk::{Access, Picked};
 use super::{CliError, Exit};
 
-/// The page's options for `addr` (default: loopback, a free port), over TLS when the
-/// configuration file (`file`) gives `[web] tls_cert` and `tls_key`.
-pub(crate) fn options_for(
-    addr: Option<SocketAddr>,
-    file: &super::config::Config,
-) -> Result<(WebOptions, SocketAddr), CliError> {
-    let addr = addr.unwrap_or_else(|| SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
-    let options = WebOptions {
-        loopback_only: addr.ip().is_loopback(),
-        tls: load_tls(file.web_tls.as_ref())?,
-        ..WebOptions::default()
-    };
-    Ok((options, addr))
-}
-
-/// The certificate and key of `files`, read and checked.
-pub(crate) fn load_tls(
-    files: Option<&ask_user_web::TlsFiles>,
-) -> Result<Option<ask_user_web::ServerTls>, CliError> {
-    let load = |files: &ask_user_web::TlsFiles| {
-        (files.load()).map_err(|e| CliError::new("BAD_TLS", e.to_string(), Exit::Usage))
-    };
-    files.map(load).transpose()
-}
-
-pub(crate) async fn bind(surface: &WebSurface, addr: SocketAddr) -> Result<WebServer, CliError> {
-    (surface.bind(addr).await).map_err(|error| bind_error(addr, &error))
+impl From<ask_user_web::TlsError> for CliError {
+    /// The configuration file's certificate or key cannot be served.
+    fn from(error: ask_user_web::TlsError) -> Self {
+        Self::new("BAD_TLS", error.to_string(), Exit::Usage)
+    }
 }
 
 /// The page cannot be served at `addr`.
@@ -96,7 +74,7 @@ pub(super) async fn serve_desk(
     // answers again when it takes them).
     let seam = UserQuestions::new(UserQuestionsConfig::default(), HostBindings::default())
         .map_err(|e| CliError::failure("INTERNAL", e.to_string()))?;
-    let (options, addr) = options_for(addr.or(file.web.addr), file)?;
+    let (options, addr) = file.web.options_at(addr.or(file.web.addr))?;
     // The cards follow the desk's changes (the ledger, the logs); a database's desk claims the
     // questions open elsewhere while a page looks.
     let (desk, database): (Arc<dyn QuestionDesk>, _) = match picked {
@@ -104,7 +82,7 @@ pub(super) async fn serve_desk(
         Picked::Database(desk) => (Arc::new(desk.clone()), Some(desk)),
     };
     let surface = WebSurface::new(&seam, Some(desk), options).map_err(|e| no_surface(&e))?;
-    let server = bind(&surface, addr).await?;
+    let server = (surface.bind(addr).await).map_err(|e| bind_error(addr, &e))?;
     eprintln!("web   › answer the continued questions at {}", server.url());
     eprintln!("        (Ctrl-C to stop)");
     let _ = tokio::signal::ctrl_c().await;

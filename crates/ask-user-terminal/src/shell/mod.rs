@@ -6,6 +6,9 @@
 
 use std::fmt::{self, Write as _};
 
+mod answer;
+pub use answer::{AnswerTo, RefusalKind, ShellAnswer, ShellAnswered, ShellRefusal, reply_text};
+
 use pending_answer::{DeskQuestion, DeskSession, DeskState};
 use user_questions::{AnswerBatch, AnswerItem, AnswerViolation, CallId, Question, QuestionLimits};
 
@@ -327,5 +330,48 @@ pub fn program_word(name: &str) -> String {
     match on_path {
         Some(found) if same(&found, &exe) => name.to_owned(),
         _ => shell_word(&exe.display().to_string()),
+    }
+}
+
+/// A command-line parser's rendered error (clap's) as one line: its first paragraph without the `error: ` prefix, lines
+/// joined, and where to read more (for example "see `ask-user answer --help`", from the usage
+/// line).
+#[must_use]
+pub fn usage_line(rendered: &str) -> String {
+    let first = rendered.split("\n\n").next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let line = first
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let command = rendered
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .map(|usage| {
+            usage
+                .split_whitespace()
+                // The command's words: up to its first argument (`<X>`, `[X]`, `--x`, `CALL_ID`).
+                .take_while(|word| {
+                    !word.starts_with(['<', '[', '-', '('])
+                        && word.chars().any(|c| c.is_ascii_lowercase())
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
+    // clap's "did you mean": `tip: a similar subcommand exists: 'answer'`.
+    let tips: Vec<&str> = rendered
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("tip: "))
+        .filter(|tip| tip.contains("similar"))
+        .collect();
+    let line = match tips.as_slice() {
+        [] => line,
+        tips => format!("{line}; {}", tips.join("; ")),
+    };
+    match command.filter(|c| !c.is_empty()) {
+        Some(command) => format!("{line} (see `{command} --help`)"),
+        None => line,
     }
 }
