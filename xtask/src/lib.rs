@@ -1,4 +1,5 @@
-//! Maintainer tasks for this workspace. One today: the tool catalog (SPEC §10).
+//! Maintainer tasks for this workspace: the tool catalog (SPEC §10), and the release artefacts
+//! ([`dist`]).
 //!
 //! `cargo xtask catalog` writes [`CATALOG_PATH`] from the definitions the tool crates of the
 //! [`manifest`] register; `cargo xtask catalog --check` regenerates it in memory and compares.
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod dist;
 pub mod guards;
 pub mod manifest;
 pub mod model;

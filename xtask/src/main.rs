@@ -7,9 +7,14 @@ use xtask::{CATALOG_PATH, check_workspace, project_root, write_workspace};
 
 const USAGE: &str = "\
 usage: cargo xtask catalog [--check]
+       cargo xtask dist [--target TRIPLE]
+       cargo xtask version
 
   catalog          write docs/tool-catalog.md from the registered tool definitions
-  catalog --check  fail (exit 1) when docs/tool-catalog.md is not what `catalog` would write";
+  catalog --check  fail (exit 1) when docs/tool-catalog.md is not what `catalog` would write
+  dist             build every release artefact this machine can build into target/dist/
+                   (default target x86_64-unknown-linux-gnu; docs/release.md)
+  version          print the release version, once every crate agrees with it";
 
 fn main() -> ExitCode {
     let args = std::env::args().skip(1).collect::<Vec<_>>();
@@ -31,6 +36,12 @@ fn main() -> ExitCode {
             }
             ExitCode::from(check.exit_code())
         }),
+        ["dist"] => dist(&root, xtask::dist::DEFAULT_TARGET),
+        ["dist", "--target", target] => dist(&root, target),
+        ["version"] => xtask::dist::workspace_version(&root).map(|version| {
+            println!("{version}");
+            ExitCode::SUCCESS
+        }),
         ["help" | "-h" | "--help"] => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
@@ -46,4 +57,20 @@ fn main() -> ExitCode {
         eprintln!("error: {error:#}");
         ExitCode::FAILURE
     })
+}
+
+/// `dist`: builds the artefacts and lists them with their sizes.
+fn dist(root: &std::path::Path, target: &str) -> anyhow::Result<ExitCode> {
+    let started = std::time::Instant::now();
+    let artefacts = xtask::dist::dist(root, target)?;
+    for artefact in &artefacts {
+        let path = artefact.path.strip_prefix(root).unwrap_or(&artefact.path);
+        println!("{:>12} bytes  {}", artefact.bytes, path.display());
+    }
+    println!(
+        "dist: {} artefacts in {:.0} s",
+        artefacts.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
 }
