@@ -28,8 +28,8 @@ use sha2::{Digest, Sha256};
 use self::platform::Platform;
 use self::release::{BINARY, MCP_NAME, Metadata, PACKAGE};
 
-/// Where the artefacts go, under the repository root.
-pub const DIST_DIR: &str = "target/dist";
+/// Where the artefacts go, under cargo's target directory (`target/`, or `CARGO_TARGET_DIR`).
+pub const DIST_DIR: &str = "dist";
 
 /// The Cargo profile of the shipped binary (release, stripped: the root `Cargo.toml`).
 pub const PROFILE: &str = "shipped";
@@ -46,7 +46,8 @@ pub struct Artefact {
     pub bytes: u64,
 }
 
-/// Builds every artefact for `target` into [`DIST_DIR`] under `root` (emptied first).
+/// Builds every artefact for `target` into [`DIST_DIR`] under cargo's target directory (emptied
+/// first), from the workspace at `root`; returns them.
 ///
 /// # Errors
 ///
@@ -61,13 +62,16 @@ pub fn dist(root: &Path, target: &str) -> anyhow::Result<Vec<Artefact>> {
     let Some(compatibility) = platform.wheel.filter(|_| platform.os == "linux") else {
         bail!("{target} is built on its own machine (docs/release.md): this one builds Linux");
     };
-    let out = root.join(DIST_DIR);
+    let out = metadata.target_directory.join(DIST_DIR);
     if out.exists() {
         fs::remove_dir_all(&out).with_context(|| format!("emptying {}", out.display()))?;
     }
     fs::create_dir_all(&out)?;
     check_pypi_readme(root)?;
-    println!("dist: {PACKAGE} {version} for {target} into {DIST_DIR}");
+    println!(
+        "dist: {PACKAGE} {version} for {target} into {}",
+        out.display()
+    );
 
     // The one release build: maturin builds the binary for the wheel; npm and the bundle take
     // the same file.
@@ -85,9 +89,7 @@ pub fn dist(root: &Path, target: &str) -> anyhow::Result<Vec<Artefact>> {
     ]);
     maturin.arg("--out").arg(&out);
     run(&mut maturin, "maturin build")?;
-    let binary = root
-        .join("target")
-        .join(target)
+    let binary = (metadata.target_directory.join(target))
         .join(PROFILE)
         .join(platform.exe);
     if !binary.is_file() {
@@ -108,7 +110,14 @@ pub fn dist(root: &Path, target: &str) -> anyhow::Result<Vec<Artefact>> {
     }
     write_json(&out.join("server.json"), &server)?;
 
-    crates(root, &out.join("crates"), &version, &metadata.published())?;
+    let published = metadata.published();
+    crates(
+        root,
+        &metadata.target_directory,
+        &out.join("crates"),
+        &version,
+        &published,
+    )?;
     fs::remove_dir_all(&npm_dir)?;
     fs::remove_dir_all(out.join("mcpb"))?;
     let artefacts = listing(&out)?;
@@ -235,7 +244,13 @@ fn mcpb_bundle(
 }
 
 /// Every published crate (`published`) of this version as its `.crate` file.
-fn crates(root: &Path, dir: &Path, version: &str, published: &[String]) -> anyhow::Result<()> {
+fn crates(
+    root: &Path,
+    target_directory: &Path,
+    dir: &Path,
+    version: &str,
+    published: &[String],
+) -> anyhow::Result<()> {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cargo.current_dir(root).args([
         "package",
@@ -246,7 +261,7 @@ fn crates(root: &Path, dir: &Path, version: &str, published: &[String]) -> anyho
     ]);
     run(&mut cargo, "cargo package")?;
     fs::create_dir_all(dir)?;
-    let packaged = root.join("target/package");
+    let packaged = target_directory.join("package");
     for entry in fs::read_dir(&packaged)? {
         let path = entry?.path();
         let name = path.file_name().unwrap_or_default().to_string_lossy();

@@ -29,6 +29,8 @@ pub const DESCRIPTION: &str =
 #[derive(Debug, Deserialize)]
 pub struct Metadata {
     packages: Vec<Package>,
+    /// Where cargo builds (`CARGO_TARGET_DIR` when set).
+    pub target_directory: std::path::PathBuf,
 }
 
 #[derive(Debug, Deserialize)]
@@ -121,7 +123,8 @@ mod tests {
                     {{"name":"user-questions","req":"{req}","kind":null,"path":"/x"}},
                     {{"name":"serde","req":"^1","kind":null}}]}},
                 {{"name":"user-questions","version":"{lib}","publish":null,"dependencies":[]}},
-                {{"name":"xtask","version":"0.0.9","publish":[],"dependencies":[]}}]}}"#
+                {{"name":"xtask","version":"0.0.9","publish":[],"dependencies":[]}}],
+               "target_directory":"/w/target"}}"#
         ))
         .unwrap()
     }
