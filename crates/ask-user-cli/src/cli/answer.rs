@@ -3,10 +3,10 @@
 //!
 //! Where the call stands and what each refusal says is `ask_user_terminal::shell::ShellAnswer`'s;
 //! here are the arguments, the desk, what is printed and the exit status. The answer goes to the
-//! desk of the session (`LogDesk` for a log, `PgDesk` with `--pg`). For a log, the desk opens it for write (resume repair first, so a call interrupted by a crash becomes
-//! continued), queues the answer through `LateAnswers::answer` (identity, continued check,
-//! `REPLY_QUEUED`, validation, reservation, delivery to the agent's durable inbox) and admits the
-//! reply in a turn of its own: success is reported only once that `user/message` is fsynced, so
+//! desk of the session (`LogDesk` for a log, `PgDesk` with `--pg`). For a log, the desk opens it
+//! for write (resume repair first, so a call interrupted by a crash becomes continued), queues
+//! the answer through `LateAnswers::answer` (identity, continued check, `REPLY_QUEUED`,
+//! validation, reservation, delivery to the agent's durable inbox) and admits the reply in a turn of its own: success is reported only once that `user/message` is fsynced, so
 //! the projection has settled the question. In a database the answer goes to the ledger (the
 //! first answer wins) and a worker, or `--admit` here, admits it.
 

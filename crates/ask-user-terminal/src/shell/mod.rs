@@ -333,9 +333,9 @@ pub fn program_word(name: &str) -> String {
     }
 }
 
-/// A command-line parser's rendered error (clap's) as one line: its first paragraph without the `error: ` prefix, lines
-/// joined, and where to read more (for example "see `ask-user answer --help`", from the usage
-/// line).
+/// A command-line parser's rendered error (clap's) as one line: its first paragraph without the
+/// `error: ` prefix, lines joined, any "similar" tip, and where to read more (for example "see
+/// `ask-user answer --help`", from the usage line).
 #[must_use]
 pub fn usage_line(rendered: &str) -> String {
     let first = rendered.split("\n\n").next().unwrap_or_default();
