@@ -234,3 +234,68 @@ fn a_usage_error_is_one_line_naming_the_help_to_read() {
         "unexpected argument '--pik' found; a similar argument exists: '--pick' (see `ask-user answer --help`)"
     );
 }
+
+/// A desk that refuses every answer as not waiting (a legacy call, say).
+struct NotWaitingDesk;
+
+#[user_questions::async_trait]
+impl pending_answer::QuestionDesk for NotWaitingDesk {
+    async fn sessions(&self) -> Result<Vec<DeskSession>, pending_answer::DeskError> {
+        Ok(Vec::new())
+    }
+
+    async fn views(
+        &self,
+        _session: Option<&str>,
+    ) -> Result<Vec<pending_answer::SessionView>, pending_answer::DeskError> {
+        Ok(Vec::new())
+    }
+
+    async fn submit(
+        &self,
+        _submission: pending_answer::Submission,
+    ) -> Result<pending_answer::Accepted, pending_answer::LateRefusal> {
+        Err(pending_answer::LateRefusal::NotWaiting(
+            pending_answer::NotWaiting::Unknown,
+        ))
+    }
+}
+
+/// Every refusal escapes the call id it names, whoever prints it.
+#[tokio::test]
+async fn a_refusal_of_the_desk_names_the_call_escaped() {
+    use ask_user_terminal::shell::{AnswerTo, RefusalKind, ShellAnswer};
+    use user_questions::Provenance;
+
+    let answer = ShellAnswer {
+        call_id: CallId::from("call_\u{1b}]0;title\u{7}x"),
+        batch: AnswerBatch { answers: vec![] },
+        from_flags: false,
+        provenance: Provenance::human("shell"),
+        program: "ask-user",
+    };
+    let to = AnswerTo::Session {
+        name: "log.jsonl",
+        in_database: false,
+    };
+    let refusal = answer
+        .give(&NotWaitingDesk, to)
+        .await
+        .expect_err("not waiting");
+    assert_eq!(
+        (refusal.kind, refusal.code.as_str()),
+        (RefusalKind::NotContinued, "NOT_WAITING")
+    );
+    assert!(
+        !refusal.message.contains(['\u{1b}', '\u{7}']),
+        "{}",
+        refusal.message
+    );
+    assert!(
+        refusal
+            .message
+            .ends_with("in this log (legacy calls never take late answers)"),
+        "{}",
+        refusal.message
+    );
+}

@@ -42,6 +42,13 @@ struct Package {
     dependencies: Vec<Dependency>,
 }
 
+impl Package {
+    /// Not `publish = false` (the test kit, xtask), which shows as an empty list.
+    fn published(&self) -> bool {
+        self.publish.as_ref().is_none_or(|to| !to.is_empty())
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct Dependency {
     name: String,
@@ -64,7 +71,7 @@ impl Metadata {
     #[must_use]
     pub fn published(&self) -> Vec<String> {
         (self.packages.iter())
-            .filter(|p| p.publish.as_ref().is_none_or(|to| !to.is_empty()))
+            .filter(|p| p.published())
             .map(|p| p.name.clone())
             .collect()
     }
@@ -82,9 +89,7 @@ impl Metadata {
         let version = binary.version.clone();
         let mut problems = Vec::new();
         for package in &self.packages {
-            // `publish = false` (the test kit, xtask) shows as an empty list.
-            let published = package.publish.as_ref().is_none_or(|to| !to.is_empty());
-            if published && package.version != version {
+            if package.published() && package.version != version {
                 problems.push(format!(
                     "{} is {}, not {version}",
                     package.name, package.version

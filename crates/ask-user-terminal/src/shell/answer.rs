@@ -139,7 +139,7 @@ impl From<DeskError> for ShellRefusal {
                 RefusalKind::Store
             }
         };
-        Self::new(kind, error.code(), error.to_string())
+        Self::new(kind, error.code(), visible(&error.to_string()).into_owned())
     }
 }
 
@@ -305,7 +305,6 @@ impl ShellAnswer<'_> {
 
     /// The desk's refusal, as the person reads it.
     fn refused(&self, refusal: LateRefusal, in_database: bool) -> ShellRefusal {
-        let call_id = &self.call_id;
         match refusal {
             LateRefusal::NotWaiting(NotWaiting::Settled) => self.already_answered(),
             LateRefusal::NotWaiting(NotWaiting::Open) => self.in_window_elsewhere(),
@@ -313,7 +312,8 @@ impl ShellAnswer<'_> {
                 RefusalKind::NotDurable,
                 "NOT_DURABLE",
                 format!(
-                    "call {call_id} {}: try again in a moment; if this lasts, its server could not write its log",
+                    "call {} {}: try again in a moment; if this lasts, its server could not write its log",
+                    self.call(),
                     NotWaiting::Closing.reason()
                 ),
             ),
@@ -326,7 +326,8 @@ impl ShellAnswer<'_> {
                 let unknown = (why == NotWaiting::Unknown)
                     .then(|| format!(" {place} (legacy calls never take late answers)"));
                 let message = format!(
-                    "call {call_id} {}{}",
+                    "call {} {}{}",
+                    self.call(),
                     why.reason(),
                     unknown.unwrap_or_default()
                 );
@@ -344,7 +345,8 @@ impl ShellAnswer<'_> {
                     RefusalKind::ReplyQueued,
                     "REPLY_QUEUED",
                     format!(
-                        "a reply to call {call_id} was already queued by an earlier session; it has been admitted now and settles the question, so this answer was not used"
+                        "a reply to call {} was already queued by an earlier session; it has been admitted now and settles the question, so this answer was not used",
+                        self.call()
                     ),
                 )
             },
@@ -356,7 +358,7 @@ impl ShellAnswer<'_> {
             LateRefusal::BadAnswer(error) => ShellRefusal::new(
                 RefusalKind::BadAnswer,
                 error.code(),
-                error.message().to_owned(),
+                visible(error.message()).into_owned(),
             ),
             LateRefusal::UnknownSession(session) => ShellRefusal::new(
                 RefusalKind::Store,
@@ -369,7 +371,7 @@ impl ShellAnswer<'_> {
             LateRefusal::NotLive(error) => ShellRefusal::new(
                 RefusalKind::Internal,
                 error.code(),
-                error.message().to_owned(),
+                visible(error.message()).into_owned(),
             ),
             LateRefusal::NoAgent => ShellRefusal::new(
                 RefusalKind::Internal,
@@ -377,7 +379,7 @@ impl ShellAnswer<'_> {
                 LateRefusal::NoAgent.to_string(),
             ),
             LateRefusal::Undelivered(error) => {
-                let message = error.to_string();
+                let message = visible(&error.to_string()).into_owned();
                 ShellRefusal {
                     undelivered: Some(error),
                     ..ShellRefusal::new(RefusalKind::Store, "DELIVERY_FAILED", message)
