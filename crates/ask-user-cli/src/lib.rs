@@ -5,6 +5,45 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+
+use std::ffi::OsString;
+
+use clap::Parser as _;
+
+/// Runs the command line `args` (the program's name first) as the `ask-user` binary does, on a
+/// runtime of its own, and returns the exit status: the binary's `main`, and the Python package's
+/// `ask-user` script.
+pub fn run_args<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args = match cli::Cli::try_parse_from(args) {
+        Ok(args) => args,
+        Err(error) => return cli::report_parse_error(&error).code(),
+    };
+    cli::init_tracing(args.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            // Anything that escaped the commands' own error handling: one line, no backtrace.
+            eprintln!(
+                "error[INTERNAL]: {}",
+                terminal::sanitize::visible(&error.to_string())
+            );
+            return cli::Exit::Failure.code();
+        }
+    };
+    let exit = runtime.block_on(cli::run(args));
+    // A blocking read of stdin (the demo waiting for Enter when Ctrl-C came first) must not keep
+    // the process alive: everything the command does has finished inside `block_on`.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    exit.code()
+}
 /// The interactive terminal answering surface, now the `ask-user-terminal` crate; re-exported
 /// here, where the commands use it.
 pub use ask_user_terminal as terminal;
