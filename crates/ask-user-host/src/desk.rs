@@ -35,6 +35,8 @@ pub const LOG_WATCH_EVERY: Duration = Duration::from_secs(2);
 #[derive(Default)]
 pub struct LiveDesk {
     hosts: Mutex<Vec<Weak<Host>>>,
+    /// Sessions named by their name in the store instead ([`LiveDesk::of_named`]).
+    by_store_name: bool,
 }
 
 impl std::fmt::Debug for LiveDesk {
@@ -55,6 +57,29 @@ impl LiveDesk {
         Arc::new(desk)
     }
 
+    /// A desk over `hosts` naming each session by its name in its store (a log's file name), as
+    /// [`LogDesk`] and the machine's inbox name them: the desk a host linked to the inbox gives
+    /// it, so that an answer the inbox takes late reaches the live session.
+    pub fn of_named<'a>(hosts: impl IntoIterator<Item = &'a Arc<Host>>) -> Arc<Self> {
+        let desk = Self {
+            by_store_name: true,
+            ..Self::default()
+        };
+        for host in hosts {
+            desk.add(host);
+        }
+        Arc::new(desk)
+    }
+
+    /// How the desk names `host`'s session.
+    fn name_of(&self, host: &Host) -> String {
+        if self.by_store_name {
+            host.name().to_owned()
+        } else {
+            host.session_id().as_str().to_owned()
+        }
+    }
+
     /// Shows the questions of `host` too.
     pub fn add(&self, host: &Arc<Host>) {
         let mut hosts = lock_unpoisoned(&self.hosts);
@@ -72,13 +97,13 @@ impl LiveDesk {
     fn host(&self, session: &str) -> Option<Arc<Host>> {
         self.live()
             .into_iter()
-            .find(|host| host.session_id().as_str() == session)
+            .find(|host| self.name_of(host) == session)
     }
 
     /// One live session's questions as the desk lists them.
-    fn session_of(host: &Host) -> DeskSession {
+    fn session_of(&self, host: &Host) -> DeskSession {
         let state = host.projection();
-        let session = host.session_id().as_str().to_owned();
+        let session = self.name_of(host);
         let waiting = host.late().waiting();
         let questions = state
             .view()
@@ -114,7 +139,7 @@ impl QuestionDesk for LiveDesk {
         Ok(self
             .live()
             .iter()
-            .map(|host| Self::session_of(host))
+            .map(|host| self.session_of(host))
             .collect())
     }
 
@@ -127,9 +152,9 @@ impl QuestionDesk for LiveDesk {
         Ok(self
             .live()
             .iter()
-            .filter(|host| session.is_none_or(|s| host.session_id().as_str() == s))
+            .filter(|host| session.is_none_or(|s| self.name_of(host) == s))
             .map(|host| SessionView {
-                session: host.session_id().as_str().to_owned(),
+                session: self.name_of(host),
                 view: host.projection().view().clone(),
             })
             .collect())
@@ -142,7 +167,7 @@ impl QuestionDesk for LiveDesk {
             let question = match state.standing(call_id) {
                 Standing::Unknown => continue,
                 Standing::Settled(_) => DeskQuestion {
-                    session: host.session_id().as_str().to_owned(),
+                    session: self.name_of(&host),
                     call_id: call_id.clone(),
                     questions: Vec::new(),
                     state: DeskState::Settled,
@@ -152,7 +177,8 @@ impl QuestionDesk for LiveDesk {
                     asked_at_ms: None,
                 },
                 Standing::Open(_) | Standing::Continued(_) => {
-                    match Self::session_of(&host)
+                    match self
+                        .session_of(&host)
                         .questions
                         .into_iter()
                         .find(|q| &q.call_id == call_id)

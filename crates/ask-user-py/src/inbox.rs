@@ -46,7 +46,7 @@ pub(crate) fn link(host: &PyHost, state_dir: PathBuf) -> PyInboxLink {
     });
     let linked = Arc::new(Linked {
         host: Arc::downgrade(&host.host),
-        desk: LiveDesk::of([&host.host]),
+        desk: LiveDesk::of_named([&host.host]),
     });
     let _enter = crate::bridge::runtime().enter();
     PyInboxLink {

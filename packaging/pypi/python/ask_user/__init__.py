@@ -252,14 +252,18 @@ to pass the question on, or ``await next()``'s answers; raising fails the questi
 
 
 class Registration:
-    """An answerer in a session's waterfall; ``remove()`` takes it out."""
+    """An answerer in a session's waterfall, until ``remove()`` or the host's end."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: Any, held: list[Registration]) -> None:
         self._native = native
+        self._held = held
+        held.append(self)
 
     def remove(self) -> None:
         """Questions asked from now on skip this answerer."""
         self._native.remove()
+        if self in self._held:
+            self._held.remove(self)
 
 
 class InboxLink:
@@ -300,6 +304,7 @@ class Host:
     def __init__(self, native: Any, state_dir: str | None) -> None:
         self._native = native
         self._state_dir = state_dir
+        self._registrations: list[Registration] = []
 
     @classmethod
     def open(
@@ -487,7 +492,7 @@ class Host:
         its task is cancelled."""
         if not callable(answerer):
             raise AskUserError("BAD_CONFIG", f"an answerer is an async callable, not {answerer!r}")
-        return Registration(self._native.add_answerer(answerer, name))
+        return Registration(self._native.add_answerer(answerer, name), self._registrations)
 
     def link_inbox(self, state_dir: str | os.PathLike[str] | None = None) -> InboxLink:
         """Links the session to the inbox of ``state_dir`` (default: the session's own state
@@ -498,4 +503,4 @@ class Host:
         return InboxLink(self._native.link_inbox(directory))
 
     def _add_fixed_answerer(self, answers: AnswersLike) -> Registration:
-        return Registration(self._native._add_fixed_answerer(json.dumps(_items(answers))))
+        return Registration(self._native._add_fixed_answerer(json.dumps(_items(answers))), self._registrations)
