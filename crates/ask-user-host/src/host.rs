@@ -682,6 +682,16 @@ impl Host {
         Ok(claimed)
     }
 
+    /// Starts a turn that claims no late reply: the replies wait until `late().take` takes them
+    /// into one of its steps. For an agent framework that gives a late answer back to the call
+    /// that asked (LangGraph's resume of an interrupted tool, Pydantic AI's deferred tool
+    /// results) rather than as a user message.
+    pub fn begin_turn_unclaimed(&self) -> Result<(), HostError> {
+        self.between_turns("a turn")?;
+        self.start_turn()?;
+        Ok(())
+    }
+
     /// Whether a step is open now: a tool call, an assistant message or a request header may be
     /// logged.
     pub fn step_open(&self) -> bool {

@@ -196,6 +196,12 @@ impl PyHost {
         Ok(messages_json(&messages))
     }
 
+    /// Starts a turn that claims no late reply (`take_late` takes them).
+    fn begin_turn_unclaimed(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.host.begin_turn_unclaimed())
+            .map_err(|e| error::host(&e))
+    }
+
     /// Starts a step.
     fn begin_step(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.host.begin_step())

@@ -145,6 +145,13 @@ def _items(answers: AnswersLike, questions: Sequence[Mapping[str, Any]] = ()) ->
     raise AskUserError("BAD_ANSWER", f"answers are a mapping of question ids or a list of answer items, not {answers!r}")
 
 
+def _settled_text(host: Host, call_id: str) -> str:
+    """A settled call's answers as the tool's result text (``{"answers":[...]}``): what an
+    adapter returns when a framework runs an answered call again."""
+    answers = host.answers(call_id)
+    return json.dumps({"answers": [] if answers is None else answers.items}, separators=(",", ":"), ensure_ascii=False)
+
+
 @dataclass(frozen=True)
 class Answers:
     """An answer batch: one item per question, ``{"id", "selected", "custom"?}``."""
@@ -371,11 +378,19 @@ class Host:
         self._native.end_turn(reason)
 
     @contextlib.contextmanager
-    def turn(self) -> Iterator[list[LateReply]]:
+    def turn(self, *, claim: bool = True) -> Iterator[list[LateReply]]:
         """A turn with one step open: yields the late replies the turn claimed (already admitted
         when the block starts). Ends the step and the turn on the way out, ``completed``, or
-        ``error``/``cancelled`` when the block raised."""
-        replies = self.begin_turn()
+        ``error``/``cancelled`` when the block raised.
+
+        ``claim=False``: the turn claims nothing and yields ``[]``; the replies wait for
+        ``take_late`` (a framework that hands a late answer back to the call that asked, as the
+        LangGraph and Pydantic AI adapters do)."""
+        if claim:
+            replies = self.begin_turn()
+        else:
+            self._native.begin_turn_unclaimed()
+            replies = []
         reason = "completed"
         try:
             self.begin_step()
