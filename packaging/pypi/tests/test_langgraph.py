@@ -11,7 +11,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 import ask_user
-from adapters_common import ASK, admitted_replies, db_question, tool_calls_of
+from helpers import ASK, admitted_replies, db_question, tool_calls_of
 from ask_user.langgraph import AskUserTool, ask_user_tool, pending_calls, resume
 from scripted_model import scripted_model, text, tool_call, tool_calls, tool_result  # noqa: F401
 

@@ -6,14 +6,14 @@ import asyncio
 import gc
 import json
 import subprocess
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 import ask_user
 from ask_user import AskUserError, Host
+from conftest import ask_user_command
+from helpers import InboxPage
 
 DB = {"questions": [{"id": "db", "question": "Which database?", "options": [{"label": "SQLite"}, {"label": "Postgres"}]}]}
 
@@ -248,61 +248,6 @@ async def test_a_pending_question_survives_the_process_and_takes_a_shell_answer(
     assert again.answers("call_1") == ask_user.Answers([{"id": "db", "selected": ["Postgres"]}])
 
 
-class InboxPage:
-    """`ask-user inbox` for a state directory, and its page's routes as the page's script uses
-    them (the token, `GET /pending`, `POST /cards/{callId}/answer`)."""
-
-    def __init__(self, state_dir: Path) -> None:
-        self.state_dir = state_dir
-        self.process = subprocess.Popen(
-            [ask_user_command_path(), "inbox", "--addr", "127.0.0.1:0", "--state-dir", str(state_dir)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if "?token=" in line:
-                self.base, self.token = line.strip().split("/?token=")
-                break
-        else:
-            pytest.fail("`ask-user inbox` printed no page address")
-
-    def pending(self) -> dict:
-        with urllib.request.urlopen(f"{self.base}/pending?token={self.token}", timeout=10) as response:
-            return json.loads(response.read())
-
-    def card(self, call_id: str) -> tuple[str, str] | None:
-        for session in self.pending()["sessions"]:
-            for question in session["active"]:
-                if question["callId"] == call_id:
-                    return session["session"], question["state"]
-        return None
-
-    async def wait_card(self, call_id: str, state: str) -> str:
-        for _ in range(200):
-            card = await asyncio.to_thread(self.card, call_id)
-            if card is not None and card[1] == state:
-                return card[0]
-            await asyncio.sleep(0.05)
-        pytest.fail(f"{call_id} never showed {state} on the page: {self.pending()}")
-
-    def answer(self, session: str, call_id: str, answers: list[dict]) -> dict:
-        request = urllib.request.Request(
-            f"{self.base}/cards/{call_id}/answer?token={self.token}",
-            data=json.dumps({"session": session, "answers": answers}).encode(),
-            headers={"Content-Type": "application/json"},
-            method="POST",
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return json.loads(response.read() or b"{}")
-        except urllib.error.HTTPError as error:
-            pytest.fail(f"the page refused the answer to {call_id}: {error.code} {error.read().decode()}")
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
-
-
 async def test_a_question_asked_from_python_is_answered_on_the_inbox_page(state_dir: Path) -> None:
     page = InboxPage(state_dir)
     try:
@@ -332,16 +277,10 @@ async def test_a_question_asked_from_python_is_answered_on_the_inbox_page(state_
         page.close()
 
 
-def ask_user_command_path() -> str:
-    from conftest import ask_user_command
-
-    return ask_user_command()
-
-
 def test_the_wheel_gives_the_command_too(shell) -> None:
     done = shell("pending")
     assert done.returncode == 0
-    version = subprocess.run([ask_user_command_path(), "--version"], capture_output=True, text=True, check=True)
+    version = subprocess.run([ask_user_command(), "--version"], capture_output=True, text=True, check=True)
     assert version.stdout.strip() == f"ask-user {ask_user.__version__}"
-    usage = subprocess.run([ask_user_command_path(), "answer"], capture_output=True, text=True)
+    usage = subprocess.run([ask_user_command(), "answer"], capture_output=True, text=True)
     assert usage.returncode == 2 and "error[BAD_USAGE]" in usage.stderr

@@ -9,7 +9,7 @@ from agents import Agent, OpenAIChatCompletionsModel, set_tracing_disabled
 from openai import AsyncOpenAI
 
 import ask_user
-from adapters_common import ASK, admitted_replies, db_question, tool_calls_of
+from helpers import ASK, admitted_replies, db_question, tool_calls_of
 from ask_user.openai_agents import ask_user_tool, run
 from scripted_model import scripted_model, text, tool_call, tool_result, user_messages  # noqa: F401
 

@@ -10,7 +10,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 import ask_user
-from adapters_common import ASK, admitted_replies, db_question, tool_calls_of
+from helpers import ASK, admitted_replies, db_question, tool_calls_of
 from ask_user.pydantic_ai import ask_user_tool, deferred_results
 from scripted_model import scripted_model, text, tool_call, tool_result  # noqa: F401
 

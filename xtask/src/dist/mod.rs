@@ -73,22 +73,28 @@ pub fn dist(root: &Path, target: &str) -> anyhow::Result<Vec<Artefact>> {
         out.display()
     );
 
-    // The one release build: maturin builds the binary for the wheel; npm and the bundle take
-    // the same file.
-    let pypi = root.join("packaging/pypi");
-    let mut maturin = tool("MATURIN", "maturin");
-    maturin
-        .current_dir(&pypi)
-        .args(["build", "--profile", PROFILE]);
-    maturin.args([
-        "--target",
-        target,
-        "--compatibility",
-        compatibility,
-        "--zig",
-    ]);
-    maturin.arg("--out").arg(&out);
-    run(&mut maturin, "maturin build")?;
+    // One release profile for both builds, which share every dependency: maturin builds the
+    // wheel (the `ask_user` module, whose `ask-user` script runs the command line in it), then
+    // the binary npm and the bundle ship, each for the same `manylinux` target through zig.
+    let maturin = |directory: &Path, extra: &[&str], out: &Path| -> anyhow::Result<()> {
+        let mut maturin = tool("MATURIN", "maturin");
+        maturin
+            .current_dir(directory)
+            .args(["build", "--profile", PROFILE])
+            .args(extra)
+            .args(["--target", target, "--compatibility", compatibility, "--zig"])
+            .arg("--out")
+            .arg(out);
+        run(&mut maturin, "maturin build")
+    };
+    maturin(&root.join("packaging/pypi"), &[], &out)?;
+    let scratch = out.join("binary-wheel");
+    maturin(
+        &root.join("crates/ask-user-cli"),
+        &["--bindings", "bin"],
+        &scratch,
+    )?;
+    fs::remove_dir_all(&scratch)?;
     let binary = (metadata.target_directory.join(target))
         .join(PROFILE)
         .join(platform.exe);
