@@ -29,12 +29,13 @@ def state_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def shell(state_dir: Path, tmp_path: Path):
-    """Runs `ask-user ARGS --state-dir <state_dir>` through the wheel's script."""
+    """Runs `ask-user ARGS --state-dir <state_dir>` through the wheel's script (without
+    `--state-dir` when ARGS name a database)."""
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "xdg")}
         done = subprocess.run(
-            [ask_user_command(), *args, "--state-dir", str(state_dir)],
+            [ask_user_command(), *args, *([] if "--pg" in args else ["--state-dir", str(state_dir)])],
             capture_output=True,
             text=True,
             env=env,

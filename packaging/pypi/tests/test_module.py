@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -284,3 +286,26 @@ def test_the_wheel_gives_the_command_too(shell) -> None:
     assert version.stdout.strip() == f"ask-user {ask_user.__version__}"
     usage = subprocess.run([ask_user_command(), "answer"], capture_output=True, text=True)
     assert usage.returncode == 2 and "error[BAD_USAGE]" in usage.stderr
+
+
+async def test_a_session_in_postgresql_takes_a_late_answer_from_the_ledger(shell) -> None:
+    url = os.environ.get("ASK_USER_PG_URL")
+    if url is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("ASK_USER_PG_URL is not set: this test needs a PostgreSQL server (.ci/run starts one)")
+        pytest.skip("ASK_USER_PG_URL is not set")
+    schema = f"py_{uuid.uuid4().hex[:12]}"
+    host = Host.open("pg-agent", postgres=url, schema=schema, timeout=1)
+    assert host.log_path is None
+    with host.turn():
+        outcome = await host.call_tool("call_1", DB)
+    assert outcome.pending
+    listed = shell("pending", "--pg", url, "--pg-schema", schema)
+    assert "call_1" in listed.stdout and "pg-agent" in listed.stdout, listed.stdout
+    # The shell's answer goes into the database's ledger, which delivers it to the live session.
+    shell("answer", "--pg", url, "--pg-schema", schema, "pg-agent", "call_1", "--pick", "db=Postgres")
+    reply = await host.wait_late("call_1", timeout=20)
+    with host.turn() as late:
+        assert [r.id for r in late] == [reply.id]
+    assert host.standing("call_1") == "settled"
+    assert host.answers("call_1") == ask_user.Answers([{"id": "db", "selected": ["Postgres"]}])

@@ -1,5 +1,5 @@
 //! `cargo xtask dist`: every artefact of a release this machine can build, into `target/dist/`,
-//! from one release build of the binary and the workspace's one version:
+//! from one release profile and the workspace's one version:
 //!
 //! * the PyPI wheel (`ask-user`, the binary as its script: maturin with `bindings = "bin"`, for a
 //!   `manylinux2014` target through zig);
@@ -82,7 +82,13 @@ pub fn dist(root: &Path, target: &str) -> anyhow::Result<Vec<Artefact>> {
             .current_dir(directory)
             .args(["build", "--profile", PROFILE])
             .args(extra)
-            .args(["--target", target, "--compatibility", compatibility, "--zig"])
+            .args([
+                "--target",
+                target,
+                "--compatibility",
+                compatibility,
+                "--zig",
+            ])
             .arg("--out")
             .arg(out);
         run(&mut maturin, "maturin build")
