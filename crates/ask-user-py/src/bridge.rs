@@ -129,8 +129,9 @@ where
     let (target, event_loop) = (py_future.clone().unbind(), event_loop.clone().unbind());
     runtime().spawn(async move {
         let outcome = work.await;
-        // Python runs on a blocking thread: a worker never waits for the interpreter's lock.
-        let _ = tokio::task::spawn_blocking(move || {
+        // In the worker itself: a thread hop would cost more than the wait for the interpreter's
+        // lock, which its holder gives up within the switch interval (5 ms).
+        let deliver = move || {
             attach(|py| {
                 let (value, error) = match outcome {
                     Ok(value) => (value, None),
@@ -148,8 +149,8 @@ where
                 // A loop closed before the future ended: nobody awaits it any more.
                 drop(resolved);
             });
-        })
-        .await;
+        };
+        deliver();
     });
     Ok(py_future)
 }
