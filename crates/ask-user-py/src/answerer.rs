@@ -209,42 +209,57 @@ impl Answerer for PyAnswerer {
         let future = started.map_err(|e| foreign(format!("the Python answerer: {e}")))?;
         let _cancel = CancelOnDrop(Some(future));
         let mut next = Some(next);
+        // The rest of the waterfall while it runs for `next()`, and where its result goes: polled
+        // beside the answerer's own end, which may come first (it stopped waiting for `next()`).
+        let mut running: Option<(RestFuture<'_>, oneshot::Sender<NextResult>)> = None;
         let mut next_answered: Option<Result<Answered, AnswererError>> = None;
         loop {
             tokio::select! {
                 ended = &mut done_rx => {
                     return match ended {
                         Ok(Ended::Answers(answers)) => Ok(Answered::human(items(&answers)?)),
-                        Ok(Ended::Next) => match next_answered {
-                            Some(answered) => answered,
-                            None => Err(foreign("the answerer returned an answer of next() it never ran".to_owned())),
+                        Ok(Ended::Next) => next_answered.unwrap_or_else(|| {
+                            Err(foreign("the answerer returned an answer of next() it never ran".to_owned()))
+                        }),
+                        Ok(Ended::Declined) => match (running.take(), next.take()) {
+                            (Some((rest, _)), _) => rest.await,
+                            (None, Some(rest)) => rest.run().await,
+                            (None, None) => next_answered
+                                .unwrap_or_else(|| Err(UserQuestionError::no_provider().into())),
                         },
-                        Ok(Ended::Declined) => match next.take() {
-                            Some(next) => next.run().await,
-                            None => match next_answered {
-                                Some(answered) => answered,
-                                None => Err(UserQuestionError::no_provider().into()),
-                            },
-                        },
-                        Ok(Ended::Raised(Some(code), message)) if code == "NO_PROVIDER" => {
-                            let _ = message;
+                        Ok(Ended::Raised(Some(code), _)) if code == "NO_PROVIDER" => {
                             Err(UserQuestionError::no_provider().into())
                         }
-                        Ok(Ended::Raised(_, message)) => Err(foreign(message)),
+                        Ok(Ended::Raised(Some(code), message)) => Err(foreign(format!("{code}: {message}"))),
+                        Ok(Ended::Raised(None, message)) => Err(foreign(message)),
                         Err(_) => Err(foreign("the Python answerer ended without a result".to_owned())),
                     };
                 }
                 Ok(reply) = &mut next_rx, if next.is_some() => {
                     if let Some(rest) = next.take() {
-                        let answered = rest.run().await;
-                        let _ = reply.send(next_result(&answered));
-                        next_answered = Some(answered);
+                        running = Some((Box::pin(rest.run()), reply));
                     }
+                }
+                answered = async {
+                    match running.as_mut() {
+                        Some((rest, _)) => rest.as_mut().await,
+                        None => std::future::pending().await,
+                    }
+                }, if running.is_some() => {
+                    if let Some((_, reply)) = running.take() {
+                        let _ = reply.send(next_result(&answered));
+                    }
+                    next_answered = Some(answered);
                 }
             }
         }
     }
 }
+
+/// The rest of the waterfall, running.
+type RestFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Answered, AnswererError>> + Send + 'a>,
+>;
 
 /// Registers `callable` on the runtime's seam.
 pub(crate) fn register(

@@ -1,6 +1,10 @@
 //! Rust futures as asyncio futures, and every call from a Rust thread into Python, through one
 //! gate that the interpreter's exit closes.
 //!
+//! A tokio worker takes the interpreter's lock itself (to start a Python answerer, cancel one, end
+//! a future): its holder gives it up within the switch interval (5 ms), less than a thread hop
+//! would cost every call.
+//!
 //! A thread that is inside Python when the interpreter finalizes is ended there by the
 //! interpreter, mid-call, and the Rust frames it unwinds crash the process (reproduced with
 //! `pyo3-async-runtimes`, whose completions call into the event loop from a Rust thread at any

@@ -286,6 +286,13 @@ impl PyHost {
         })
     }
 
+    /// The calls running now.
+    fn running(&self) -> Vec<String> {
+        let mut running: Vec<String> = self.calls().keys().cloned().collect();
+        running.sort();
+        running
+    }
+
     /// Cancels the running call `call_id`: `False` when none runs.
     fn cancel_call(&self, call_id: &str) -> bool {
         self.calls()

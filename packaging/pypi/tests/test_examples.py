@@ -77,4 +77,5 @@ async def test_the_example_gets_its_late_answer_from_the_inbox_page(name: str, s
     assert reply["answers"] == [{"id": "db", "selected": ["Postgres"]}]
     # The session's log says the question was settled by that answer, once.
     listed = subprocess.run([sys.executable, "-m", "ask_user", "pending", "--state-dir", str(state_dir)], capture_output=True, text=True, env=env)
+    assert listed.returncode == 0, listed
     assert call_id not in listed.stdout, listed.stdout

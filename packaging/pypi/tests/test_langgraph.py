@@ -98,3 +98,25 @@ async def test_two_questions_of_one_step_one_answered_in_its_window(scripted_mod
         assert host.standing("call_a") == host.standing("call_b") == "settled"
     finally:
         restore()
+
+
+async def test_a_sibling_call_that_ended_in_an_error_is_not_asked_again_on_resume(scripted_model) -> None:
+    model = scripted_model([
+        tool_calls((ASK, {"questions": "not a list"}, "call_bad"), (ASK, db_question(1), "call_b")),
+        text("Done."),
+    ])
+    host = ask_user.Host.in_memory()
+    runs: list[str] = []
+    app, restore = graph_for(host, model.base_url, runs)
+    try:
+        config = {"configurable": {"thread_id": "t3"}}
+        with host.turn():
+            state = await app.ainvoke({"messages": [("user", "Two things.")]}, config)
+        host.answer_late("call_b", {"db": "Postgres"})
+        with host.turn(claim=False):
+            await app.ainvoke(resume(host, state), config)
+        bad = tool_result(model.requests[1], "call_bad")
+        assert bad.startswith("Error: "), bad
+        assert json.loads(tool_result(model.requests[1], "call_b"))["answers"] == [{"id": "db", "selected": ["Postgres"]}]
+    finally:
+        restore()

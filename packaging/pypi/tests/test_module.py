@@ -166,7 +166,7 @@ async def test_the_waterfall_runs_python_answerers_in_order_with_next() -> None:
     assert order == ["first", "declines"]
 
 
-async def test_a_failing_answerer_is_an_error_result_the_model_reads() -> None:
+async def test_a_failing_answerer_is_an_error_result_the_model_reads(caplog: pytest.LogCaptureFixture) -> None:
     host = Host.in_memory(mode="legacy")
 
     async def broken(request: ask_user.AnswerRequest, next: ask_user.Next) -> dict:
@@ -176,7 +176,9 @@ async def test_a_failing_answerer_is_an_error_result_the_model_reads() -> None:
     with host.turn():
         outcome = await host.call_tool("call_1", DB)
     assert outcome.is_error and outcome.text.startswith("Error: ")
-    assert "the chat is down" in outcome.text
+    # The model reads what failed, not the exception's text; the log has it all.
+    assert "RuntimeError" in outcome.text and "the chat is down" not in outcome.text
+    assert any("the chat is down" in (record.exc_text or "") or "the chat is down" in str(record.exc_info) for record in caplog.records)
 
 
 async def test_an_answer_that_does_not_fit_is_refused() -> None:
@@ -201,7 +203,7 @@ async def test_errors_carry_their_spec_code() -> None:
     with host.turn():
         # Arguments the model got wrong: an error result the model reads, not an exception.
         outcome = await host.call_tool("call_2", '{"questions": "not a list"}')
-        assert outcome.is_error and outcome.error_code is not None
+        assert outcome.is_error and outcome.error_code == "INVALID_ARGS"
         await host.call_tool("call_3", DB)
         with pytest.raises(AskUserError) as again:
             await host.call_tool("call_3", DB)
@@ -309,3 +311,109 @@ async def test_a_session_in_postgresql_takes_a_late_answer_from_the_ledger(shell
         assert [r.id for r in late] == [reply.id]
     assert host.standing("call_1") == "settled"
     assert host.answers("call_1") == ask_user.Answers([{"id": "db", "selected": ["Postgres"]}])
+
+
+async def test_an_answerer_that_stops_waiting_for_next_answers_itself() -> None:
+    host = Host.in_memory(timeout=5)
+
+    async def impatient(request: ask_user.AnswerRequest, next: ask_user.Next) -> dict:
+        try:
+            return await asyncio.wait_for(next(), 0.2)
+        except asyncio.TimeoutError:
+            return {"db": "SQLite"}  # its own answer, while the rest still runs
+
+    async def slow(request: ask_user.AnswerRequest, next: ask_user.Next) -> dict:
+        await asyncio.sleep(30)
+        return {"db": "Postgres"}
+
+    host.add_answerer(impatient, name="impatient")
+    host.add_answerer(slow, name="slow")
+    with host.turn():
+        started = asyncio.get_running_loop().time()
+        outcome = await host.call_tool("call_1", DB)
+    assert outcome.answers == ask_user.Answers([{"id": "db", "selected": ["SQLite"]}])
+    assert asyncio.get_running_loop().time() - started < 3
+
+
+async def test_an_answerer_cancelling_itself_does_not_hang_the_call() -> None:
+    host = Host.in_memory(mode="legacy")
+
+    async def gives_up(request: ask_user.AnswerRequest, next: ask_user.Next) -> dict:
+        raise asyncio.CancelledError
+
+    host.add_answerer(gives_up, name="gives-up")
+    with host.turn():
+        outcome = await asyncio.wait_for(host.call_tool("call_1", DB), 5)
+    assert outcome.is_error
+
+
+async def test_wait_late_says_when_no_answer_can_come() -> None:
+    host = Host.in_memory(timeout=1)
+    with pytest.raises(AskUserError) as nothing:
+        await host.wait_late(timeout=5)
+    assert nothing.value.code == "NOT_WAITING"
+    with host.turn():
+        await host.call_tool("call_1", DB)
+    with pytest.raises(asyncio.TimeoutError):
+        await host.wait_late("call_1", timeout=0.3)
+    host.answer_late("call_1", {"db": "SQLite"})
+    with host.turn():
+        pass
+    with pytest.raises(AskUserError) as settled:
+        await host.wait_late("call_1", timeout=5)
+    assert settled.value.code == "NOT_WAITING"
+
+
+async def test_a_turn_left_with_a_call_running_is_refused_and_stays_open() -> None:
+    host = Host.in_memory(timeout=30)
+    with pytest.raises(AskUserError) as early:
+        with host.turn():
+            call = asyncio.ensure_future(host.call_tool("call_1", DB))
+            await asyncio.sleep(0.2)
+    assert early.value.code == "OUT_OF_ORDER" and "call_1" in early.value.message
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    host.end_step()
+    host.end_turn("cancelled")
+    with host.turn() as late:  # the host goes on
+        assert late == []
+
+
+async def test_answer_late_in_the_window_says_so_and_bad_inputs_are_refused() -> None:
+    host = Host.in_memory(timeout=30)
+    with host.turn():
+        call = asyncio.ensure_future(host.call_tool("call_1", DB))
+        await asyncio.sleep(0.2)
+        with pytest.raises(AskUserError) as open_:
+            host.answer_late("call_1", {"db": "SQLite"})
+        assert open_.value.code == "NOT_WAITING" and "in its window" in open_.value.message
+        for bad_id in ("", "   ", 42):
+            with pytest.raises(AskUserError) as bad:
+                await host.call_tool(bad_id, DB)  # type: ignore[arg-type]
+            assert bad.value.code == "BAD_ARGUMENT"
+        with pytest.raises(AskUserError) as unserialisable:
+            await host.call_tool("call_2", {"questions": {1}})
+        assert unserialisable.value.code == "BAD_ARGUMENT"
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+
+async def test_close_ends_the_session_and_frees_its_log(state_dir: Path) -> None:
+    host = Host.open("closing", state_dir=state_dir, timeout=1)
+
+    async def chat(request: ask_user.AnswerRequest, next: ask_user.Next) -> None:
+        return None
+
+    host.add_answerer(chat, name="chat")  # it holds the host through its closure
+    with host.turn():
+        assert (await host.call_tool("call_1", DB)).pending
+    host.close()
+    host.close()
+    with pytest.raises(AskUserError) as closed:
+        host.standing("call_1")
+    assert closed.value.code == "CLOSED"
+    gc.collect()
+    with Host.open("closing", state_dir=state_dir, timeout=1) as again:  # the log is free
+        assert again.standing("call_1") == "continued"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -69,3 +71,21 @@ async def test_a_question_answered_in_its_window_is_the_tools_result(scripted_mo
         result = await agent_for(host, model.base_url).run("Set up the database.")
     assert result.output == "SQLite, then."
     assert tool_result(model.requests[1], "call_ask_1") == '{"answers":[{"id":"db","selected":["SQLite"]}]}'
+
+
+async def test_a_run_that_fails_after_taking_the_answer_gets_it_again(scripted_model) -> None:
+    model = scripted_model([tool_call(ASK, db_question(1), "call_ask_1")])  # the 2nd request fails
+    host = ask_user.Host.in_memory()
+    agent = agent_for(host, model.base_url)
+    with host.turn():
+        first = await agent.run("Set up the database.")
+    host.answer_late("call_ask_1", {"db": "Postgres"})
+    with host.turn(claim=False):
+        results = deferred_results(host, first.output)
+        with pytest.raises(Exception):
+            await agent.run(message_history=first.all_messages(), deferred_tool_results=results)
+    model.errors.clear()  # that failure was the test's
+    assert host.standing("call_ask_1") == "settled"
+    with host.turn(claim=False):
+        again = deferred_results(host, first.output)
+    assert json.loads(again.calls["call_ask_1"]) == {"answers": [{"id": "db", "selected": ["Postgres"]}]}

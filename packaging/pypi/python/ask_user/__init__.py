@@ -129,7 +129,7 @@ def _items(answers: AnswersLike, questions: Sequence[Mapping[str, Any]] = ()) ->
                     items.append({"id": qid, "selected": [value]})
                 else:
                     items.append({"id": qid, "selected": [], "custom": value})
-            elif isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+            elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)) and all(isinstance(v, str) for v in value):
                 items.append({"id": qid, "selected": list(value)})
             else:
                 raise AskUserError("BAD_ANSWER", f"the answer to {qid!r} is text, a list of labels or None, not {value!r}")
@@ -184,7 +184,8 @@ class ToolOutcome:
     value: Any
     """The parsed result (the answers or the pending object); ``None`` for an error."""
     error_code: str | None = None
-    """The SPEC code of an error result (``BAD_ARGUMENTS``, ``ASK_ABORTED``, ...), when typed."""
+    """The SPEC code of an error result (``INVALID_ARGS``, ``BAD_QUESTIONS``, ``ASK_ABORTED``,
+    ...), when typed."""
 
     @property
     def answers(self) -> Answers | None:
@@ -283,8 +284,8 @@ class InboxLink:
 
     @property
     def connected(self) -> bool:
-        """Whether the inbox is reached now."""
-        return bool(self._native.connected)
+        """Whether the inbox is reached now (never, once its host is closed)."""
+        return self._native is not None and bool(self._native.connected)
 
     async def wait_connected(self, timeout: float = 10.0) -> None:
         """Waits until the inbox is reached; ``AskUserError("NO_INBOX")`` after ``timeout``."""
@@ -297,7 +298,8 @@ class InboxLink:
 
     async def close(self, within: float = 2.0) -> None:
         """Unlinks, once the inbox was told how every question ended (at most ``within`` s)."""
-        await self._native.close(within)
+        if self._native is not None:
+            await self._native.close(within)
 
 
 class Host:
@@ -309,9 +311,36 @@ class Host:
     """
 
     def __init__(self, native: Any, state_dir: str | None) -> None:
-        self._native = native
+        self.__native: Any = native
         self._state_dir = state_dir
         self._registrations: list[Registration] = []
+        self._links: list[InboxLink] = []
+        self._outcomes: dict[str, str] = {}
+
+    @property
+    def _native(self) -> Any:
+        if self.__native is None:
+            raise AskUserError("CLOSED", "this host is closed")
+        return self.__native
+
+    def close(self) -> None:
+        """Ends the session in this process: its answerers and inbox links go, and the log is
+        freed once no call of it runs (reopen it with ``Host.open``). Late answers still reach
+        its pending questions through the log. Closing twice does nothing."""
+        if self.__native is None:
+            return
+        for registration in list(self._registrations):
+            registration.remove()
+        for link in self._links:
+            link._native = None
+        self._links.clear()
+        self.__native = None
+
+    def __enter__(self) -> Host:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
 
     @classmethod
     def open(
@@ -366,7 +395,8 @@ class Host:
         return LateReply._list(self._native.begin_turn())
 
     def begin_step(self) -> None:
-        """Starts a step (one request to the model)."""
+        """Starts a step: a request to the model and the calls it asks for (``turn()`` opens one
+        for the whole turn)."""
         self._native.begin_step()
 
     def end_step(self) -> None:
@@ -385,7 +415,13 @@ class Host:
 
         ``claim=False``: the turn claims nothing and yields ``[]``; the replies wait for
         ``take_late`` (a framework that hands a late answer back to the call that asked, as the
-        LangGraph and Pydantic AI adapters do)."""
+        LangGraph and Pydantic AI adapters do).
+
+        A claimed reply is admitted (its question settled) when the block starts: if the
+        request that should carry it then fails, ``host.answers(call_id)`` still has the answer.
+        Every ``call_tool`` is awaited inside its turn: leaving the block with one still running
+        raises ``AskUserError("OUT_OF_ORDER")`` and leaves the turn open (``end_turn`` closes it
+        once the calls have ended)."""
         if claim:
             replies = self.begin_turn()
         else:
@@ -403,6 +439,9 @@ class Host:
             reason = "error"
             raise
         finally:
+            running = self._native.running()
+            if running:
+                raise AskUserError("OUT_OF_ORDER", f"the turn ended with calls still running ({', '.join(running)}): await each call_tool inside its turn, then end_turn()")
             if self._native.step_open():
                 self.end_step()
             self.end_turn(reason)
@@ -419,10 +458,18 @@ class Host:
         reads. Answerers ask in order; a timed call's window that passes gives ``pending``.
 
         Cancelling the awaiting task withdraws the question (its call is logged cancelled, as a
-        cancelled turn does) and raises ``CancelledError`` once that is recorded. An argument
-        the model got wrong is an error *result* the model reads; a call out of turn order or a
-        call id used before raises ``AskUserError``."""
-        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        cancelled turn does) and raises ``CancelledError`` once that is recorded; a cancel that
+        comes as the answer does finds the call answered (``host.answers(call_id)``). An
+        argument the model got wrong is an error *result* the model reads; a call out of turn
+        order, a call id used before or arguments that are no JSON raise ``AskUserError``."""
+        if not isinstance(call_id, str) or not call_id.strip():
+            raise AskUserError("BAD_ARGUMENT", f"a call id is non-empty text, not {call_id!r}")
+        try:
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            text.encode("utf-8")
+            call_id.encode("utf-8")
+        except (TypeError, ValueError) as error:
+            raise AskUserError("BAD_ARGUMENT", f"the call's id and arguments are JSON text: {error}") from None
         future = self._native.call_tool(call_id, text, asyncio.get_running_loop())
         try:
             raw = json.loads(await asyncio.shield(future))
@@ -432,7 +479,15 @@ class Host:
                 await future
             raise
         error = raw.get("error") or {}
+        if not raw["pending"]:
+            self._outcomes[call_id] = raw["text"]
         return ToolOutcome(call_id, raw["text"], raw["isError"], raw["pending"], raw["value"], error.get("code"))
+
+    def outcome_text(self, call_id: str) -> str | None:
+        """What the model read from a call this process ran to an end (answers or an error), for
+        a framework that runs the same call again: ``None`` for a call it did not run here or
+        that went pending."""
+        return self._outcomes.get(call_id)
 
     # Questions.
 
@@ -464,6 +519,8 @@ class Host:
         it to the model. ``by`` names where it came from (a chat, a pager). Refused with
         ``AskUserError``: ``NOT_WAITING`` (not pending, or settled), ``REPLY_QUEUED`` (an
         answer is already on its way), ``BAD_ANSWER`` (does not fit the questions)."""
+        if self.standing(call_id) == "open":
+            raise AskUserError("NOT_WAITING", f"the call {call_id!r} is in its window: a late answer is taken once the window has passed (answer in the window through an answerer or the inbox page)")
         items = _items(answers, self.questions(call_id) or [])
         self._native.queue_late(call_id, json.dumps(items), by)
 
@@ -483,18 +540,28 @@ class Host:
 
     async def wait_late(self, call_id: str | None = None, timeout: float | None = None) -> LateReply:
         """Waits until a late reply (``call_id``'s, or any) is queued, and returns it without
-        taking it: the next turn does. ``TimeoutError`` after ``timeout`` seconds."""
+        taking it: the next turn does. ``asyncio.TimeoutError`` after ``timeout`` seconds;
+        ``AskUserError("NOT_WAITING")`` when no such reply can come (the call is not pending, or
+        no question of the session is open or pending)."""
+
+        def nothing_can_come() -> bool:
+            if call_id is not None:
+                return self.standing(call_id) not in ("open", "continued")
+            return not self.active()
 
         async def wait() -> LateReply:
             while True:
                 woke = asyncio.ensure_future(self._native.wait_for_input())
-                for reply in self.waiting():
-                    if call_id is None or reply.call_id == call_id:
-                        woke.cancel()
-                        return reply
-                # The wake-up is a hint; a short poll covers one that came before the wait.
-                await asyncio.wait({woke}, timeout=0.25)
-                woke.cancel()
+                try:
+                    for reply in self.waiting():
+                        if call_id is None or reply.call_id == call_id:
+                            return reply
+                    if nothing_can_come():
+                        raise AskUserError("NOT_WAITING", f"no late answer can come for {call_id!r}" if call_id else "no question of this session is open or pending")
+                    # The wake-up is a hint; a short poll covers one that came before the wait.
+                    await asyncio.wait({woke}, timeout=0.25)
+                finally:
+                    woke.cancel()
 
         return await asyncio.wait_for(wait(), timeout)
 
@@ -515,7 +582,9 @@ class Host:
         started): its questions show on the inbox page and phone, racing the other answerers,
         and an answer given there late comes back as a late answer."""
         directory = os.fspath(state_dir) if state_dir is not None else (self._state_dir or default_state_dir())
-        return InboxLink(self._native.link_inbox(directory))
+        link = InboxLink(self._native.link_inbox(directory))
+        self._links.append(link)
+        return link
 
     def _add_fixed_answerer(self, answers: AnswersLike) -> Registration:
         return Registration(self._native._add_fixed_answerer(json.dumps(_items(answers))), self._registrations)

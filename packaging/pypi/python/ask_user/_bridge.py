@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
 from typing import Any
 
 from ._errors import AskUserError
@@ -20,13 +21,21 @@ def start(answerer: Any, request_json: str, native_next: Any, done: Any, loop: a
         try:
             result = await answerer(request, nxt)
         except asyncio.CancelledError:
+            # Cancelled by the waterfall (nothing waits for it then), or by the answerer itself:
+            # either way the question is not left waiting for it.
+            done.raised("ASK_ABORTED", "the answerer was cancelled")
             raise
         except AskUserError as error:
             done.raised(error.code, error.message)
             return
-        except BaseException as error:  # noqa: BLE001 - reported to the waterfall as a failure
-            done.raised(None, f"{type(error).__name__}: {error}")
+        except Exception as error:  # noqa: BLE001 - reported to the waterfall as a failure
+            # The model reads the failure's kind; the developer reads the whole of it, logged.
+            logging.getLogger("ask_user").exception("the answerer %r failed", answerer)
+            done.raised(None, f"the answerer failed ({type(error).__name__})")
             return
+        except BaseException:
+            done.raised(None, "the answerer was stopped")
+            raise
         if result is None:
             done.declined()
         elif isinstance(result, Answers) and result is nxt._result:

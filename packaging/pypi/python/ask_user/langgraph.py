@@ -65,7 +65,17 @@ class AskUserTool(BaseTool):
         host: Host = self.host
         standing = host.standing(call_id)
         if standing == "unknown":
-            outcome = await host.call_tool(call_id, arguments)
+            earlier = host.outcome_text(call_id)
+            if earlier is not None:
+                # The node runs again after a resume: this call ended before (an error result,
+                # or a cancel), and the model reads the same again.
+                return earlier
+            try:
+                outcome = await host.call_tool(call_id, arguments)
+            except AskUserError as error:
+                if error.code != "DUPLICATE_CALL_ID":
+                    raise
+                return f"Error: the call {call_id} ended before, without an answer"
             if not outcome.pending:
                 return outcome.text
             pending = outcome.text

@@ -59,7 +59,8 @@ def ask_user_tool(host: Host) -> Tool[Any]:
 
 def deferred_results(host: Host, requests: DeferredToolRequests) -> DeferredToolResults:
     """The late replies to the deferred ``ask_user_question`` calls of ``requests``, taken into
-    the current step (inside ``host.turn(claim=False)``), as the calls' results. A call without a
+    the current step (inside ``host.turn(claim=False)``), as the calls' results (a call settled
+    before, by a run that failed after taking its reply, gets its answers). A call without a
     reply yet is left out (``requests.remaining(results)`` lists it): the next run defers it
     again."""
     calls: dict[str, Any] = {}
@@ -69,4 +70,7 @@ def deferred_results(host: Host, requests: DeferredToolRequests) -> DeferredTool
         taken = host.take_late(call.tool_call_id)
         if taken:
             calls[call.tool_call_id] = taken[0].text
+        elif host.standing(call.tool_call_id) == "settled":
+            # Admitted before (a run that failed after taking it): the answers, again.
+            calls[call.tool_call_id] = _settled_text(host, call.tool_call_id)
     return DeferredToolResults(calls=calls)
