@@ -440,3 +440,69 @@ async fn the_sessions_a_call_named_alone_reaches() {
     );
     assert_eq!(reaches("a-1").await, ["c"], "settled in a");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_live_desk_of_named_sessions_names_them_as_their_store_does() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let runtime = runtime(store);
+    let host = Arc::new(
+        runtime
+            .create("agent.jsonl", SessionOptions::named("agent"))
+            .unwrap(),
+    );
+    let call = CallId::from("agent-1");
+    ask_unanswered(&host, &call).await;
+    let desk = LiveDesk::of_named([&host]);
+    let listed = desk.answerable().await.unwrap();
+    assert_eq!(
+        listed[0].session, "agent.jsonl",
+        "the store's name, not the id"
+    );
+    assert_eq!(desk.find(&call).await.unwrap()[0].session, "agent.jsonl");
+    // By its session id the desk does not know it; by its name it takes the answer.
+    let refused = desk
+        .submit(Submission::new(
+            "agent",
+            call.clone(),
+            scope("Tool only"),
+            shell(),
+        ))
+        .await;
+    assert!(
+        matches!(refused, Err(LateRefusal::UnknownSession(_))),
+        "{refused:?}"
+    );
+    let accepted = desk
+        .submit(Submission::new(
+            "agent.jsonl",
+            call.clone(),
+            scope("Tool only"),
+            shell(),
+        ))
+        .await
+        .unwrap();
+    assert!(matches!(accepted, Accepted::Queued(_)), "{accepted:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_that_claims_nothing_leaves_the_late_reply_for_take() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let runtime = runtime(store);
+    let host = runtime.create("s1", SessionOptions::named("s1")).unwrap();
+    let call = CallId::from("s1-1");
+    ask_unanswered(&host, &call).await;
+    host.late()
+        .queue(&call, scope("Tool only"), shell())
+        .unwrap();
+    host.begin_turn_unclaimed().unwrap();
+    host.begin_step().unwrap();
+    assert!(!host.projection().is_settled(&call), "nothing was claimed");
+    assert_eq!(host.late().waiting().len(), 1);
+    let taken = host.late().take(Some(&call)).unwrap();
+    assert_eq!(taken.len(), 1);
+    assert!(host.projection().is_settled(&call));
+    host.end_turn("completed").unwrap();
+    // Out of order like any turn.
+    host.begin_turn_unclaimed().unwrap();
+    assert!(host.begin_turn_unclaimed().is_err());
+}
