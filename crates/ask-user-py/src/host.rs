@@ -416,6 +416,6 @@ impl PyHost {
 
     /// Links the session to the machine's inbox for `state_dir` (see `ask_user.Host.link_inbox`).
     fn link_inbox(&self, state_dir: PathBuf) -> crate::inbox::PyInboxLink {
-        crate::inbox::link(self, state_dir)
+        crate::inbox::link(&self.host, &self.runtime, state_dir)
     }
 }

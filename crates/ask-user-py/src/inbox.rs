@@ -6,13 +6,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use ask_user_host::{Host, LiveDesk};
+use ask_user_host::{Host, HostRuntime, LiveDesk};
 use ask_user_inbox::{Connect, InboxLink, LinkedHost, LinkedSession, Rendezvous};
 use pending_answer::QuestionDesk;
 use pyo3::prelude::*;
 use user_questions::SessionId;
-
-use crate::host::PyHost;
 
 /// The session as the inbox shows it.
 struct Linked {
@@ -37,20 +35,21 @@ impl LinkedHost for Linked {
     }
 }
 
-/// Links `host` to the inbox that runs for `state_dir`, whenever one does (none is started).
-pub(crate) fn link(host: &PyHost, state_dir: PathBuf) -> PyInboxLink {
+/// Links `host` (of `runtime`) to the inbox that runs for `state_dir`, whenever one does (none is
+/// started).
+pub(crate) fn link(host: &Arc<Host>, runtime: &HostRuntime, state_dir: PathBuf) -> PyInboxLink {
     let socket = Rendezvous::new(state_dir).socket();
     let connect: Connect = Arc::new(move || {
         let socket = socket.clone();
         Box::pin(async move { ask_user_inbox::connect(&socket).await })
     });
     let linked = Arc::new(Linked {
-        host: Arc::downgrade(&host.host),
-        desk: LiveDesk::of_named([&host.host]),
+        host: Arc::downgrade(host),
+        desk: LiveDesk::of_named([host]),
     });
     let _enter = crate::bridge::runtime().enter();
     PyInboxLink {
-        link: Mutex::new(Some(InboxLink::start(host.runtime.seam(), linked, connect))),
+        link: Mutex::new(Some(InboxLink::start(runtime.seam(), linked, connect))),
     }
 }
 

@@ -170,3 +170,10 @@ pub(super) fn refused(refusal: ShellRefusal) -> CliError {
     };
     CliError::new(code, refusal.message, exit)
 }
+
+impl From<pending_answer::DeskError> for CliError {
+    /// As a refusal of the shell's answer would say it (`ShellRefusal`'s kinds).
+    fn from(error: pending_answer::DeskError) -> Self {
+        refused(error.into())
+    }
+}

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use ask_user_pg::PgDesk;
-use pending_answer::{DeskError, QuestionDesk};
+use pending_answer::QuestionDesk;
 
 use super::CliError;
 use crate::host::LogDesk;
@@ -58,13 +58,6 @@ pub(crate) fn pick(
     }
     let desk = LogDesk::files(logs)?.on_open(|_, resumed| super::report_resume(resumed));
     Ok(Picked::Logs(desk))
-}
-
-impl From<DeskError> for CliError {
-    /// As a refusal of the shell's answer would say it (`ShellRefusal`'s kinds).
-    fn from(error: DeskError) -> Self {
-        super::answer::refused(error.into())
-    }
 }
 
 /// Every session log of a state directory (default: the one `ask-user mcp` writes), listed anew
