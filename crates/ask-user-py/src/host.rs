@@ -11,30 +11,18 @@ use pyo3::prelude::*;
 use serde_json::{Value, json};
 use session_log::{JsonlStore, MemoryStore};
 use tokio_util::sync::CancellationToken;
-use tool_ask_user::{AskUserConfig, AskUserMode, ToolDefinition, ToolOutcome};
+use tool_ask_user::{AskUserConfig, ToolDefinition, ToolOutcome};
 use user_questions::{AnswerBatch, AnswerItem, CallId, Provenance, UserMessage};
 use user_questions_projection::Standing;
 
 use crate::answerer::{self, EVENT_LOOP, Registration};
 use crate::error;
 
-/// The tool's configuration for a mode and a timeout in seconds.
+/// The tool's configuration for a mode and a timeout in seconds, read and checked as the
+/// tool reads its JSON configuration.
 pub(crate) fn config(mode: &str, timeout: i64) -> PyResult<AskUserConfig> {
-    let config = match mode {
-        "timed" => AskUserConfig::timed_secs(timeout),
-        "legacy" => AskUserConfig {
-            timeout,
-            ..AskUserConfig::LEGACY
-        },
-        other => {
-            return Err(error::ask_error(
-                "BAD_CONFIG",
-                format!("mode must be \"timed\" or \"legacy\", not {other:?}"),
-            ));
-        }
-    };
-    config.validate().map_err(error::config)?;
-    Ok(config)
+    AskUserConfig::from_json(&json!({"mode": mode, "timeout": timeout}).to_string())
+        .map_err(error::config)
 }
 
 /// `{"name", "description", "parameters"}`.
@@ -177,10 +165,7 @@ impl PyHost {
     /// `"timed"` or `"legacy"`.
     #[getter]
     fn mode(&self) -> &'static str {
-        match self.runtime.tool().mode() {
-            AskUserMode::Timed => "timed",
-            AskUserMode::Legacy => "legacy",
-        }
+        self.runtime.tool().mode().as_str()
     }
 
     /// The tool's definition as JSON.
@@ -247,8 +232,8 @@ impl PyHost {
         arguments: String,
         event_loop: Py<PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let token = CancellationToken::new();
         {
+            // Taken now (its token replaced below), so that a second call of the id is refused.
             let mut calls = self.calls();
             if calls.contains_key(&call_id) {
                 return Err(error::ask_error(
@@ -256,25 +241,23 @@ impl PyHost {
                     format!("the call {call_id:?} is running"),
                 ));
             }
-            calls.insert(call_id.clone(), token.clone());
+            calls.insert(call_id.clone(), CancellationToken::new());
         }
         let host = Arc::clone(&self.host);
         let calls = Arc::clone(&self.calls);
         let event_loop = Arc::new(event_loop);
         let bound_loop = event_loop.bind(py).clone();
-        // Cancelling the asyncio future cancels the call too: the question is withdrawn and
-        // the call logged cancelled before the future ends.
-        crate::bridge::future(py, &bound_loop, move |cancelled| {
+        // The future's token is the call's: cancelling the asyncio future, or `cancel_call`,
+        // withdraws the question, and the call is logged cancelled before the future ends.
+        let taken = call_id.clone();
+        let future = crate::bridge::future(py, &bound_loop, move |token| {
+            calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(call_id.clone(), token.clone());
             EVENT_LOOP.scope(event_loop, async move {
                 let id = CallId::from(call_id.as_str());
-                let call = host.call_tool(&id, &arguments, token.clone());
-                tokio::pin!(call);
-                let outcome = loop {
-                    tokio::select! {
-                        outcome = &mut call => break outcome,
-                        () = cancelled.cancelled(), if !token.is_cancelled() => token.cancel(),
-                    }
-                };
+                let outcome = host.call_tool(&id, &arguments, token).await;
                 calls
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -283,7 +266,11 @@ impl PyHost {
                     .map(|outcome| Some(outcome_json(&outcome)))
                     .map_err(|e| error::parts(e.code(), &e))
             })
-        })
+        });
+        if future.is_err() {
+            self.calls().remove(&taken);
+        }
+        future
     }
 
     /// The calls running now.

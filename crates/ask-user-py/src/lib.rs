@@ -21,6 +21,18 @@ fn definition(mode: &str, timeout: i64) -> PyResult<String> {
     Ok(host::definition_json(&definition))
 }
 
+/// `text` safe for a terminal: every control or invisible format character shown as its escape
+/// (`\u{1b}`), line breaks kept when `keep_lines` (the seam's one sanitiser).
+#[pyfunction]
+#[pyo3(signature = (text, keep_lines=true))]
+fn visible(text: &str, keep_lines: bool) -> String {
+    if keep_lines {
+        user_questions::sanitize::visible_lines(text).into_owned()
+    } else {
+        user_questions::sanitize::visible(text).into_owned()
+    }
+}
+
 /// The module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -31,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<answerer::Done>()?;
     m.add_class::<inbox::PyInboxLink>()?;
     m.add_function(wrap_pyfunction!(definition, m)?)?;
+    m.add_function(wrap_pyfunction!(visible, m)?)?;
     m.add_function(wrap_pyfunction!(cli::run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(cli::default_state_dir, m)?)?;
     m.add_function(wrap_pyfunction!(bench::rust_round_trips, m)?)?;

@@ -22,13 +22,13 @@ async def main() -> None:
     model = OpenAIChatCompletionsModel(model=os.environ.get("OPENAI_MODEL", "gpt-4.1"), openai_client=AsyncOpenAI())
     agent = Agent(name="setup", instructions="Ask the user what you cannot decide.", tools=[ask_user_tool(host)], model=model)
     result = await run(host, agent, "Set up the project's database.")
-    print("agent:", result.final_output)
+    print("agent:", ask_user.visible(str(result.final_output)))
     for question in host.pending():
-        print("pending:", question.call_id, "- answer it on the inbox page")
+        print("pending:", ask_user.visible(question.call_id), "- answer it on the inbox page")
         await host.wait_late(question.call_id)
     if host.waiting():
         result = await run(host, agent, result.to_input_list())  # the late answer is in this run
-        print("agent:", result.final_output)
+        print("agent:", ask_user.visible(str(result.final_output)))
     await link.close()
 
 

@@ -37,12 +37,12 @@ async def main() -> None:
     with host.turn():
         state = await app.ainvoke({"messages": [("user", "Set up the project's database.")]}, config)
     for call in pending_calls(state):
-        print("pending:", call["callId"], "- answer it on the inbox page")
+        print("pending:", ask_user.visible(call["callId"]), "- answer it on the inbox page")
         await host.wait_late(call["callId"])
     if pending_calls(state):
         with host.turn(claim=False):  # the tool takes the late answer itself
             state = await app.ainvoke(resume(host, state), config)
-    print("agent:", state["messages"][-1].content)
+    print("agent:", ask_user.visible(str(state["messages"][-1].content)))
     await link.close()
 
 

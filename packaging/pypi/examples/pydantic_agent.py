@@ -24,12 +24,12 @@ async def main() -> None:
         result = await agent.run("Set up the project's database.")
     if isinstance(result.output, DeferredToolRequests):
         for call in result.output.calls:
-            print("pending:", call.tool_call_id, "- answer it on the inbox page")
+            print("pending:", ask_user.visible(call.tool_call_id), "- answer it on the inbox page")
             await host.wait_late(call.tool_call_id)
         with host.turn(claim=False):  # the deferred results take the late answers
             results = deferred_results(host, result.output)
             result = await agent.run(message_history=result.all_messages(), deferred_tool_results=results)
-    print("agent:", result.output)
+    print("agent:", ask_user.visible(str(result.output)))
     await link.close()
 
 

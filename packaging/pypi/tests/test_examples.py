@@ -17,6 +17,8 @@ from helpers import ASK, InboxPage, db_question
 from scripted_model import scripted_model, text, tool_call, tool_result, user_messages  # noqa: F401
 
 PACKAGE = Path(__file__).resolve().parents[1]
+# The model's last words, with an escape sequence that would retitle a terminal: printed escaped.
+FINAL = "Postgres it is.\x1b]0;owned\x07"
 
 
 def readme_agent(tmp_path: Path) -> Path:
@@ -29,10 +31,10 @@ def readme_agent(tmp_path: Path) -> Path:
 
 # name: (the script, the model's script, where the model reads the late answer)
 CASES = {
-    "readme": (readme_agent, "user message", [text("I will wait for your answer."), text("Postgres it is.")]),
-    "agents_sdk": (lambda _: PACKAGE / "examples/agents_sdk.py", "user message", [text("I will wait for your answer."), text("Postgres it is.")]),
-    "langgraph_agent": (lambda _: PACKAGE / "examples/langgraph_agent.py", "tool result", [text("Postgres it is.")]),
-    "pydantic_agent": (lambda _: PACKAGE / "examples/pydantic_agent.py", "tool result", [text("Postgres it is.")]),
+    "readme": (readme_agent, "user message", [text("I will wait for your answer."), text(FINAL)]),
+    "agents_sdk": (lambda _: PACKAGE / "examples/agents_sdk.py", "user message", [text("I will wait for your answer."), text(FINAL)]),
+    "langgraph_agent": (lambda _: PACKAGE / "examples/langgraph_agent.py", "tool result", [text(FINAL)]),
+    "pydantic_agent": (lambda _: PACKAGE / "examples/pydantic_agent.py", "tool result", [text(FINAL)]),
 }
 
 
@@ -69,7 +71,8 @@ async def test_the_example_gets_its_late_answer_from_the_inbox_page(name: str, s
         page.close()
     said = output.decode()
     assert agent.returncode == 0, said
-    assert "Postgres it is." in said, said
+    assert "Postgres it is.\\u{1b}]0;owned\\u{7}" in said, said
+    assert "\x1b" not in said and "\x07" not in said, said
     last = model.requests[-1]
     late = tool_result(last, call_id) if read_as == "tool result" else user_messages(last)[-1]
     reply = json.loads(late)

@@ -417,3 +417,10 @@ async def test_close_ends_the_session_and_frees_its_log(state_dir: Path) -> None
     gc.collect()
     with Host.open("closing", state_dir=state_dir, timeout=1) as again:  # the log is free
         assert again.standing("call_1") == "continued"
+
+
+def test_text_from_a_model_is_shown_escaped() -> None:
+    assert ask_user.visible("ok\x1b]0;owned\x07\nnext") == "ok\\u{1b}]0;owned\\u{7}\nnext"
+    assert ask_user.visible("a\nb", keep_lines=False) == "a\\u{a}b"
+    error = AskUserError("NOT_WAITING", "call \x1b[2Jx is not pending")
+    assert "\x1b" not in str(error) and "\\u{1b}[2Jx" in error.message

@@ -49,6 +49,7 @@ __all__ = [
     "ToolOutcome",
     "default_state_dir",
     "tool_definition",
+    "visible",
 ]
 
 __version__: str = _native.__version__
@@ -74,6 +75,13 @@ AnswersLike = Union[Mapping[str, AnswerValue], Sequence[Mapping[str, Any]], "Ans
 other text is the person's own answer), ``{"langs": ["Rust", "Go"]}`` (labels of a multi-select
 question), ``{"db": None}`` (skipped), or the answer items themselves
 (``[{"id": "db", "selected": ["SQLite"]}]``)."""
+
+
+def visible(text: str, *, keep_lines: bool = True) -> str:
+    """``text`` safe to print on a terminal: every control or invisible format character (an
+    escape sequence a model wrote, say) shown as its escape, ``\\u{1b}``; line breaks kept unless
+    ``keep_lines=False``. Print what a model or a person wrote through it."""
+    return _native.visible(text, keep_lines)
 
 
 def default_state_dir() -> str:

@@ -13,6 +13,9 @@ __version__: str
 def definition(mode: str, timeout: int) -> str:
     """The tool's definition, ``{"name", "description", "parameters"}`` as JSON."""
 
+def visible(text: str, keep_lines: bool = True) -> str:
+    """``text`` safe for a terminal: control and invisible characters shown escaped."""
+
 def run_cli(argv: list[str]) -> int:
     """Runs the ``ask-user`` command line (``argv[0]`` the program's name); its exit status."""
 
